@@ -1,0 +1,535 @@
+"""Recording AMQP 1.0 clients over Qpid Proton, driven from test code.
+
+One `Clients` object runs a proton event loop on a background thread; every proton call happens on that
+thread (test code hands work over through an event injector). Senders and receivers record everything they
+do and see into a shared `History`, and expose small, lock-protected summaries for test assertions.
+
+Senders behave like a well-mannered AMQP client: a message is put on the wire only when the link has credit
+(so a producer without credit blocks, as 003_9cdc7c48796dae4f.txt §12.1.1.1 describes), and a drain request
+with nothing queued is answered by giving the credit back.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from proton import Delivery, Endpoint, Link, Message, Terminus
+from proton.reactor import ApplicationEvent, Container, EventInjector
+
+from . import history as h
+from .wait import wait_for
+
+OUTCOMES = ("accept", "reject", "release", "modify", "modify-undeliverable", "hold")
+_STATE = {
+    Delivery.ACCEPTED: "accepted", Delivery.REJECTED: "rejected",
+    Delivery.RELEASED: "released", Delivery.MODIFIED: "modified",
+}
+DEFAULT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class Received:
+    seq: int | None
+    producer: str | None
+    body: object
+    priority: int | None
+    address: str | None
+    properties: dict
+    settled: bool  # it arrived pre-settled
+
+
+@dataclass
+class Outcome:
+    outcome: str
+    failed: bool = False
+    undeliverable: bool = False
+    condition: str | None = None
+
+
+class Clients:
+    """The client side of a test: a proton container on its own thread, and the history it records."""
+
+    def __init__(self, history: h.History | None = None, container_id: str = "interop-clients"):
+        self.history = history or h.History()
+        self._handler = _LoopHandler()
+        self._container = Container(self._handler)
+        self._container.container_id = container_id
+        self._injector = EventInjector()
+        self._container.selectable(self._injector)
+        self._connections: list[ClientConnection] = []
+        self._thread = threading.Thread(target=self._container.run, name="interop-clients", daemon=True)
+        self._thread.start()
+        self._names = itertools.count(1)
+
+    def __enter__(self) -> Clients:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def call(self, fn: Callable, timeout: float = DEFAULT_TIMEOUT):
+        """Run `fn` on the event loop thread and return its result."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def run():
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # handed back to the caller's thread
+                future.set_exception(exc)
+
+        self._injector.trigger(ApplicationEvent("client_call", subject=run))
+        return future.result(timeout)
+
+    def connect(self, url: str, name: str | None = None, wait: bool = True) -> ClientConnection:
+        conn = ClientConnection(self, url, name or f"conn{next(self._names)}")
+        self._connections.append(conn)
+        if wait:
+            conn.wait_open()
+        return conn
+
+    def unique(self, prefix: str) -> str:
+        return f"{prefix}{next(self._names)}"
+
+    def close(self, timeout: float = 5.0) -> None:
+        if not self._thread.is_alive():
+            return
+        for conn in self._connections:
+            conn.close(wait=False)
+        try:
+            wait_for(lambda: all(c.ended for c in self._connections), timeout, "client connections to close")
+        except AssertionError:
+            pass  # a peer that does not answer close must not hang the test run; we stop anyway
+        self.call(self._container.stop)
+        self._injector.close()
+        self._thread.join(timeout)
+
+
+class _LoopHandler:
+    """Container-level handler: runs injected calls; connection events go to each connection's handler."""
+
+    def on_client_call(self, event):
+        event.subject()
+
+
+class ClientConnection:
+    def __init__(self, clients: Clients, url: str, name: str):
+        self.clients, self.url, self.name = clients, url, name
+        self.history = clients.history
+        self.opened = threading.Event()
+        self.ended = False
+        self.condition: str | None = None
+        self._links: list = []
+        self._conn = clients.call(lambda: clients._container.connect(
+            url, handler=_ConnectionHandler(self), reconnect=False, allowed_mechs="ANONYMOUS"))
+
+    def wait_open(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        wait_for(lambda: self.opened.is_set() or self.ended, timeout, f"connection {self.name} to {self.url}")
+        if not self.opened.is_set():
+            raise ConnectionError(f"connection {self.name} to {self.url} failed: {self.condition}")
+
+    def sender(self, address: str | None, name: str | None = None, *, presettled: bool = False,
+               window: int | None = None, wait: bool = True) -> RecordingSender:
+        snd = RecordingSender(self, address, name or self.clients.unique("snd"), presettled, window)
+        self._links.append(snd)
+        self.clients.call(snd._open)
+        if wait:
+            snd.wait_attached()
+        return snd
+
+    def receiver(self, address: str | None, name: str | None = None, *, credit: int = 50,
+                 auto_credit: bool = True, outcome: str = "accept", dynamic: bool = False,
+                 wait: bool = True, timeout: float = DEFAULT_TIMEOUT) -> RecordingReceiver:
+        rcv = RecordingReceiver(self, address, name or self.clients.unique("rcv"), credit, auto_credit,
+                                outcome, dynamic)
+        self._links.append(rcv)
+        self.clients.call(rcv._open)
+        if wait:
+            rcv.wait_attached(timeout)
+        return rcv
+
+    def sync(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """A round trip through the peer: attach and detach a throw-away receiver on this connection.
+
+        Frames on a connection are processed in order, so once this returns the peer has handled everything
+        sent before it (and anything it sent in reply is recorded). This is how a test checks that something
+        did *not* happen, without sleeping.
+        """
+        probe = self.receiver(self.clients.unique("interop.sync."), credit=0, timeout=timeout)
+        probe.detach(timeout=timeout)
+
+    def flow_together(self, receivers: list[RecordingReceiver], credit: int) -> None:
+        """Grant credit on several receivers in one go, so the flow frames leave in the same write."""
+        def do():
+            for rcv in receivers:
+                rcv._link.flow(credit)
+        self.clients.call(do)
+
+    def close(self, wait: bool = True, timeout: float = DEFAULT_TIMEOUT) -> None:
+        def do():
+            if self._conn.state & Endpoint.LOCAL_ACTIVE:
+                self._conn.close()
+        self.clients.call(do)
+        if wait:
+            wait_for(lambda: self.ended, timeout, f"connection {self.name} to close")
+
+    def kill(self) -> None:
+        """Drop the TCP connection without an AMQP close, as a crashed client would."""
+        def do():
+            sel = getattr(self._conn.transport, "_selectable", None)
+            sock = getattr(sel, "_delegate", None)
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        self.clients.call(do)
+        wait_for(lambda: self.ended, DEFAULT_TIMEOUT, f"connection {self.name} to drop")
+
+
+class _Link:
+    """What senders and receivers share: attach/detach bookkeeping."""
+
+    def __init__(self, conn: ClientConnection, address: str | None, name: str):
+        self.conn, self.address, self.name = conn, address, name
+        self.history = conn.history
+        self.attached = threading.Event()
+        self.detached = threading.Event()
+        self.condition: str | None = None
+        self.remote_address: str | None = None
+        self._lock = threading.Lock()
+        self._link: Link | None = None
+
+    def _session(self):
+        session = self.conn._conn.session()
+        session.open()
+        return session
+
+    def wait_attached(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        wait_for(lambda: self.attached.is_set() or self.detached.is_set(), timeout, f"link {self.name} to attach")
+        if self.detached.is_set():
+            raise ConnectionError(f"link {self.name} on {self.address!r} was refused: {self.condition}")
+
+    def wait_detached(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        wait_for(self.detached.is_set, timeout, f"link {self.name} to detach")
+
+    def detach(self, wait: bool = True, timeout: float = DEFAULT_TIMEOUT) -> None:
+        def do():
+            if self._link is not None and self._link.state & Endpoint.LOCAL_ACTIVE:
+                self._link.close()
+        self.conn.clients.call(do)
+        if wait:
+            self.wait_detached(timeout)
+
+    # called on the loop thread by the connection handler
+    def _on_attached(self, link: Link) -> None:
+        # A refused attach comes back with no terminus on our side's far end, then a detach with the error.
+        terminus = link.remote_target if link.is_sender else link.remote_source
+        if terminus is None or terminus.type == Terminus.UNSPECIFIED:
+            return
+        self.remote_address = terminus.address
+        self.history.record(self.name, h.ATTACHED, address=self.remote_address)
+        self.attached.set()
+
+    def _on_detached(self, link: Link, by: str) -> None:
+        cond = link.remote_condition
+        self.condition = f"{cond.name}: {cond.description}" if cond is not None else None
+        self.history.record(self.name, h.DETACHED, by=by, condition=self.condition)
+        self.detached.set()
+
+
+class RecordingSender(_Link):
+    def __init__(self, conn, address, name, presettled: bool, window: int | None):
+        super().__init__(conn, address, name)
+        self.presettled = presettled
+        self.window = window
+        self.credit = 0
+        self.drain = False
+        self.sent = 0
+        self.outcomes: dict[int, Outcome] = {}
+        self._queue: deque[Message] = deque()
+        self._seqs = itertools.count()
+        self._in_flight = 0
+
+    def _open(self):
+        link = self._session().sender(self.name)
+        if self.address is not None:
+            link.target.address = self.address
+        if self.presettled:
+            link.snd_settle_mode = Link.SND_SETTLED
+        link.recording = self
+        self._link = link
+        link.open()
+
+    def send(self, count: int = 1, *, to: str | None = None, priority: int | None = None,
+             body: object = None, properties: dict | None = None, durable: bool = False) -> list[int]:
+        """Queue `count` messages; each goes on the wire when the link has credit. Returns their seqs."""
+        messages, seqs = [], []
+        for _ in range(count):
+            seq = next(self._seqs)
+            msg = Message(body=body if body is not None else f"{self.name}-{seq}", durable=durable)
+            msg.properties = {"seq": seq, "producer": self.name, **(properties or {})}
+            if to is not None:
+                msg.address = to
+            if priority is not None:
+                msg.priority = priority
+            messages.append(msg)
+            seqs.append(seq)
+
+        def enqueue():
+            self._queue.extend(messages)
+            self._pump()
+        self.conn.clients.call(enqueue)
+        return seqs
+
+    @property
+    def queued(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    def settled_count(self) -> int:
+        with self._lock:
+            return len(self.outcomes)
+
+    def outcome_counts(self) -> dict[str, int]:
+        with self._lock:
+            counts: dict[str, int] = {}
+            for o in self.outcomes.values():
+                counts[o.outcome] = counts.get(o.outcome, 0) + 1
+            return counts
+
+    def wait_credit(self, minimum: int = 1, timeout: float = DEFAULT_TIMEOUT) -> None:
+        wait_for(lambda: self.credit >= minimum, timeout, f"sender {self.name} to get credit >= {minimum}",
+                 describe=lambda: f"credit {self.credit}")
+
+    def wait_credit_at_most(self, maximum: int, timeout: float = DEFAULT_TIMEOUT) -> None:
+        wait_for(lambda: self.credit <= maximum, timeout, f"sender {self.name} credit to fall to {maximum}",
+                 describe=lambda: f"credit {self.credit}, drain {self.drain}")
+
+    def wait_sent(self, n: int, timeout: float = DEFAULT_TIMEOUT) -> None:
+        wait_for(lambda: self.sent >= n, timeout, f"sender {self.name} to put {n} messages on the wire",
+                 describe=lambda: f"{self.sent} sent, {self.queued} queued, credit {self.credit}")
+
+    def wait_outcomes(self, n: int, timeout: float = DEFAULT_TIMEOUT) -> dict[int, Outcome]:
+        wait_for(lambda: self.settled_count() >= n, timeout, f"{n} outcomes at sender {self.name}",
+                 describe=lambda: f"{self.settled_count()} outcomes {self.outcome_counts()}, {self.sent} sent")
+        with self._lock:
+            return dict(self.outcomes)
+
+    # loop thread
+    def _pump(self):
+        link = self._link
+        if link is None or not link.state & Endpoint.LOCAL_ACTIVE or not self.attached.is_set():
+            return
+        while self._queue and link.credit > 0 and (self.window is None or self._in_flight < self.window):
+            with self._lock:
+                msg = self._queue.popleft()
+            seq = msg.properties["seq"]
+            dlv = link.send(msg)
+            dlv.seq = seq
+            self.sent += 1
+            settled = link.snd_settle_mode == Link.SND_SETTLED
+            if not settled:
+                self._in_flight += 1
+            self.history.record(self.name, h.SEND, seq=seq, settled=settled, address=msg.address)
+        if link.drain_mode and not self._queue and link.credit > 0:
+            link.drained()
+        self._note_credit(link)
+
+    def _note_credit(self, link):
+        credit, drain = link.credit, link.drain_mode
+        if credit != self.credit or drain != self.drain:
+            self.credit, self.drain = credit, drain
+            self.history.record(self.name, h.CREDIT, credit=credit, drain=drain)
+
+    def _on_flow(self, link):
+        self._pump()
+        self._note_credit(link)
+
+    def _on_delivery(self, dlv):
+        state = dlv.remote_state
+        if state not in _STATE and not dlv.settled:
+            return
+        seq = getattr(dlv, "seq", None)
+        remote = dlv.remote
+        cond = remote.condition
+        outcome = Outcome(_STATE.get(state, "settled"), bool(remote.failed), bool(remote.undeliverable),
+                          f"{cond.name}: {cond.description}" if cond is not None else None)
+        with self._lock:
+            self.outcomes[seq] = outcome
+        self._in_flight -= 1
+        self.history.record(self.name, h.OUTCOME, seq=seq, outcome=outcome.outcome, failed=outcome.failed,
+                            undeliverable=outcome.undeliverable, condition=outcome.condition)
+        dlv.settle()
+        self._pump()
+
+
+class RecordingReceiver(_Link):
+    def __init__(self, conn, address, name, credit: int, auto_credit: bool, outcome: str, dynamic: bool):
+        super().__init__(conn, address, name)
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}")
+        self.window, self.auto_credit, self.outcome, self.dynamic = credit, auto_credit, outcome, dynamic
+        self.received: list[Received] = []
+        self._held: dict[int, Delivery] = {}
+        self._held_order: list[int] = []
+
+    def _open(self):
+        link = self._session().receiver(self.name)
+        if self.dynamic:
+            link.source.dynamic = True
+        elif self.address is not None:
+            link.source.address = self.address
+        link.recording = self
+        self._link = link
+        link.open()
+        if self.window:
+            link.flow(self.window)
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return len(self.received)
+
+    def messages(self) -> list[Received]:
+        with self._lock:
+            return list(self.received)
+
+    def seqs(self, producer: str | None = None) -> list[int]:
+        return [m.seq for m in self.messages() if producer is None or m.producer == producer]
+
+    def wait_received(self, n: int, timeout: float = DEFAULT_TIMEOUT) -> list[Received]:
+        wait_for(lambda: self.count >= n, timeout, f"receiver {self.name} to get {n} messages",
+                 describe=lambda: f"{self.count} received")
+        return self.messages()
+
+    def flow(self, credit: int) -> None:
+        self.conn.clients.call(lambda: self._link.flow(credit))
+
+    def settle(self, outcome: str, count: int | None = None) -> int:
+        """Settle held (unsettled) messages, oldest first, with the given outcome; returns how many."""
+        def do():
+            todo = self._held_order[:count] if count is not None else list(self._held_order)
+            for seq_key in todo:
+                self._held_order.remove(seq_key)
+                _apply_outcome(self._held.pop(seq_key), outcome)
+                self.history.record(self.name, h.SETTLE, seq=seq_key, outcome=outcome)
+            return len(todo)
+        return self.conn.clients.call(do)
+
+    @property
+    def held(self) -> int:
+        return self.conn.clients.call(lambda: len(self._held))
+
+    # loop thread
+    def _on_delivery(self, dlv):
+        link = self._link
+        if dlv.aborted:
+            dlv.settle()
+            return
+        if dlv.partial or not dlv.readable:
+            return
+        data = link.recv(dlv.pending)
+        link.advance()
+        msg = Message()
+        msg.decode(data)
+        props = dict(msg.properties or {})
+        item = Received(props.get("seq"), props.get("producer"), msg.body, msg.priority, msg.address, props,
+                        dlv.settled)
+        with self._lock:
+            self.received.append(item)
+        self.history.record(self.name, h.RECEIVE, seq=item.seq, producer=item.producer, priority=msg.priority,
+                            address=msg.address, settled=dlv.settled)
+        if dlv.settled:
+            dlv.settle()
+        elif self.outcome == "hold":
+            key = id(dlv)
+            self._held[key] = dlv
+            self._held_order.append(key)
+        else:
+            _apply_outcome(dlv, self.outcome)
+            self.history.record(self.name, h.SETTLE, seq=item.seq, outcome=self.outcome)
+        if self.auto_credit and self.window and link.credit < self.window // 2 + 1:
+            link.flow(self.window - link.credit)
+
+
+def _apply_outcome(dlv: Delivery, outcome: str) -> None:
+    if outcome == "accept":
+        dlv.update(Delivery.ACCEPTED)
+    elif outcome == "reject":
+        dlv.update(Delivery.REJECTED)
+    elif outcome == "release":
+        dlv.update(Delivery.RELEASED)
+    elif outcome in ("modify", "modify-undeliverable"):
+        dlv.local.failed = True
+        dlv.local.undeliverable = outcome == "modify-undeliverable"
+        dlv.update(Delivery.MODIFIED)
+    else:
+        raise ValueError(f"cannot settle with outcome {outcome!r}")
+    dlv.settle()
+
+
+class _ConnectionHandler:
+    """Proton events of one client connection, routed to the recording link objects."""
+
+    def __init__(self, conn: ClientConnection):
+        self.conn = conn
+
+    def on_connection_remote_open(self, event):
+        self.conn.opened.set()
+        self.conn.history.record(self.conn.name, "connected", container=event.connection.remote_container)
+
+    def on_link_remote_open(self, event):
+        rec = getattr(event.link, "recording", None)
+        if rec is not None:
+            rec._on_attached(event.link)
+            if isinstance(rec, RecordingSender):
+                rec._on_flow(event.link)
+
+    def on_link_flow(self, event):
+        rec = getattr(event.link, "recording", None)
+        if isinstance(rec, RecordingSender):
+            rec._on_flow(event.link)
+
+    def on_delivery(self, event):
+        rec = getattr(event.link, "recording", None)
+        if rec is not None:
+            rec._on_delivery(event.delivery)
+
+    def on_link_remote_close(self, event):
+        link = event.link
+        rec = getattr(link, "recording", None)
+        if rec is not None and not rec.detached.is_set():
+            rec._on_detached(link, by="peer" if not link.state & Endpoint.LOCAL_CLOSED else "us")
+        if link.state & Endpoint.LOCAL_ACTIVE:
+            link.close()
+
+    on_link_remote_detach = on_link_remote_close
+
+    def on_connection_remote_close(self, event):
+        cond = event.connection.remote_condition
+        if cond is not None:
+            self.conn.condition = f"{cond.name}: {cond.description}"
+        if event.connection.state & Endpoint.LOCAL_ACTIVE:
+            event.connection.close()
+
+    def on_transport_error(self, event):
+        cond = event.transport.condition
+        if cond is not None and self.conn.condition is None:
+            self.conn.condition = f"{cond.name}: {cond.description}"
+
+    def on_transport_closed(self, event):
+        if self.conn.ended:
+            return
+        self.conn.ended = True
+        self.conn.history.record(self.conn.name, h.DISCONNECTED, condition=self.conn.condition)
+        for link in self.conn._links:
+            if not link.detached.is_set():
+                link.condition = link.condition or "connection closed"
+                link.history.record(link.name, h.DETACHED, by="connection", condition=link.condition)
+                link.detached.set()

@@ -1,0 +1,93 @@
+"""The Peer interface: one running router or broker, whoever provides it.
+
+Providers (reference subprocess, native process, container, external) all hand the harness a `Peer`.
+Suites only ever see this interface and the wire; they never know how a peer was started.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+
+
+class PeerUnavailable(Exception):
+    """The provider cannot run this peer on this machine (no binary, no Docker engine, ...).
+
+    Suites report this as `skipped` with the message as the reason; it is never a failure.
+    """
+
+
+class PeerStartError(Exception):
+    """The peer was available but failed to start (bad config, crashed, never became ready)."""
+
+
+@dataclass(frozen=True)
+class PeerInfo:
+    """What a result record says about a peer."""
+
+    vendor: str
+    version: str
+    provider: str
+
+    def as_record(self) -> dict:
+        return {"vendor": self.vendor, "version": self.version, "provider": self.provider}
+
+
+@dataclass
+class Endpoint:
+    """A listener clients (or other nodes) can reach."""
+
+    name: str
+    host: str
+    port: int
+    role: str = "normal"
+
+    @property
+    def url(self) -> str:
+        return f"amqp://{self.host}:{self.port}"
+
+
+class Peer(abc.ABC):
+    """A running router or broker."""
+
+    name: str  # node name in the topology (e.g. "R1")
+    role: str  # "router" or "broker"
+    info: PeerInfo
+    capabilities: frozenset[str]
+    endpoints: dict[str, Endpoint]
+
+    @property
+    def url(self) -> str:
+        """URL of the first `normal` listener: where clients attach."""
+        for ep in self.endpoints.values():
+            if ep.role == "normal":
+                return ep.url
+        raise LookupError(f"peer {self.name} has no listener with role normal")
+
+    @abc.abstractmethod
+    def start(self, timeout: float = 30.0) -> None:
+        """Start and return once the peer accepts AMQP connections; raise PeerStartError otherwise."""
+
+    @abc.abstractmethod
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop gracefully (SIGTERM or equivalent); escalate to kill after `timeout`."""
+
+    @abc.abstractmethod
+    def kill(self) -> None:
+        """Stop abruptly (kill -9 or equivalent), as a crash would."""
+
+    @abc.abstractmethod
+    def is_running(self) -> bool: ...
+
+    @abc.abstractmethod
+    def logs(self) -> str:
+        """Everything the peer has logged so far."""
+
+
+@dataclass
+class VendorSpec:
+    """A vendor as the matrix knows it: its name, the role it plays and what it can do."""
+
+    vendor: str
+    role: str
+    capabilities: frozenset[str] = field(default_factory=frozenset)

@@ -1,0 +1,172 @@
+"""Peers that run as local processes: the reference router (subprocess) and a native `qdrouterd`.
+
+Both read the same rendered qdrouterd.conf. The reference router listens on port 0 and reports the port the
+kernel gave it; qdrouterd gets a free port from the harness. Ready means the listener accepts connections
+(and, for the reference, that it said so in its log).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from ..wait import WaitTimeout, free_port, wait_for
+from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable
+
+_LISTENING = re.compile(r"Listening on (\S+):(\d+) \(listener '([^']*)', role (\S+)\)")
+_READY = re.compile(r"Router \S+ started .*; ready")
+
+
+class ProcessPeer(Peer):
+    """A peer that is one local process whose stderr/stdout is its log."""
+
+    def __init__(self, name: str, role: str, info: PeerInfo, capabilities: frozenset[str], workdir: Path):
+        self.name, self.role, self.info, self.capabilities = name, role, info, capabilities
+        self.workdir = workdir
+        self.endpoints: dict[str, Endpoint] = {}
+        self._proc: subprocess.Popen | None = None
+        self._log_lines: list[str] = []
+        self._log_lock = threading.Lock()
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def _spawn(self) -> None:
+        self._proc = subprocess.Popen(
+            self.command(), cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, bufsize=1, env=self.environment())
+        threading.Thread(target=self._pump_log, name=f"log-{self.name}", daemon=True).start()
+
+    def environment(self) -> dict[str, str]:
+        return dict(os.environ)
+
+    def _pump_log(self) -> None:
+        proc = self._proc
+        for line in proc.stdout:
+            with self._log_lock:
+                self._log_lines.append(line.rstrip("\n"))
+        proc.stdout.close()
+
+    def logs(self) -> str:
+        with self._log_lock:
+            return "\n".join(self._log_lines)
+
+    def _log_matches(self, pattern: re.Pattern) -> list[re.Match]:
+        with self._log_lock:
+            return [m for m in map(pattern.search, self._log_lines) if m]
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _check_alive(self) -> None:
+        if self._proc is not None and self._proc.poll() is not None:
+            tail = "\n".join(self.logs().splitlines()[-5:])
+            raise PeerStartError(f"{self.name} ({self.info.vendor}) exited with status "
+                                 f"{self._proc.returncode} while starting:\n{tail}")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout)
+
+    def kill(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self._proc is None else self._proc.poll()
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class ReferenceRouterPeer(ProcessPeer):
+    """The reference router as a subprocess: `python -m reference.router -c FILE`."""
+
+    def __init__(self, name: str, config_text: str, capabilities: frozenset[str], workdir: Path | None = None):
+        from reference import __version__
+
+        workdir = workdir or Path(tempfile.mkdtemp(prefix=f"interop-{name}-"))
+        super().__init__(name, "router", PeerInfo("reference", __version__, "subprocess"), capabilities, workdir)
+        self.config_path = workdir / "qdrouterd.conf"
+        self.config_path.write_text(config_text)
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "reference.router", "-c", str(self.config_path)]
+
+    def start(self, timeout: float = 30.0) -> None:
+        self._spawn()
+
+        def ready():
+            self._check_alive()
+            return bool(self._log_matches(_READY))
+        try:
+            wait_for(ready, timeout, f"reference router {self.name} to be ready", describe=self._last_log_line)
+        except WaitTimeout as exc:
+            self.kill()
+            raise PeerStartError(str(exc)) from None
+        for m in self._log_matches(_LISTENING):
+            host = "127.0.0.1" if m.group(1) in ("0.0.0.0", "") else m.group(1)
+            self.endpoints[m.group(3) or f"listener{len(self.endpoints)}"] = Endpoint(
+                m.group(3), host, int(m.group(2)), m.group(4))
+        for ep in self.endpoints.values():
+            if not _accepts(ep.host, ep.port):
+                raise PeerStartError(f"{self.name}: said it listens on {ep.host}:{ep.port} but refuses connections")
+
+    def _last_log_line(self) -> str:
+        lines = self.logs().splitlines()
+        return lines[-1] if lines else "(no output yet)"
+
+
+class NativeQdrouterdPeer(ProcessPeer):
+    """A `qdrouterd` binary on PATH, fed the same rendered qdrouterd.conf as the reference router."""
+
+    def __init__(self, name: str, render, capabilities: frozenset[str], workdir: Path | None = None):
+        binary = shutil.which("qdrouterd")
+        if binary is None:
+            raise PeerUnavailable("qdrouterd is not on PATH (no native Qpid Dispatch Router on this machine)")
+        version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip() or "unknown"
+        workdir = workdir or Path(tempfile.mkdtemp(prefix=f"interop-{name}-"))
+        super().__init__(name, "router", PeerInfo("qdrouterd", version, "native"), capabilities, workdir)
+        self.binary = binary
+        self.port = free_port()
+        self.config_path = workdir / "qdrouterd.conf"
+        self.config_path.write_text(render({"clients": self.port}))
+
+    def command(self) -> list[str]:
+        return [self.binary, "-c", str(self.config_path)]
+
+    def start(self, timeout: float = 30.0) -> None:
+        self._spawn()
+        self.endpoints["clients"] = Endpoint("clients", "127.0.0.1", self.port, "normal")
+
+        def ready():
+            self._check_alive()
+            return _accepts("127.0.0.1", self.port)
+        try:
+            wait_for(ready, timeout, f"qdrouterd {self.name} to accept on port {self.port}")
+        except WaitTimeout as exc:
+            self.kill()
+            raise PeerStartError(str(exc)) from None

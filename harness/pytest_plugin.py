@@ -1,0 +1,304 @@
+"""The harness's pytest plugin: peer choice, topology fixtures, spec/capability markers, result records.
+
+Options
+  --peer ROLE=VENDOR[,ROLE=VENDOR]   which vendor plays each role (default: router=reference); repeatable
+  --results DIR                      where run folders go (default: results/); each run writes
+                                     DIR/<run_id>/results.jsonl and run.json
+Markers
+  @pytest.mark.spec("ROUTING-MULTICAST-1", ...)   clauses of suites/spec/catalog.yaml a case checks
+  @pytest.mark.requires("distribution.closest")   capabilities a case needs; a vendor without them makes
+                                                 the case `not-applicable` (never passed, never failed)
+Outcomes in result records: passed | failed | error | skipped | not-applicable | xfail. A case whose
+vendor is known to differ (suites/expected/<vendor>.yaml) runs as a strict xfail with the recorded reason.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .catalog import coverage, format_coverage, load_catalog
+from .clients import Clients
+from .history import History
+from .peers.base import PeerUnavailable
+from .peers.launch import RunningTopology, start_topology
+from .peers.vendors import DEFAULT_PEERS, vendor
+from .results import ResultWriter, host_facts, make_record, new_run_id
+from .topology import load_topology
+
+ROOT = Path(__file__).resolve().parent.parent
+TOPOLOGIES = ROOT / "topologies"
+CATALOG = ROOT / "suites" / "spec" / "catalog.yaml"
+EXPECTED = ROOT / "suites" / "expected"
+NOT_APPLICABLE = "not-applicable: "
+
+_reports_key = pytest.StashKey[dict]()
+_details_key = pytest.StashKey[dict]()
+_topology_key = pytest.StashKey[RunningTopology]()
+_started_key = pytest.StashKey[tuple]()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("interop", "AMQP interop harness")
+    group.addoption("--peer", action="append", default=[], metavar="ROLE=VENDOR",
+                    help="vendor per role, e.g. router=reference (repeatable or comma-separated)")
+    group.addoption("--results", default="results", metavar="DIR",
+                    help="folder for run results (DIR/<run_id>/results.jsonl, run.json); default: results")
+
+
+def parse_peer_choices(values: list[str]) -> dict[str, str]:
+    choices = dict(DEFAULT_PEERS)
+    for value in values:
+        for item in filter(None, (part.strip() for part in value.split(","))):
+            role, sep, name = item.partition("=")
+            if not sep or not role or not name:
+                raise pytest.UsageError(f"--peer {item}: expected ROLE=VENDOR, e.g. router=reference")
+            try:
+                vendor(name, role)
+            except ValueError as exc:
+                raise pytest.UsageError(str(exc)) from None
+            choices[role] = name
+    return choices
+
+
+class InteropSession:
+    """Per-session state: the chosen peers, running topologies, and the result writer."""
+
+    def __init__(self, config):
+        self.config = config
+        self.choices = parse_peer_choices(config.getoption("--peer"))
+        self.run_id = new_run_id()
+        self.results_dir = Path(config.getoption("--results")) / self.run_id
+        self.writer: ResultWriter | None = None
+        self.topologies: dict[str, RunningTopology | Exception] = {}
+        self.outcomes: dict[str, int] = {}
+        self.started_at = _now()
+        self.expected = _load_expected(self.choices)
+        self.suite_items: list = []
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        caps: set[str] = set()
+        for role, name in self.choices.items():
+            caps |= vendor(name, role).capabilities
+        return frozenset(caps)
+
+    def topology(self, name: str) -> RunningTopology:
+        """Start a topology once per session (peers are shared by the cases that use it)."""
+        if name not in self.topologies:
+            try:
+                self.topologies[name] = start_topology(load_topology(TOPOLOGIES / f"{name}.yaml"), self.choices)
+            except Exception as exc:  # remembered so every case using it reports the same reason
+                self.topologies[name] = exc
+        running = self.topologies[name]
+        if isinstance(running, PeerUnavailable):
+            pytest.skip(f"peer unavailable: {running}")
+        if isinstance(running, Exception):
+            raise running
+        return running
+
+    def write(self, record: dict) -> None:
+        if self.writer is None:
+            self.results_dir.mkdir(parents=True, exist_ok=True)
+            self.writer = ResultWriter(self.results_dir)
+            self.writer.write_run_meta(self.run_meta())
+        self.writer.write(record)
+        self.outcomes[record["outcome"]] = self.outcomes.get(record["outcome"], 0) + 1
+
+    def run_meta(self, ended: bool = False) -> dict:
+        return {"schema": 1, "run_id": self.run_id, "started_at": self.started_at,
+                "ended_at": _now() if ended else None, "host": host_facts(), "peers": self.choices,
+                "argv": list(self.config.invocation_params.args),
+                "topologies": {n: (t.peer_records() if isinstance(t, RunningTopology) else repr(t))
+                               for n, t in self.topologies.items()}}
+
+    def close(self) -> None:
+        for running in self.topologies.values():
+            if isinstance(running, RunningTopology):
+                running.stop()
+        if self.writer is not None:
+            self.writer.write_run_meta(self.run_meta(ended=True))
+
+
+_session_key = pytest.StashKey[InteropSession]()
+
+
+def pytest_configure(config):
+    config.stash[_session_key] = InteropSession(config)
+
+
+def pytest_unconfigure(config):
+    session = config.stash.get(_session_key, None)
+    if session is not None:
+        session.close()
+
+
+def _load_expected(choices: dict[str, str]) -> dict[str, str]:
+    """nodeid (or nodeid without parameters) -> reason, for every vendor in use."""
+    expected: dict[str, str] = {}
+    for name in set(choices.values()):
+        path = EXPECTED / f"{name}.yaml"
+        if not path.exists():
+            continue
+        data = yaml.safe_load(path.read_text()) or {}
+        for i, entry in enumerate(data.get("cases") or []):
+            if not isinstance(entry, dict) or not entry.get("case") or not entry.get("reason"):
+                raise pytest.UsageError(f"{path}: cases[{i}]: expected a mapping with 'case' and 'reason'")
+            expected[entry["case"]] = f"{name}: {entry['reason']}"
+    return expected
+
+
+def pytest_collection_modifyitems(config, items):
+    session = config.stash[_session_key]
+    for item in items:
+        reason = session.expected.get(item.nodeid) or session.expected.get(item.nodeid.split("[")[0])
+        if reason:
+            item.add_marker(pytest.mark.xfail(reason=f"expected difference: {reason}", strict=True))
+
+
+def pytest_runtest_setup(item):
+    marker = item.get_closest_marker("requires")
+    if marker is None:
+        return
+    missing = sorted(set(marker.args) - item.config.stash[_session_key].capabilities)
+    if missing:
+        pytest.skip(f"{NOT_APPLICABLE}missing capability {', '.join(missing)}")
+
+
+# ---- fixtures ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def interop(request) -> InteropSession:
+    return request.config.stash[_session_key]
+
+
+@pytest.fixture
+def topology(request, interop):
+    """`topology("single-router")` -> the running topology (started once per session)."""
+    def get(name: str) -> RunningTopology:
+        running = interop.topology(name)
+        request.node.stash[_topology_key] = running
+        return running
+    return get
+
+
+@pytest.fixture
+def details(request) -> dict:
+    """Counts and figures a case wants in its result record's `details`."""
+    return request.node.stash.setdefault(_details_key, {})
+
+
+@pytest.fixture
+def clients(details):
+    """Recording clients on their own event loop; their history's counts go into the result record."""
+    with Clients(History()) as c:
+        yield c
+    counts: dict[str, int] = {}
+    for event in c.history:
+        counts[event.kind] = counts.get(event.kind, 0) + 1
+    details.setdefault("events", counts)
+
+
+# ---- result records -------------------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.stash[_started_key] = (_now(), time.monotonic())
+    item.stash[_reports_key] = {}
+    yield
+    if _is_suite_case(item):
+        item.config.stash[_session_key].write(_record_for(item))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    item.stash.setdefault(_reports_key, {})[call.when] = outcome.get_result()
+
+
+def _is_suite_case(item) -> bool:
+    return Path(str(item.path)).resolve().is_relative_to(ROOT / "suites")
+
+
+def _outcome_of(reports: dict) -> tuple[str, str | None]:
+    setup, call, teardown = reports.get("setup"), reports.get("call"), reports.get("teardown")
+    for report in (setup, call):
+        if report is None:
+            continue
+        if report.skipped:
+            reason = _skip_reason(report)
+            if hasattr(report, "wasxfail"):
+                return "xfail", report.wasxfail or None
+            if reason.startswith(NOT_APPLICABLE):
+                return "not-applicable", reason[len(NOT_APPLICABLE):]
+            return "skipped", reason
+        if report.failed:
+            if report.when == "setup":
+                return "error", _short(report)
+            return "failed", _short(report)
+    if teardown is not None and teardown.failed:
+        return "error", _short(teardown)
+    return "passed", None
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr or "")
+
+
+def _short(report) -> str:
+    text = getattr(report, "longreprtext", "") or str(report.longrepr)
+    lines = [line for line in text.splitlines() if line.startswith("E ")]
+    return (" ".join(line[1:].strip() for line in lines[:3]) or text.splitlines()[-1] if text else "")[:500]
+
+
+def _record_for(item) -> dict:
+    session = item.config.stash[_session_key]
+    started_at, t0 = item.stash[_started_key]
+    outcome, message = _outcome_of(item.stash.get(_reports_key, {}))
+    marker = item.get_closest_marker("spec")
+    running = item.stash.get(_topology_key, None)
+    rel = Path(str(item.path)).resolve().relative_to(ROOT)
+    return make_record(
+        run_id=session.run_id, case=item.nodeid, suite=rel.parts[1] if len(rel.parts) > 2 else rel.stem,
+        spec=list(marker.args) if marker else [], topology=running.topology.name if running else None,
+        peers=running.peer_records() if running else {r: {"vendor": v} for r, v in session.choices.items()},
+        fault=None, outcome=outcome, duration_s=round(time.monotonic() - t0, 4), started_at=started_at,
+        details=item.stash.get(_details_key, {}), message=message)
+
+
+# ---- summary ---------------------------------------------------------------------------------------------------
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    session = config.stash[_session_key]
+    if not session.outcomes:
+        return
+    tr = terminalreporter
+    tr.section("interop results")
+    order = ["passed", "failed", "error", "xfail", "not-applicable", "skipped"]
+    tr.write_line("peers: " + ", ".join(f"{r}={v}" for r, v in session.choices.items()))
+    tr.write_line("cases: " + ", ".join(f"{session.outcomes.get(o, 0)} {o}" for o in order))
+    tr.write_line(f"results: {session.results_dir / 'results.jsonl'}")
+    if CATALOG.exists():
+        spec_ids = {}
+        for item in session.suite_items:
+            marker = item.get_closest_marker("spec")
+            spec_ids[item.nodeid] = list(marker.args) if marker else []
+        tr.write_line(format_coverage(coverage(load_catalog(CATALOG), spec_ids)))
+
+
+def pytest_collection_finish(session):
+    session.config.stash[_session_key].suite_items = [item for item in session.items if _is_suite_case(item)]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,154 @@
+"""Render one router node of a topology as a qdrouterd.conf (Qpid Dispatch Router 1.19 syntax).
+
+The same file is read by a real qdrouterd and by the reference router, so it sticks to the plain form of
+the format: one `section {` per line, one `attribute: value` per line, a lone `}` to close, camelCase
+attribute names. qdrouterd's reader turns each line into JSON by pattern, so a value holding whitespace, a
+quote, a backslash or a brace, or a '#' (a comment start everywhere but in `pattern`), cannot be written;
+such a value is refused here rather than rendered into a file that means something else.
+"""
+
+from __future__ import annotations
+
+import re
+
+from harness.topology import Link, Node, Topology, display_path
+
+_UNSAFE = re.compile(r'[\s"\\{}]')
+
+
+class RenderError(ValueError):
+    """The node cannot be expressed as a qdrouterd.conf; str() is one line naming node and field."""
+
+
+def render_router(
+    topology: Topology,
+    node_name: str,
+    listen_ports: dict[str, int],
+    connect_ports: dict[str, int] | None = None,
+    *,
+    listen_host: str = "127.0.0.1",
+    connect_host: str = "127.0.0.1",
+) -> str:
+    """qdrouterd.conf text for router `node_name`.
+
+    `listen_ports` maps each name from `topology.listeners_for(node_name)` to its port ("clients" always);
+    port 0 asks the router to pick one, for peers that report the bound port back.
+    `connect_ports` maps each node this router dials (its outbound links) to the port to dial: the peer's
+    listener, or the fault proxy's port when the link goes `via: proxy`.
+    Connectors, autolinks and link routes name the connection after the peer node, so an autolink with
+    `connection: B1` uses the connector (or inbound listener) called B1.
+    """
+    node = topology.node(node_name)
+    if node.role != "router":
+        raise RenderError(f"{node_name}: is a {node.role}; qdrouterd.conf is rendered for routers only")
+    connect_ports = connect_ports or {}
+    r = _Renderer(node_name)
+    out = [
+        f"# qdrouterd.conf for router {node_name} of topology '{topology.name}'.",
+        (
+            f"# Generated from {display_path(topology.path)} by harness.render.qdrouterd;"
+            " change the topology, not this file."
+        ),
+        "",
+    ]
+    out += r.section("router", [("mode", node.mode), ("id", node_name)])
+    for listener in topology.listeners_for(node_name):
+        port = _port(listen_ports, listener.name, node_name, "listen_ports", "listener")
+        out += r.section(
+            "listener",
+            [
+                ("name", listener.name),
+                ("host", listen_host),
+                ("port", port),
+                ("role", listener.role),
+                ("saslMechanisms", "ANONYMOUS"),
+                ("authenticatePeer", "no"),
+            ],
+        )
+    for link in topology.links_from(node_name):
+        out += _connector(
+            r, link, _port(connect_ports, link.to, node_name, "connect_ports", "link to"), connect_host
+        )
+    out += _addresses(r, node)
+    for i, al in enumerate(node.autolinks):
+        out += r.section(
+            "autoLink",
+            [
+                ("address", al.address),
+                ("direction", al.direction),
+                ("connection", al.connection),
+                ("phase", al.phase),
+                ("fallback", "yes" if al.fallback else None),
+            ],
+            f"autolinks[{i}]",
+        )
+    for i, lr in enumerate(node.link_routes):
+        out += r.section(
+            "linkRoute",
+            [
+                ("prefix", lr.prefix),
+                ("pattern", lr.pattern),
+                ("direction", lr.direction),
+                ("connection", lr.connection),
+            ],
+            f"link_routes[{i}]",
+        )
+    return "\n".join(out)
+
+
+def _port(ports: dict[str, int], key: str, node: str, argname: str, what: str) -> int:
+    if key not in ports:
+        have = ", ".join(sorted(ports)) or "nothing"
+        raise RenderError(f"{node}: no port for {what} {key!r} in {argname} (it has {have})")
+    port = ports[key]
+    # 0 is allowed: a peer that binds port 0 itself (the reference router) reports the real port back.
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port < 65536:
+        raise RenderError(f"{node}: {argname}[{key!r}]: expected a TCP port 0..65535, got {port!r}")
+    return port
+
+
+def _connector(r: _Renderer, link: Link, port: int, host: str) -> list[str]:
+    attrs: list[tuple[str, object]] = [("name", link.to), ("host", host), ("port", port), ("role", link.role)]
+    if link.role == "inter-router":
+        attrs.append(("cost", link.cost))  # qdrouterd uses cost for inter-router paths only
+    attrs.append(("saslMechanisms", "ANONYMOUS"))
+    return r.section("connector", attrs, f"link {link.name}")
+
+
+def _addresses(r: _Renderer, node: Node) -> list[str]:
+    out: list[str] = []
+    for i, spec in enumerate(node.addresses):
+        out += r.section(
+            "address",
+            [
+                ("prefix", spec.prefix),
+                ("pattern", spec.pattern),
+                ("distribution", spec.distribution),
+                ("priority", spec.priority),
+                # Written only when set, so the file shows just what the topology asked for.
+                ("waypoint", "yes" if spec.waypoint else None),
+                ("enableFallback", "yes" if spec.enable_fallback else None),
+            ],
+            f"addresses[{i}]",
+        )
+    return out
+
+
+class _Renderer:
+    def __init__(self, node_name: str) -> None:
+        self.node_name = node_name
+
+    def section(self, kind: str, attrs: list[tuple[str, object]], origin: str | None = None) -> list[str]:
+        lines = [f"{kind} {{"]
+        for key, value in attrs:
+            if value is None:
+                continue
+            text = str(value)
+            if not text or _UNSAFE.search(text) or ("#" in text and key != "pattern"):
+                where = f"{origin}: " if origin else ""
+                raise RenderError(
+                    f"{self.node_name}: {where}{kind} {key}: {text!r} cannot be written to qdrouterd.conf "
+                    "(no whitespace, quotes, backslashes or braces; '#' only in patterns)"
+                )
+            lines.append(f"    {key}: {text}")
+        return [*lines, "}", ""]

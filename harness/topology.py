@@ -1,0 +1,557 @@
+"""Topology files (topologies/*.yaml): which nodes exist, what each is configured with, how they connect.
+
+The model is vendor-neutral: a node has a role (router or broker), never a vendor; the matrix picks the
+vendor per role and a renderer (harness/render/) turns a node into that vendor's configuration.
+
+Validation is strict because a topology is what every later stage trusts: an unknown field, a misspelt
+value or a link to a missing node is a one-line TopologyError naming the file, the node and the field.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROLES = ("router", "broker")
+MODES = ("standalone", "interior", "edge")
+DISTRIBUTIONS = ("balanced", "closest", "multicast")
+LINK_ROLES = ("normal", "inter-router", "route-container", "edge")
+DIRECTIONS = ("in", "out")
+QUEUE_ROUTINGS = ("anycast", "multicast")
+VIAS = ("proxy",)
+
+# Every node gets a listener for clients under this name; inbound inter-router and edge connections share
+# one listener per role, named after the role.
+CLIENT_LISTENER = "clients"
+RESERVED_LISTENER_NAMES = (CLIENT_LISTENER, "inter-router", "edge")
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+_TOPOLOGY_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+TOPOLOGIES_DIR = Path(__file__).resolve().parent.parent / "topologies"
+
+
+class TopologyError(ValueError):
+    """A topology file is wrong; str() is one line naming the file, the place and what was expected."""
+
+
+@dataclass(frozen=True)
+class AddressSpec:
+    """How a router treats addresses matching `prefix` (or `pattern`, with `*`/`#` wildcards)."""
+
+    prefix: str | None = None
+    pattern: str | None = None
+    distribution: str = "balanced"
+    priority: int | None = None
+    waypoint: bool = False
+    enable_fallback: bool = False
+
+    @property
+    def match(self) -> str:
+        return self.prefix if self.prefix is not None else self.pattern  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class AutoLink:
+    """A link the router itself attaches to `connection` (a node) for a waypoint address."""
+
+    address: str
+    direction: str
+    connection: str
+    phase: int | None = None
+    fallback: bool = False
+
+
+@dataclass(frozen=True)
+class LinkRoute:
+    """Links attached to the router for matching addresses are routed to `connection` (a node)."""
+
+    direction: str
+    connection: str
+    prefix: str | None = None
+    pattern: str | None = None
+
+    @property
+    def match(self) -> str:
+        return self.prefix if self.prefix is not None else self.pattern  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Queue:
+    address: str
+    routing: str = "anycast"
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    role: str = "normal"
+
+
+@dataclass
+class Node:
+    name: str
+    role: str
+    mode: str = "standalone"
+    addresses: list[AddressSpec] = field(default_factory=list)
+    autolinks: list[AutoLink] = field(default_factory=list)
+    link_routes: list[LinkRoute] = field(default_factory=list)
+    queues: list[Queue] = field(default_factory=list)
+    listeners: list[Listener] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Link:
+    """A connection between two nodes: `from_` dials, `to` listens. Any link can go through the proxy."""
+
+    from_: str
+    to: str
+    role: str
+    via: str | None = None
+    cost: int = 1
+
+    @property
+    def name(self) -> str:
+        return f"{self.from_}->{self.to}"
+
+
+@dataclass
+class Topology:
+    name: str
+    description: str
+    nodes: dict[str, Node]
+    links: list[Link]
+    clients: dict[str, str]
+    path: Path | None = None
+
+    def node(self, name: str) -> Node:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise KeyError(f"topology {self.name} has no node {name!r}") from None
+
+    def nodes_with_role(self, role: str) -> list[Node]:
+        return [n for n in self.nodes.values() if n.role == role]
+
+    def links_from(self, name: str) -> list[Link]:
+        return [link for link in self.links if link.from_ == name]
+
+    def links_to(self, name: str) -> list[Link]:
+        return [link for link in self.links if link.to == name]
+
+    def listeners_for(self, name: str) -> list[Listener]:
+        """Every listener node `name` must open: the clients listener, its declared extra listeners, and
+        one per kind of inbound link. Providers allocate one port per listener name.
+
+        Inbound route-container connections get a listener named after the dialling node, so that autolinks
+        and link routes can name that node as their connection whichever side dials.
+        """
+        node = self.node(name)
+        listeners = [Listener(CLIENT_LISTENER, "normal"), *node.listeners]
+        seen = {ls.name for ls in listeners}
+        for link in self.links_to(name):
+            if node.role != "router" or link.role == "normal":
+                continue  # brokers, and normal connections into routers, use the clients listener
+            ls_name = link.from_ if link.role == "route-container" else link.role
+            if ls_name not in seen:
+                seen.add(ls_name)
+                listeners.append(Listener(ls_name, link.role))
+        return listeners
+
+    def listener_for_link(self, link: Link) -> str:
+        """Name of the listener on `link.to` that `link.from_` dials."""
+        if self.node(link.to).role != "router" or link.role == "normal":
+            return CLIENT_LISTENER
+        return link.from_ if link.role == "route-container" else link.role
+
+
+def topology_path(name_or_path: str | Path) -> Path:
+    """A path as given if it names an existing file, else `topologies/<name>.yaml` in this project."""
+    path = Path(name_or_path)
+    if path.exists() or path.suffix or len(path.parts) > 1:
+        return path
+    return TOPOLOGIES_DIR / f"{path}.yaml"
+
+
+def load_topology(path: str | Path) -> Topology:
+    path = Path(path)
+    return parse_topology(read_yaml(path, TopologyError), path)
+
+
+# ---------------------------------------------------------------------------------------------- YAML
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys: YAML would silently keep the last one, hiding a typo."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    loader.flatten_mapping(node)
+    seen: set = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            duplicate = key in seen
+        except TypeError:
+            continue  # unhashable key: construct_mapping below reports it with its position
+        if duplicate:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def display_path(path: str | Path | None) -> str:
+    """The path as the user would type it: relative to the working directory when it is below it."""
+    if path is None:
+        return "<topology>"
+    path = Path(path)
+    if path.is_absolute():
+        try:
+            return str(path.relative_to(Path.cwd()))
+        except ValueError:
+            pass
+    return str(path)
+
+
+def read_yaml(path: str | Path, error: type[Exception]) -> Any:
+    """Parse a YAML file strictly; unreadable files and syntax errors raise `error` with one line."""
+    shown = display_path(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise error(f"{shown}: cannot read: {reason}") from None
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{shown}:{mark.line + 1}" if mark is not None else shown
+        problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
+        raise error(f"{where}: YAML syntax error: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise error(f"{shown}: YAML syntax error: {' '.join(str(exc).split())}") from None
+
+
+# ------------------------------------------------------------------------------------------ checking
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class _Where:
+    """Where in the file we are, so every error names file, place and field the same way."""
+
+    def __init__(self, path: str | Path | None, place: str = "") -> None:
+        self.path, self.place = path, place
+
+    def at(self, place: str) -> _Where:
+        return _Where(self.path, place)
+
+    def error(self, fieldname: str | None, message: str) -> TopologyError:
+        parts = [display_path(self.path)]
+        if self.place:
+            parts.append(self.place)
+        if fieldname is not None:
+            parts.append(f"field '{fieldname}'")
+        parts.append(message)
+        return TopologyError(": ".join(parts))
+
+    def expected(self, fieldname: str | None, what: str, got: Any) -> TopologyError:
+        return self.error(fieldname, f"expected {what}, got {_show(got)}")
+
+    def mapping(self, data: Any, fieldname: str | None, allowed: tuple[str, ...], required=()) -> dict:
+        if not isinstance(data, dict):
+            raise self.expected(fieldname, "a mapping", data)
+        prefix = f"{fieldname}." if fieldname else ""
+        for key in data:
+            if key not in allowed:
+                hint = difflib.get_close_matches(str(key), allowed, n=1)
+                did = f" (did you mean '{prefix}{hint[0]}'?)" if hint else ""
+                raise self.error(
+                    f"{prefix}{key}", f"unknown field; expected one of {', '.join(allowed)}{did}"
+                )
+        for key in required:
+            if key not in data:
+                raise self.error(f"{prefix}{key}", "missing (required)")
+        return data
+
+    def one_of(self, data: dict, key: str, choices: tuple[str, ...], default: Any, label: str | None = None):
+        value = data.get(key, default)
+        if value not in choices:
+            raise self.expected(label or key, f"one of {', '.join(choices)}", value)
+        return value
+
+    def string(self, data: dict, key: str, label: str | None = None, default: Any = None) -> str:
+        value = data.get(key, default)
+        if not isinstance(value, str) or not value.strip():
+            raise self.expected(label or key, "a non-empty string", value)
+        return value
+
+    def boolean(self, data: dict, key: str, label: str) -> bool:
+        value = data.get(key, False)
+        if not isinstance(value, bool):
+            raise self.expected(label, "true or false", value)
+        return value
+
+    def integer(self, data: dict, key: str, label: str, lo: int, hi: int | None, default: Any) -> Any:
+        value = data.get(key, default)
+        if value is default and default is None:
+            return None
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= lo
+        if not ok or (hi is not None and value > hi):
+            what = f"an integer {lo}..{hi}" if hi is not None else f"an integer >= {lo}"
+            raise self.expected(label, what, value)
+        return value
+
+    def items(self, data: dict, key: str) -> list:
+        value = data.get(key, [])
+        if not isinstance(value, list):
+            raise self.expected(key, "a list", value)
+        return value
+
+
+def _prefix_or_pattern(w: _Where, data: dict, label: str) -> tuple[str | None, str | None]:
+    if ("prefix" in data) == ("pattern" in data):
+        raise w.error(label, "expected exactly one of 'prefix' or 'pattern'")
+    if "prefix" in data:
+        prefix = w.string(data, "prefix", f"{label}.prefix")
+        if "*" in prefix or "#" in prefix:
+            # The wildcards are reserved for patterns; a prefix holding one can never match as meant.
+            raise w.expected(f"{label}.prefix", "no '*' or '#' (use 'pattern' for wildcards)", prefix)
+        return prefix, None
+    return None, w.string(data, "pattern", f"{label}.pattern")
+
+
+# ------------------------------------------------------------------------------------------- parsing
+
+_TOP_FIELDS = ("name", "description", "nodes", "links", "clients")
+_ROUTER_FIELDS = ("role", "mode", "addresses", "autolinks", "link_routes", "listeners")
+_BROKER_FIELDS = ("role", "queues", "listeners")
+_ADDRESS_FIELDS = ("prefix", "pattern", "distribution", "priority", "waypoint", "enable_fallback")
+_AUTOLINK_FIELDS = ("address", "direction", "connection", "phase", "fallback")
+_LINK_ROUTE_FIELDS = ("prefix", "pattern", "direction", "connection")
+_LINK_FIELDS = ("from", "to", "role", "via", "cost")
+
+
+def parse_topology(data: Any, path: str | Path | None = None) -> Topology:
+    """Validate already-parsed YAML (a dict) and build the model; raises TopologyError."""
+    top = _Where(path)
+    data = top.mapping(data, None, _TOP_FIELDS, required=("name", "nodes"))
+    name = top.string(data, "name")
+    if not _TOPOLOGY_NAME.match(name):
+        raise top.expected("name", "lower-case letters, digits, '.', '_' or '-'", name)
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise top.expected("description", "a string", description)
+    raw_nodes = data["nodes"]
+    if not isinstance(raw_nodes, dict) or not raw_nodes:
+        raise top.expected("nodes", "a non-empty mapping of node name to node", raw_nodes)
+    for node_name in raw_nodes:
+        if not isinstance(node_name, str) or not _NAME.match(node_name):
+            raise top.expected("nodes", "node names of letters, digits, '_' or '-'", node_name)
+        if node_name in RESERVED_LISTENER_NAMES:
+            raise top.expected(
+                "nodes", f"a node name other than {', '.join(RESERVED_LISTENER_NAMES)}", node_name
+            )
+    # Nodes first without cross-references, links next, then what refers to links (autolinks, routes).
+    nodes = {n: _parse_node(top.at(f"node {n}"), n, raw, tuple(raw_nodes)) for n, raw in raw_nodes.items()}
+    links = _parse_links(top, data, nodes)
+    for node_name, node in nodes.items():
+        _check_connections(top.at(f"node {node_name}"), node, links)
+    clients = _parse_clients(top, data, nodes)
+    return Topology(name, description, nodes, links, clients, Path(path) if path is not None else None)
+
+
+def _parse_node(w: _Where, name: str, raw: Any, node_names: tuple[str, ...]) -> Node:
+    if not isinstance(raw, dict):
+        raise w.expected(None, "a mapping of node fields", raw)
+    if "role" not in raw:
+        raise w.error("role", f"missing (required); expected one of {', '.join(ROLES)}")
+    role = w.one_of(raw, "role", ROLES, None)
+    allowed = _ROUTER_FIELDS if role == "router" else _BROKER_FIELDS
+    other = _BROKER_FIELDS if role == "router" else _ROUTER_FIELDS
+    for key in raw:
+        if key not in allowed and key in other:
+            raise w.error(key, f"not a field of a {role} node")
+    w.mapping(raw, None, allowed)
+    node = Node(name=name, role=role)
+    if role == "router":
+        node.mode = w.one_of(raw, "mode", MODES, "standalone")
+        node.addresses = [
+            _parse_address(w, a, f"addresses[{i}]") for i, a in enumerate(w.items(raw, "addresses"))
+        ]
+        node.autolinks = [
+            _parse_autolink(w, a, f"autolinks[{i}]", node_names)
+            for i, a in enumerate(w.items(raw, "autolinks"))
+        ]
+        node.link_routes = [
+            _parse_link_route(w, r, f"link_routes[{i}]", node_names)
+            for i, r in enumerate(w.items(raw, "link_routes"))
+        ]
+    else:
+        node.queues = [_parse_queue(w, q, f"queues[{i}]") for i, q in enumerate(w.items(raw, "queues"))]
+    node.listeners = [
+        _parse_listener(w, ls, f"listeners[{i}]", node_names)
+        for i, ls in enumerate(w.items(raw, "listeners"))
+    ]
+    names = [ls.name for ls in node.listeners]
+    for i, ls_name in enumerate(names):
+        if ls_name in names[:i]:
+            raise w.error(f"listeners[{i}].name", f"duplicate listener name {ls_name!r}")
+    return node
+
+
+def _parse_address(w: _Where, raw: Any, label: str) -> AddressSpec:
+    w.mapping(raw, label, _ADDRESS_FIELDS)
+    prefix, pattern = _prefix_or_pattern(w, raw, label)
+    return AddressSpec(
+        prefix=prefix,
+        pattern=pattern,
+        distribution=w.one_of(raw, "distribution", DISTRIBUTIONS, "balanced", f"{label}.distribution"),
+        priority=w.integer(raw, "priority", f"{label}.priority", 0, 9, None),
+        waypoint=w.boolean(raw, "waypoint", f"{label}.waypoint"),
+        enable_fallback=w.boolean(raw, "enable_fallback", f"{label}.enable_fallback"),
+    )
+
+
+def _node_ref(w: _Where, raw: dict, key: str, label: str, node_names: tuple[str, ...]) -> str:
+    value = raw.get(key)
+    if value not in node_names:
+        raise w.expected(label, f"a node name ({', '.join(node_names)})", value)
+    return value
+
+
+def _parse_autolink(w: _Where, raw: Any, label: str, node_names: tuple[str, ...]) -> AutoLink:
+    w.mapping(raw, label, _AUTOLINK_FIELDS, required=("address", "direction", "connection"))
+    return AutoLink(
+        address=w.string(raw, "address", f"{label}.address"),
+        direction=w.one_of(raw, "direction", DIRECTIONS, None, f"{label}.direction"),
+        connection=_node_ref(w, raw, "connection", f"{label}.connection", node_names),
+        phase=w.integer(raw, "phase", f"{label}.phase", 0, 9, None),
+        fallback=w.boolean(raw, "fallback", f"{label}.fallback"),
+    )
+
+
+def _parse_link_route(w: _Where, raw: Any, label: str, node_names: tuple[str, ...]) -> LinkRoute:
+    w.mapping(raw, label, _LINK_ROUTE_FIELDS, required=("direction", "connection"))
+    prefix, pattern = _prefix_or_pattern(w, raw, label)
+    return LinkRoute(
+        direction=w.one_of(raw, "direction", DIRECTIONS, None, f"{label}.direction"),
+        connection=_node_ref(w, raw, "connection", f"{label}.connection", node_names),
+        prefix=prefix,
+        pattern=pattern,
+    )
+
+
+def _parse_queue(w: _Where, raw: Any, label: str) -> Queue:
+    w.mapping(raw, label, ("address", "routing"), required=("address",))
+    return Queue(
+        address=w.string(raw, "address", f"{label}.address"),
+        routing=w.one_of(raw, "routing", QUEUE_ROUTINGS, "anycast", f"{label}.routing"),
+    )
+
+
+def _parse_listener(w: _Where, raw: Any, label: str, node_names: tuple[str, ...]) -> Listener:
+    w.mapping(raw, label, ("name", "role"), required=("name",))
+    name = w.string(raw, "name", f"{label}.name")
+    # Implied listeners use these names (see Topology.listeners_for); a clash would open one port twice.
+    if not _NAME.match(name) or name in RESERVED_LISTENER_NAMES or name in node_names:
+        raise w.expected(
+            f"{label}.name",
+            "a name of letters, digits, '_' or '-' that is no node name and not "
+            + "/".join(RESERVED_LISTENER_NAMES),
+            name,
+        )
+    return Listener(name=name, role=w.one_of(raw, "role", LINK_ROLES, "normal", f"{label}.role"))
+
+
+def _parse_links(top: _Where, data: dict, nodes: dict[str, Node]) -> list[Link]:
+    links: list[Link] = []
+    pairs: dict[frozenset, int] = {}
+    names = tuple(nodes)
+    for i, raw in enumerate(top.items(data, "links")):
+        w = top.at(f"links[{i}]")
+        w.mapping(raw, None, _LINK_FIELDS, required=("from", "to", "role"))
+        src = _node_ref(w, raw, "from", "from", names)
+        dst = _node_ref(w, raw, "to", "to", names)
+        if src == dst:
+            raise w.expected("to", "a node other than 'from'", dst)
+        role = w.one_of(raw, "role", LINK_ROLES, None)
+        via = raw.get("via")
+        if via is not None and via not in VIAS:
+            raise w.expected("via", "null or one of " + ", ".join(VIAS), via)
+        cost = w.integer(raw, "cost", "cost", 1, None, 1)
+        if cost != 1 and role != "inter-router":
+            raise w.error("cost", f"only inter-router links have a cost (this link is {role})")
+        pair = frozenset((src, dst))
+        if pair in pairs:
+            # Connections are named after the peer node, so a second link between the same two nodes
+            # would give both ends two connections with one name.
+            raise w.error(None, f"second link between {src} and {dst} (first is links[{pairs[pair]}])")
+        pairs[pair] = i
+        _check_link_ends(w, role, nodes[src], nodes[dst])
+        links.append(Link(from_=src, to=dst, role=role, via=via, cost=cost))
+    return links
+
+
+def _check_link_ends(w: _Where, role: str, src: Node, dst: Node) -> None:
+    def mode(n: Node) -> str:
+        return n.mode if n.role == "router" else "broker"
+
+    if role == "inter-router" and not (mode(src) == mode(dst) == "interior"):
+        raise w.error(
+            "role",
+            f"inter-router links join interior routers; {src.name} is {mode(src)}, {dst.name} is {mode(dst)}",
+        )
+    if role == "edge" and not (mode(src) == "edge" and mode(dst) == "interior"):
+        raise w.error(
+            "role",
+            f"edge links go from an edge router to an interior router; {src.name} is "
+            f"{mode(src)}, {dst.name} is {mode(dst)}",
+        )
+    if role == "route-container" and "router" not in (src.role, dst.role):
+        raise w.error(
+            "role", f"route-container links need a router at one end; {src.name} and {dst.name} are brokers"
+        )
+
+
+def _check_connections(w: _Where, node: Node, links: list[Link]) -> None:
+    """Autolinks and link routes ride a route-container connection to the node they name."""
+    linked = {
+        (link.to if link.from_ == node.name else link.from_)
+        for link in links
+        if link.role == "route-container" and node.name in (link.from_, link.to)
+    }
+    refs = [(f"autolinks[{i}]", a.connection) for i, a in enumerate(node.autolinks)]
+    refs += [(f"link_routes[{i}]", r.connection) for i, r in enumerate(node.link_routes)]
+    for label, target in refs:
+        if target not in linked:
+            choices = ", ".join(sorted(linked)) or "none in this topology"
+            raise w.expected(
+                f"{label}.connection",
+                f"a node linked to {node.name} by a route-container link ({choices})",
+                target,
+            )
+
+
+def _parse_clients(top: _Where, data: dict, nodes: dict[str, Node]) -> dict[str, str]:
+    raw = data.get("clients", {})
+    if not isinstance(raw, dict):
+        raise top.expected("clients", "a mapping of attach point to node name", raw)
+    clients = {}
+    for key, target in raw.items():
+        if not isinstance(key, str) or not key:
+            raise top.expected("clients", "attach point names that are strings", key)
+        if target not in nodes:
+            raise top.expected(f"clients.{key}", f"a node name ({', '.join(nodes)})", target)
+        clients[key] = target
+    return clients

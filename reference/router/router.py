@@ -1,0 +1,529 @@
+"""Message routing on one reference router, over Qpid Proton's protocol engine.
+
+The router is a proton event handler. It never stores messages: a producer gets credit only while its
+address has a consumer (003_9cdc7c48796dae4f.txt §12.1.1.1), each message is routed when it arrives
+(§12.1.1.3), and outcomes travel back from consumers to producers by the rules of §12.1.1.4.
+
+Vocabulary used below (the router's point of view is reversed from the client's):
+* a *producer* is a client sender; the router holds the receiving end of its link;
+* a *consumer* is a client receiver; the router holds the sending end of its link;
+* an *inbound* delivery is one a producer sent; each copy the router makes for a consumer is an *outbound*.
+
+Outbound copies wait in a per-consumer FIFO until the consumer grants credit. Sending is done by a pump
+that runs once per batch of I/O events, per connection, and serves the consumer links of that connection
+in priority order (§12.1.3): the head copy with the highest priority goes first; address priority, when
+configured, replaces the message's own priority.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import secrets
+from collections import deque
+from dataclasses import dataclass, field
+
+from proton import Condition, Delivery, Endpoint, Link, Message, symbol
+
+from .addressing import AddressTable
+from .config import AddressSection, RouterConfig
+from .distribution import BALANCED, MULTICAST, RoundRobin, pick_anycast
+from .settlement import ACCEPTED, MODIFIED, REJECTED, RELEASED, combine_multicast
+
+log = logging.getLogger("ROUTER")
+msglog = logging.getLogger("MESSAGE")
+
+DEFAULT_LINK_CAPACITY = 250
+DEFAULT_MESSAGE_PRIORITY = 4  # AMQP 1.0 §3.2.1 header.priority default
+
+_TERMINAL = {
+    Delivery.ACCEPTED: ACCEPTED,
+    Delivery.REJECTED: REJECTED,
+    Delivery.RELEASED: RELEASED,
+    Delivery.MODIFIED: MODIFIED,
+}
+_STATE_OF = {name: state for state, name in _TERMINAL.items()}
+
+
+@dataclass(eq=False)
+class Producer:
+    link: Link
+    address: str | None  # None: anonymous sender, routed per message by its `to`
+    capacity: int
+    undelivered: int = 0  # inbound deliveries with copies not yet sent on: they hold back credit
+    closed: bool = False
+
+
+@dataclass(eq=False)
+class Consumer:
+    link: Link
+    address: str
+    conn: ConnectionState
+    pending: deque = field(default_factory=deque)  # Outbound copies waiting for credit
+    in_flight: set = field(default_factory=set)  # Outbound copies sent and not yet settled
+    cost: int = 0  # a local consumer; router networks add path costs
+    closed: bool = False
+
+    @property
+    def outstanding(self) -> int:
+        return len(self.pending) + len(self.in_flight)
+
+
+@dataclass(eq=False)
+class Inbound:
+    delivery: Delivery
+    producer: Producer
+    presettled: bool
+    multicast: bool
+    copies: int = 0
+    unsent: int = 0
+    outcomes: list = field(default_factory=list)
+    done: bool = False
+
+
+@dataclass(eq=False)
+class Outbound:
+    inbound: Inbound
+    consumer: Consumer
+    data: bytes
+    priority: int
+    seq: int
+    delivery: Delivery | None = None
+
+
+@dataclass(eq=False)
+class ConnectionState:
+    producers: set = field(default_factory=set)
+    consumers: set = field(default_factory=set)
+    closed: bool = False
+
+
+class Router:
+    """The proton handler implementing message routing for one router."""
+
+    def __init__(self, config: RouterConfig, link_capacity: int | None = None):
+        self.config = config
+        self.router_id = config.router.id or "Router.A"
+        self.link_capacity = link_capacity or DEFAULT_LINK_CAPACITY
+        self.address_config: AddressTable[AddressSection] = AddressTable()
+        for section in config.addresses:
+            self.address_config.add(section.match_pattern, section)
+        self.consumers: dict[str, list[Consumer]] = {}
+        self.producers: dict[str, set[Producer]] = {}
+        self._ties: dict[str, RoundRobin] = {}
+        self._dirty: set[ConnectionState] = set()
+        self._seq = itertools.count()
+        self._tags = itertools.count()
+        self.stats = {"routed": 0, "no_route": 0}
+        self._connections: set = set()
+
+    # ---- shutdown ---------------------------------------------------------------------------------------
+
+    on_shutdown = None  # set by the server: what to do when a shutdown is requested
+
+    def on_router_shutdown(self, _event):
+        if self.on_shutdown is not None:
+            self.on_shutdown()
+
+    def close_all_connections(self) -> list:
+        """Close every open connection (the peers see a clean close); returns them."""
+        closing = []
+        for conn in self._connections:
+            if conn.state & Endpoint.LOCAL_ACTIVE:
+                conn.close()
+                closing.append(conn)
+        return closing
+
+    # ---- connection and session lifecycle -------------------------------------------------------------
+
+    def on_connection_init(self, event):
+        self._connections.add(event.connection)
+        event.connection.container = self.router_id
+        event.connection.offered_capabilities = symbol("ANONYMOUS-RELAY")
+
+    def on_connection_remote_open(self, event):
+        conn = event.connection
+        if conn.state & Endpoint.LOCAL_UNINIT:
+            conn.open()
+        log.info("Connection from %s opened (container %s)", _peer_of(conn), conn.remote_container)
+
+    def on_session_remote_open(self, event):
+        if event.session.state & Endpoint.LOCAL_UNINIT:
+            event.session.open()
+
+    def on_session_remote_close(self, event):
+        session = event.session
+        for link in _links_of(session.connection):
+            if link.session == session:
+                self._link_gone(link)
+        session.close()
+
+    def on_connection_remote_close(self, event):
+        self._connection_gone(event.connection)
+        event.connection.close()
+
+    def on_transport_closed(self, event):
+        if event.connection is not None:
+            self._connection_gone(event.connection)
+
+    def on_connection_final(self, event):
+        self._connections.discard(event.connection)
+
+    def _connection_gone(self, conn):
+        state = _state_of(conn)
+        if state is None or state.closed:
+            return
+        state.closed = True
+        self._dirty.discard(state)
+        for consumer in list(state.consumers):
+            self._drop_consumer(consumer)
+        for producer in list(state.producers):
+            self._drop_producer(producer)
+        log.info("Connection from %s closed", _peer_of(conn))
+
+    # ---- link attach and detach ------------------------------------------------------------------------
+
+    def on_link_remote_open(self, event):
+        link = event.link
+        if not link.state & Endpoint.LOCAL_UNINIT:
+            return
+        link.snd_settle_mode = link.remote_snd_settle_mode
+        link.rcv_settle_mode = link.remote_rcv_settle_mode
+        if link.is_sender:
+            self._attach_consumer(link)
+        else:
+            self._attach_producer(link)
+
+    def _attach_consumer(self, link):
+        source = link.remote_source
+        if source.dynamic:
+            address = f"amqp:/_topo/0/{self.router_id}/temp.{secrets.token_hex(8)}"
+        elif source.address:
+            address = source.address
+        else:
+            _refuse(link, "amqp:invalid-field", "a receiver needs a source address or a dynamic source")
+            return
+        link.source.copy(source)
+        link.source.address = address
+        link.target.copy(link.remote_target)
+        conn_state = _state_of(link.connection, create=True)
+        consumer = Consumer(link=link, address=address, conn=conn_state)
+        link.router_consumer = consumer
+        conn_state.consumers.add(consumer)
+        first = address not in self.consumers
+        self.consumers.setdefault(address, []).append(consumer)
+        link.open()
+        log.info("Consumer attached on %r (%d now)", address, len(self.consumers[address]))
+        if first:
+            for producer in self.producers.get(address, ()):
+                self._top_up(producer)
+
+    def _attach_producer(self, link):
+        target = link.remote_target
+        if target.dynamic:
+            _refuse(link, "amqp:not-implemented", "dynamic targets are not supported by the reference router")
+            return
+        address = target.address or None
+        link.target.copy(target)
+        link.source.copy(link.remote_source)
+        conn_state = _state_of(link.connection, create=True)
+        producer = Producer(link=link, address=address, capacity=self.link_capacity)
+        link.router_producer = producer
+        conn_state.producers.add(producer)
+        if address is not None:
+            self.producers.setdefault(address, set()).add(producer)
+        link.open()
+        log.info("Producer attached on %s", repr(address) if address else "anonymous link")
+        self._top_up(producer)
+
+    def on_link_remote_close(self, event):
+        link = event.link
+        self._link_gone(link)
+        if not link.state & Endpoint.LOCAL_CLOSED:
+            link.close()
+
+    def on_link_remote_detach(self, event):
+        self.on_link_remote_close(event)
+
+    def _link_gone(self, link):
+        consumer = getattr(link, "router_consumer", None)
+        if consumer is not None:
+            self._drop_consumer(consumer)
+        producer = getattr(link, "router_producer", None)
+        if producer is not None:
+            self._drop_producer(producer)
+
+    def _drop_consumer(self, consumer: Consumer):
+        """A consumer left: copies it never got are released, copies it may have got are in doubt."""
+        if consumer.closed:
+            return
+        consumer.closed = True
+        consumer.conn.consumers.discard(consumer)
+        remaining = self.consumers.get(consumer.address, [])
+        if consumer in remaining:
+            remaining.remove(consumer)
+        if not remaining:
+            self.consumers.pop(consumer.address, None)
+            self._revoke_credit(consumer.address)
+        stranded, in_doubt = list(consumer.pending), list(consumer.in_flight)
+        consumer.pending.clear()
+        consumer.in_flight.clear()
+        for out in stranded:
+            self._copy_sent_or_dropped(out.inbound)
+            self._copy_final(out, RELEASED)
+        for out in in_doubt:
+            self._copy_final(out, MODIFIED)
+        log.info("Consumer detached from %r: %d released, %d modified (in doubt)",
+                 consumer.address, len(stranded), len(in_doubt))
+
+    def _drop_producer(self, producer: Producer):
+        if producer.closed:
+            return
+        producer.closed = True
+        if producer.address is not None:
+            peers = self.producers.get(producer.address)
+            if peers is not None:
+                peers.discard(producer)
+                if not peers:
+                    del self.producers[producer.address]
+        conn_state = _state_of(producer.link.connection)
+        if conn_state is not None:
+            conn_state.producers.discard(producer)
+
+    # ---- credit ------------------------------------------------------------------------------------------
+
+    def _reachable(self, address: str) -> bool:
+        return bool(self.consumers.get(address))
+
+    def _top_up(self, producer: Producer):
+        """Keep a producer's credit window full while its address can be delivered to."""
+        link = producer.link
+        if producer.closed or not link.state & Endpoint.LOCAL_ACTIVE:
+            return
+        if producer.address is not None and not self._reachable(producer.address):
+            return
+        want = producer.capacity - producer.undelivered - link.credit
+        # Grant in batches (a quarter window at least) unless the producer ran dry.
+        if want > 0 and (link.credit == 0 or want * 4 >= producer.capacity):
+            if link.drain_mode:
+                link.drain_mode = False
+            link.flow(want)
+
+    def _revoke_credit(self, address: str):
+        """The last consumer left: ask producers to give back unused credit (drain), so none is sent on."""
+        for producer in self.producers.get(address, ()):
+            link = producer.link
+            if not producer.closed and link.state & Endpoint.LOCAL_ACTIVE and link.credit > 0:
+                link.drain(0)
+
+    def on_link_flow(self, event):
+        consumer = getattr(event.link, "router_consumer", None)
+        if consumer is not None and not consumer.closed:
+            self._dirty.add(consumer.conn)
+
+    # ---- deliveries ----------------------------------------------------------------------------------------
+
+    def on_delivery(self, event):
+        dlv, link = event.delivery, event.link
+        producer = getattr(link, "router_producer", None)
+        if producer is not None:
+            self._receive(producer, dlv)
+            return
+        out = getattr(dlv, "router_outbound", None)
+        if out is not None:
+            self._consumer_disposition(out, dlv)
+        elif dlv.settled:
+            dlv.settle()  # a copy we had already let go of: just free it
+
+    def _receive(self, producer: Producer, dlv: Delivery):
+        link = producer.link
+        if dlv.aborted:
+            dlv.settle()
+            return
+        if dlv.partial or not dlv.readable:
+            return
+        data = link.recv(dlv.pending)
+        link.advance()
+        message = Message()
+        try:
+            message.decode(data)
+        except Exception as exc:  # a malformed message is refused, the link carries on
+            _finish(dlv, REJECTED, condition=Condition("amqp:decode-error", f"cannot decode message: {exc}"))
+            self._top_up(producer)
+            return
+        presettled = dlv.settled
+        address = producer.address or message.address
+        if not address:
+            if not presettled:
+                _finish(dlv, REJECTED, condition=Condition(
+                    "amqp:invalid-field", "anonymous link: the message has no 'to' address"))
+            else:
+                dlv.settle()
+            self._top_up(producer)
+            return
+        section = self.address_config.lookup(address)
+        distribution = section.distribution if section else BALANCED
+        priority = _effective_priority(section, message)
+        consumers = self.consumers.get(address)
+        if not consumers:
+            # No route: a router stores nothing, so an unsettled message goes back released.
+            self.stats["no_route"] += 1
+            if presettled:
+                dlv.settle()
+            else:
+                _finish(dlv, RELEASED)
+            self._top_up(producer)
+            return
+        inbound = Inbound(delivery=dlv, producer=producer, presettled=presettled,
+                          multicast=distribution == MULTICAST)
+        if presettled:
+            dlv.settle()  # the router settles pre-settled deliveries itself (§12.1.1.4)
+        targets = list(consumers) if inbound.multicast else [
+            pick_anycast(distribution, consumers, self._ties.setdefault(address, RoundRobin()))]
+        inbound.copies = inbound.unsent = len(targets)
+        producer.undelivered += 1
+        for consumer in targets:
+            consumer.pending.append(Outbound(inbound, consumer, data, priority, next(self._seq)))
+            self._dirty.add(consumer.conn)
+        self.stats["routed"] += 1
+        self._top_up(producer)
+        if msglog.isEnabledFor(logging.DEBUG):
+            msglog.debug("Routed %r (%s, priority %d) to %d consumer(s)", address, distribution,
+                         priority, len(targets))
+
+    def _consumer_disposition(self, out: Outbound, dlv: Delivery):
+        state = dlv.remote_state
+        if state in _TERMINAL:
+            outcome = _TERMINAL[state]
+        elif dlv.settled:
+            outcome = MODIFIED  # settled with no outcome: it reached the consumer, we cannot say more
+        else:
+            return  # a non-terminal state (received): wait for the outcome
+        consumer = out.consumer
+        consumer.in_flight.discard(out)
+        self._copy_final(out, outcome, remote=dlv.remote)
+        dlv.settle()
+        if not consumer.closed:
+            self._dirty.add(consumer.conn)  # balanced choice and drain may depend on this
+
+    # ---- sending: the per-connection pump -------------------------------------------------------------------
+
+    def on_reactor_quiesced(self, event):
+        while self._dirty:
+            self._pump(self._dirty.pop())
+
+    def _pump(self, conn_state: ConnectionState):
+        consumers = [c for c in conn_state.consumers if not c.closed]
+        while True:
+            best, best_key = None, None
+            for consumer in consumers:
+                if consumer.pending and consumer.link.credit > 0:
+                    head = consumer.pending[0]
+                    key = (-head.priority, head.seq)
+                    if best_key is None or key < best_key:
+                        best, best_key = consumer, key
+            if best is None:
+                break
+            self._send(best, best.pending.popleft())
+        for consumer in consumers:
+            link = consumer.link
+            if link.drain_mode and not consumer.pending and link.credit > 0:
+                link.drained()
+
+    def _send(self, consumer: Consumer, out: Outbound):
+        link = consumer.link
+        dlv = link.delivery(str(next(self._tags)))
+        link.stream(out.data)
+        link.advance()
+        self._copy_sent_or_dropped(out.inbound)
+        if out.inbound.presettled:
+            dlv.settle()
+        elif link.snd_settle_mode == Link.SND_SETTLED:
+            # The consumer asked for at-most-once: the copy is settled on sending and counts as delivered.
+            dlv.settle()
+            self._copy_final(out, ACCEPTED)
+        else:
+            out.delivery = dlv
+            dlv.router_outbound = out
+            consumer.in_flight.add(out)
+
+    def _copy_sent_or_dropped(self, inbound: Inbound):
+        """One copy left the router's queues; once all have, the producer's credit window reopens."""
+        inbound.unsent -= 1
+        if inbound.unsent == 0:
+            inbound.producer.undelivered -= 1
+            self._top_up(inbound.producer)
+
+    # ---- outcomes back to the producer (§12.1.1.4) --------------------------------------------------------------
+
+    def _copy_final(self, out: Outbound, outcome: str, remote=None):
+        inbound = out.inbound
+        if inbound.presettled or inbound.done:
+            return
+        if inbound.multicast:
+            inbound.outcomes.append(outcome)
+            if len(inbound.outcomes) < inbound.copies:
+                return
+            outcome, remote = combine_multicast(inbound.outcomes), None
+        inbound.done = True
+        if inbound.producer.closed:
+            return  # nobody left to tell
+        _finish(inbound.delivery, outcome, remote=remote)
+
+
+# ---- helpers --------------------------------------------------------------------------------------------------
+
+
+def _effective_priority(section: AddressSection | None, message: Message) -> int:
+    if section is not None and section.priority is not None and section.priority >= 0:
+        return section.priority
+    priority = message.priority
+    return DEFAULT_MESSAGE_PRIORITY if priority is None else priority
+
+
+def _finish(dlv: Delivery, outcome: str, remote=None, condition: Condition | None = None):
+    """Set a terminal outcome on an inbound delivery (copying the consumer's details) and settle it."""
+    local = dlv.local
+    if outcome == MODIFIED:
+        if remote is not None:
+            local.failed = remote.failed
+            local.undeliverable = remote.undeliverable
+            if remote.annotations:
+                local.annotations = remote.annotations
+        else:
+            local.failed = True  # in doubt: the consumer may have seen it
+    elif outcome == REJECTED:
+        cond = condition or (remote.condition if remote is not None else None)
+        if cond is not None:
+            local.condition = cond
+    dlv.update(_STATE_OF[outcome])
+    dlv.settle()
+
+
+def _refuse(link, name: str, description: str):
+    """Refuse an attach the AMQP way: answer the attach with no terminus, then detach with an error."""
+    link.condition = Condition(name, description)
+    link.open()
+    link.close()
+    log.warning("Refused link %r: %s", link.name, description)
+
+
+def _state_of(conn, create: bool = False) -> ConnectionState | None:
+    state = getattr(conn, "router_state", None)
+    if state is None and create:
+        state = ConnectionState()
+        conn.router_state = state
+    return state
+
+
+def _links_of(conn):
+    link = conn.link_head(0)
+    while link:
+        yield link
+        link = link.next(0)
+
+
+def _peer_of(conn) -> str:
+    transport = conn.transport
+    url = getattr(conn, "url", None)
+    return str(url) if url else (str(transport) if transport else "?")

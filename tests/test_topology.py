@@ -1,0 +1,387 @@
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.topology import (
+    TOPOLOGIES_DIR,
+    AddressSpec,
+    Listener,
+    Topology,
+    TopologyError,
+    load_topology,
+    parse_topology,
+    topology_path,
+)
+
+BROKERED = """\
+name: router-broker-waypoint
+description: One router in front of a broker.
+nodes:
+  R1:
+    role: router
+    mode: interior
+    addresses: [{prefix: queue, waypoint: true}]
+    autolinks:
+      - {address: queue.orders, direction: in, connection: B1}
+      - {address: queue.orders, direction: out, connection: B1, phase: 1, fallback: true}
+    link_routes: [{prefix: lr, direction: in, connection: B1}]
+  B1: {role: broker, queues: [{address: queue.orders, routing: anycast}]}
+links:
+  - {from: R1, to: B1, role: route-container, via: proxy}
+clients: {producer: R1, consumer: R1}
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "t.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    with pytest.raises(TopologyError) as info:
+        load_topology(write(tmp_path, text))
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def minimal(**node_fields) -> dict:
+    return {"name": "t", "nodes": {"R1": {"role": "router", **node_fields}}}
+
+
+def test_single_router_file_in_the_repository():
+    topo = load_topology(TOPOLOGIES_DIR / "single-router.yaml")
+    assert topo.name == "single-router"
+    r1 = topo.node("R1")
+    assert (r1.role, r1.mode) == ("router", "standalone")
+    assert [(a.match, a.distribution, a.priority) for a in r1.addresses] == [
+        ("multicast", "multicast", None),
+        ("closest", "closest", None),
+        ("balanced", "balanced", None),
+        ("prio.high", "balanced", 9),
+        ("prio.low", "balanced", 2),
+        ("match/*/one", "multicast", None),
+        ("match/#/any", "closest", None),
+        ("wild.#", "multicast", None),
+    ]
+    assert [a.pattern is not None for a in r1.addresses] == [False] * 5 + [True] * 3
+    assert topo.clients == {"producer": "R1", "consumer": "R1"}
+    assert topo.links == []
+    assert topo.description
+
+
+def test_full_model(tmp_path):
+    topo = load_topology(write(tmp_path, BROKERED))
+    assert isinstance(topo, Topology)
+    assert topo.path == tmp_path / "t.yaml"
+    r1, b1 = topo.node("R1"), topo.node("B1")
+    assert r1.addresses == [AddressSpec(prefix="queue", waypoint=True)]
+    assert [(a.direction, a.phase, a.fallback) for a in r1.autolinks] == [
+        ("in", None, False),
+        ("out", 1, True),
+    ]
+    assert r1.link_routes[0].match == "lr" and r1.link_routes[0].connection == "B1"
+    assert b1.queues[0].address == "queue.orders" and b1.mode == "standalone"
+    (link,) = topo.links
+    assert (link.from_, link.to, link.role, link.via, link.cost) == (
+        "R1",
+        "B1",
+        "route-container",
+        "proxy",
+        1,
+    )
+    assert link.name == "R1->B1"
+    assert topo.links_from("R1") == [link] and topo.links_to("B1") == [link]
+    assert [n.name for n in topo.nodes_with_role("broker")] == ["B1"]
+
+
+def test_listeners_follow_inbound_links():
+    topo = parse_topology(
+        {
+            "name": "mesh",
+            "nodes": {
+                "A": {
+                    "role": "router",
+                    "mode": "interior",
+                    "listeners": [{"name": "extra", "role": "normal"}],
+                },
+                "B": {"role": "router", "mode": "interior"},
+                "E": {"role": "router", "mode": "edge"},
+                "Q": {"role": "broker"},
+            },
+            "links": [
+                {"from": "B", "to": "A", "role": "inter-router", "cost": 5},
+                {"from": "E", "to": "A", "role": "edge"},
+                {"from": "Q", "to": "A", "role": "route-container"},
+                {"from": "E", "to": "Q", "role": "normal"},
+            ],
+        }
+    )
+    assert topo.listeners_for("A") == [
+        Listener("clients", "normal"),
+        Listener("extra", "normal"),
+        Listener("inter-router", "inter-router"),
+        Listener("edge", "edge"),
+        Listener("Q", "route-container"),
+    ]
+    assert topo.listeners_for("B") == [Listener("clients", "normal")]
+    assert topo.listeners_for("Q") == [Listener("clients", "normal")]
+    assert [topo.listener_for_link(link) for link in topo.links] == ["inter-router", "edge", "Q", "clients"]
+    assert topo.links[0].cost == 5
+
+
+def test_defaults():
+    topo = parse_topology(minimal(addresses=[{"prefix": "a"}]))
+    (addr,) = topo.node("R1").addresses
+    assert addr == AddressSpec(prefix="a", distribution="balanced")
+    assert topo.node("R1").mode == "standalone"
+    assert topo.description == "" and topo.clients == {} and topo.path is None
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (
+            minimal(mode="core"),
+            "<topology>: node R1: field 'mode': expected one of standalone, interior, edge, got 'core'",
+        ),
+        (
+            minimal(addresses=[{"prefix": "a", "distribution": "anycast"}]),
+            (
+                "<topology>: node R1: field 'addresses[0].distribution': expected one of balanced, closest, "
+                "multicast, got 'anycast'"
+            ),
+        ),
+        (
+            minimal(addresses=[{"prefix": "a", "priority": 10}]),
+            "<topology>: node R1: field 'addresses[0].priority': expected an integer 0..9, got 10",
+        ),
+        (
+            minimal(addresses=[{"prefix": "a", "priority": True}]),
+            "<topology>: node R1: field 'addresses[0].priority': expected an integer 0..9, got True",
+        ),
+        (
+            minimal(addresses=[{"prefix": "a", "waypoint": "yes"}]),
+            "<topology>: node R1: field 'addresses[0].waypoint': expected true or false, got 'yes'",
+        ),
+        (
+            minimal(addresses=[{"prefix": "a", "pattern": "a.*"}]),
+            "<topology>: node R1: field 'addresses[0]': expected exactly one of 'prefix' or 'pattern'",
+        ),
+        (
+            minimal(addresses=[{"distribution": "closest"}]),
+            "<topology>: node R1: field 'addresses[0]': expected exactly one of 'prefix' or 'pattern'",
+        ),
+        (
+            minimal(addresses=[{"prefix": "a.#"}]),
+            (
+                "<topology>: node R1: field 'addresses[0].prefix': expected no '*' or '#' (use 'pattern' for "
+                "wildcards), got 'a.#'"
+            ),
+        ),
+        (
+            minimal(addresses=[{"prefix": "a", "enableFallback": True}]),
+            (
+                "<topology>: node R1: field 'addresses[0].enableFallback': unknown field; expected one of prefix, "
+                "pattern, distribution, priority, waypoint, enable_fallback (did you mean "
+                "'addresses[0].enable_fallback'?)"
+            ),
+        ),
+        (
+            minimal(modee="edge"),
+            (
+                "<topology>: node R1: field 'modee': unknown field; expected one of role, mode, addresses, "
+                "autolinks, link_routes, listeners (did you mean 'mode'?)"
+            ),
+        ),
+        (minimal(queues=[]), "<topology>: node R1: field 'queues': not a field of a router node"),
+        (
+            {"name": "t", "nodes": {"B1": {"role": "broker", "mode": "interior"}}},
+            "<topology>: node B1: field 'mode': not a field of a broker node",
+        ),
+        (
+            {"name": "t", "nodes": {"X": {"role": "switch"}}},
+            "<topology>: node X: field 'role': expected one of router, broker, got 'switch'",
+        ),
+        (
+            {"name": "t", "nodes": {"X": {}}},
+            "<topology>: node X: field 'role': missing (required); expected one of router, broker",
+        ),
+        ({"name": "t", "nodes": {}}, "<topology>: field 'nodes': expected a non-empty mapping"),
+        ({"nodes": {"R1": {"role": "router"}}}, "<topology>: field 'name': missing (required)"),
+        ({**minimal(), "extra": 1}, "<topology>: field 'extra': unknown field"),
+        ({**minimal(), "name": "Bad Name"}, "<topology>: field 'name': expected lower-case letters"),
+        (
+            {"name": "t", "nodes": {"R 1": {"role": "router"}}},
+            "<topology>: field 'nodes': expected node names",
+        ),
+        ({"name": "t", "nodes": {"clients": {"role": "router"}}}, "a node name other than clients"),
+        ({**minimal(), "clients": {"producer": "R2"}}, "field 'clients.producer': expected a node name (R1)"),
+        ({**minimal(), "clients": ["R1"]}, "<topology>: field 'clients': expected a mapping"),
+        (
+            minimal(addresses={"prefix": "a"}),
+            "node R1: field 'addresses': expected a list, got {'prefix': 'a'}",
+        ),
+        (
+            minimal(listeners=[{"name": "clients"}]),
+            "node R1: field 'listeners[0].name': expected a name of letters",
+        ),
+        (
+            minimal(listeners=[{"name": "x"}, {"name": "x"}]),
+            "node R1: field 'listeners[1].name': duplicate listener name 'x'",
+        ),
+    ],
+)
+def test_field_errors(data, expected):
+    with pytest.raises(TopologyError) as info:
+        parse_topology(data)
+    message = str(info.value)
+    assert message.startswith("<topology>: ")
+    assert expected in message
+    assert "\n" not in message
+
+
+def two_nodes(link: dict, a: dict | None = None, b: dict | None = None) -> dict:
+    return {
+        "name": "t",
+        "nodes": {
+            "A": a or {"role": "router", "mode": "interior"},
+            "B": b or {"role": "router", "mode": "interior"},
+        },
+        "links": [link],
+    }
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (
+            two_nodes({"from": "A", "to": "C", "role": "normal"}),
+            "links[0]: field 'to': expected a node name (A, B), got 'C'",
+        ),
+        (
+            two_nodes({"from": "A", "to": "A", "role": "normal"}),
+            "links[0]: field 'to': expected a node other than 'from'",
+        ),
+        (two_nodes({"from": "A", "to": "B"}), "links[0]: field 'role': missing (required)"),
+        (
+            two_nodes({"from": "A", "to": "B", "role": "mesh"}),
+            "links[0]: field 'role': expected one of normal, inter-router, route-container, edge, got 'mesh'",
+        ),
+        (
+            two_nodes({"from": "A", "to": "B", "role": "normal", "via": "toxiproxy"}),
+            "field 'via': expected null or one of proxy",
+        ),
+        (
+            two_nodes({"from": "A", "to": "B", "role": "inter-router", "cost": 0}),
+            "field 'cost': expected an integer >= 1, got 0",
+        ),
+        (
+            two_nodes({"from": "A", "to": "B", "role": "normal", "cost": 3}),
+            "field 'cost': only inter-router links have a cost",
+        ),
+        (
+            two_nodes({"from": "A", "to": "B", "role": "inter-router"}, a={"role": "router"}),
+            "links[0]: field 'role': inter-router links join interior routers; A is standalone, B is interior",
+        ),
+        (
+            two_nodes({"from": "A", "to": "B", "role": "edge"}),
+            "links[0]: field 'role': edge links go from an edge router to an interior router; A is interior",
+        ),
+        (
+            two_nodes(
+                {"from": "A", "to": "B", "role": "route-container"},
+                a={"role": "broker"},
+                b={"role": "broker"},
+            ),
+            "links[0]: field 'role': route-container links need a router at one end",
+        ),
+        (
+            two_nodes({"from": "A", "to": "B", "role": "normal", "colour": "red"}),
+            "links[0]: field 'colour': unknown field",
+        ),
+    ],
+)
+def test_link_errors(data, expected):
+    with pytest.raises(TopologyError) as info:
+        parse_topology(data, "topologies/x.yaml")
+    assert str(info.value).startswith("topologies/x.yaml: ")
+    assert expected in str(info.value)
+
+
+def test_second_link_between_the_same_nodes_is_an_error():
+    data = two_nodes({"from": "A", "to": "B", "role": "inter-router"})
+    data["links"].append({"from": "B", "to": "A", "role": "inter-router"})
+    with pytest.raises(
+        TopologyError, match=r"links\[1\]: second link between B and A \(first is links\[0\]\)"
+    ):
+        parse_topology(data)
+
+
+def test_autolinks_need_a_route_container_link_to_their_connection():
+    data = {
+        "name": "t",
+        "nodes": {
+            "R1": {"role": "router", "autolinks": [{"address": "q", "direction": "in", "connection": "B1"}]},
+            "B1": {"role": "broker"},
+        },
+        "links": [{"from": "R1", "to": "B1", "role": "normal"}],
+    }
+    with pytest.raises(TopologyError) as info:
+        parse_topology(data)
+    assert str(info.value) == (
+        "<topology>: node R1: field 'autolinks[0].connection': expected a node linked to R1 by a "
+        "route-container link (none in this topology), got 'B1'"
+    )
+    data["links"][0] = {"from": "B1", "to": "R1", "role": "route-container"}  # the broker may dial instead
+    assert parse_topology(data).node("R1").autolinks[0].connection == "B1"
+
+
+def test_link_route_connection_must_be_a_node():
+    data = minimal(link_routes=[{"prefix": "x", "direction": "out", "connection": "B9"}])
+    with pytest.raises(
+        TopologyError, match=r"field 'link_routes\[0\].connection': expected a node name \(R1\)"
+    ):
+        parse_topology(data)
+
+
+def test_error_in_file_names_the_file(tmp_path):
+    message = error_of(tmp_path, "name: t\nnodes:\n  R1: {role: router, mode: core}\n")
+    assert (
+        message
+        == f"{tmp_path / 't.yaml'}: node R1: field 'mode': expected one of standalone, interior, edge, got 'core'"
+    )
+
+
+def test_relative_paths_are_shown_as_given(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "topologies").mkdir()
+    write(tmp_path, "name: t\nnodes: {R1: {role: router, mode: core}}\n", "topologies/x.yaml")
+    for given in ("topologies/x.yaml", tmp_path / "topologies" / "x.yaml"):
+        with pytest.raises(TopologyError) as info:
+            load_topology(given)
+        assert str(info.value).startswith("topologies/x.yaml: node R1: field 'mode'")
+
+
+def test_yaml_syntax_error_names_file_and_line(tmp_path):
+    message = error_of(tmp_path, "name: t\nnodes:\n  R1: {role: router\n  B1: x\n")
+    assert message.startswith(f"{tmp_path / 't.yaml'}:4: YAML syntax error:")
+
+
+def test_duplicate_yaml_keys_are_errors(tmp_path):
+    message = error_of(tmp_path, "name: t\nnodes:\n  R1: {role: router}\n  R1: {role: broker}\n")
+    assert message == f"{tmp_path / 't.yaml'}:4: YAML syntax error: duplicate key 'R1'"
+
+
+def test_empty_and_missing_files(tmp_path):
+    assert error_of(tmp_path, "").endswith("expected a mapping, got None")
+    with pytest.raises(TopologyError, match=r"nope.yaml: cannot read: No such file or directory"):
+        load_topology(tmp_path / "nope.yaml")
+
+
+def test_topology_path_resolves_bare_names():
+    assert topology_path("single-router") == TOPOLOGIES_DIR / "single-router.yaml"
+    assert topology_path("topologies/x.yaml") == Path("topologies/x.yaml")
+    assert topology_path("x.yaml") == Path("x.yaml")

@@ -1,0 +1,105 @@
+import itertools
+import socket
+import threading
+import time
+
+import pytest
+
+from harness.wait import WaitTimeout, free_port, wait_for
+
+
+def test_returns_the_predicates_truthy_value():
+    assert wait_for(lambda: {"n": 3}, timeout=1, what="a dict") == {"n": 3}
+
+
+def test_returns_as_soon_as_the_condition_holds():
+    calls = []
+
+    def third_time_lucky():
+        calls.append(1)
+        return len(calls) >= 3 and "ready"
+
+    started = time.monotonic()
+    assert wait_for(third_time_lucky, timeout=5, what="three calls") == "ready"
+    assert len(calls) == 3
+    assert time.monotonic() - started < 1
+
+
+def test_sees_a_change_made_by_another_thread():
+    box = []
+    timer = threading.Timer(0.05, box.append, args=["done"])
+    timer.start()
+    try:
+        assert wait_for(lambda: box and box[0], timeout=5, what="the timer") == "done"
+    finally:
+        timer.cancel()
+
+
+def test_timeout_message_names_what_and_last_value():
+    values = iter(range(1000000))
+    with pytest.raises(WaitTimeout) as info:
+        wait_for(lambda: next(values) < 0 and None, timeout=0.05, what="a negative number")
+    message = str(info.value)
+    assert message == "timed out after 0.05s waiting for a negative number; last seen: False"
+
+
+def test_timeout_message_uses_describe_and_is_one_line():
+    with pytest.raises(WaitTimeout) as info:
+        wait_for(lambda: 0, timeout=0.02, what="2 receivers", describe=lambda: "receivers:\n  r1")
+    assert str(info.value) == "timed out after 0.02s waiting for 2 receivers; last seen: receivers: r1"
+    assert isinstance(info.value, AssertionError)
+
+
+def test_a_failing_describe_does_not_hide_the_timeout():
+    def broken():
+        raise RuntimeError("no peer")
+
+    with pytest.raises(WaitTimeout, match=r"last seen: <describe\(\) failed: RuntimeError: no peer>"):
+        wait_for(lambda: None, timeout=0.01, what="x", describe=broken)
+
+
+def test_deadline_is_kept_and_polling_backs_off():
+    calls = []
+    started = time.monotonic()
+    with pytest.raises(WaitTimeout):
+        wait_for(lambda: calls.append(time.monotonic()), timeout=0.5, what="never", interval=0.001)
+    elapsed = time.monotonic() - started
+    assert 0.5 <= elapsed < 1.0
+    # Polling starts at 1 ms and backs off to 50 ms: far fewer calls than 1 ms polling, more than 50 ms.
+    assert 10 < len(calls) < 200
+    gaps = [b - a for a, b in itertools.pairwise(calls)]
+    assert max(gaps) < 0.1
+
+
+def test_checks_once_more_at_the_deadline():
+    deadline_hit = []
+
+    def late():
+        return deadline_hit.append(1) or len(deadline_hit) >= 2
+
+    # timeout 0: one check, then the deadline has passed; a second check would only happen with time left.
+    with pytest.raises(WaitTimeout):
+        wait_for(lambda: False, timeout=0, what="nothing")
+    assert wait_for(late, timeout=0.001, what="second call", interval=0.01) is True
+
+
+def test_predicate_exceptions_propagate():
+    def broken():
+        raise KeyError("probe")
+
+    with pytest.raises(KeyError):
+        wait_for(broken, timeout=1, what="x")
+
+
+def test_rejects_negative_timeout_and_non_positive_interval():
+    with pytest.raises(ValueError):
+        wait_for(lambda: True, timeout=-1, what="x")
+    with pytest.raises(ValueError):
+        wait_for(lambda: True, timeout=1, what="x", interval=0)
+
+
+def test_free_port_is_bindable_on_loopback():
+    port = free_port()
+    assert 0 < port < 65536
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
