@@ -222,6 +222,14 @@ def pytest_runtest_makereport(item, call):
     item.stash.setdefault(_reports_key, {})[call.when] = outcome.get_result()
 
 
+def spec_ids(item) -> list[str]:
+    """Every clause id a case carries: from its function, its class/module and its parameters."""
+    ids: list[str] = []
+    for marker in item.iter_markers("spec"):
+        ids.extend(a for a in marker.args if a not in ids)
+    return ids
+
+
 def _is_suite_case(item) -> bool:
     return Path(str(item.path)).resolve().is_relative_to(ROOT / "suites")
 
@@ -264,12 +272,11 @@ def _record_for(item) -> dict:
     session = item.config.stash[_session_key]
     started_at, t0 = item.stash[_started_key]
     outcome, message = _outcome_of(item.stash.get(_reports_key, {}))
-    marker = item.get_closest_marker("spec")
     running = item.stash.get(_topology_key, None)
     rel = Path(str(item.path)).resolve().relative_to(ROOT)
     return make_record(
         run_id=session.run_id, case=item.nodeid, suite=rel.parts[1] if len(rel.parts) > 2 else rel.stem,
-        spec=list(marker.args) if marker else [], topology=running.topology.name if running else None,
+        spec=spec_ids(item), topology=running.topology.name if running else None,
         peers=running.peer_records() if running else {r: {"vendor": v} for r, v in session.choices.items()},
         fault=None, outcome=outcome, duration_s=round(time.monotonic() - t0, 4), started_at=started_at,
         details=item.stash.get(_details_key, {}), message=message)
@@ -289,11 +296,8 @@ def pytest_terminal_summary(terminalreporter, config):
     tr.write_line("cases: " + ", ".join(f"{session.outcomes.get(o, 0)} {o}" for o in order))
     tr.write_line(f"results: {session.results_dir / 'results.jsonl'}")
     if CATALOG.exists():
-        spec_ids = {}
-        for item in session.suite_items:
-            marker = item.get_closest_marker("spec")
-            spec_ids[item.nodeid] = list(marker.args) if marker else []
-        tr.write_line(format_coverage(coverage(load_catalog(CATALOG), spec_ids)))
+        case_ids = {item.nodeid: spec_ids(item) for item in session.suite_items}
+        tr.write_line(format_coverage(coverage(load_catalog(CATALOG), case_ids)))
 
 
 def pytest_collection_finish(session):

@@ -67,8 +67,10 @@ def test_single_router():
         {"prefix": "prio.high", "distribution": "balanced", "priority": "9"},
         {"prefix": "prio.low", "distribution": "balanced", "priority": "2"},
         {"pattern": "match/*/one", "distribution": "multicast"},
-        {"pattern": "match/#/any", "distribution": "closest"},
+        {"pattern": "match/#/any", "distribution": "multicast"},
         {"pattern": "wild.#", "distribution": "multicast"},
+        {"prefix": "wild.solo", "distribution": "closest"},
+        {"prefix": "my_address", "distribution": "multicast"},
     ]
     assert {name for name, _ in sections} == {"router", "listener", "address"}
 

@@ -63,10 +63,12 @@ def test_single_router_file_in_the_repository():
         ("prio.high", "balanced", 9),
         ("prio.low", "balanced", 2),
         ("match/*/one", "multicast", None),
-        ("match/#/any", "closest", None),
+        ("match/#/any", "multicast", None),
         ("wild.#", "multicast", None),
+        ("wild.solo", "closest", None),
+        ("my_address", "multicast", None),
     ]
-    assert [a.pattern is not None for a in r1.addresses] == [False] * 5 + [True] * 3
+    assert [a.pattern is not None for a in r1.addresses] == [False] * 5 + [True] * 3 + [False] * 2
     assert topo.clients == {"producer": "R1", "consumer": "R1"}
     assert topo.links == []
     assert topo.description

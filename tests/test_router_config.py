@@ -1,0 +1,502 @@
+"""The qdrouterd.conf parser of the reference router (reference/router/config.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from pathlib import Path
+
+import pytest
+
+from reference.router.config import (
+    KNOWN_FEATURES,
+    SUPPORTED_FEATURES,
+    AddressSection,
+    ConfigError,
+    RouterConfig,
+    check_supported,
+    features_used,
+    load_config,
+    parse_config,
+)
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "single-router.conf"
+
+
+def _error(text: str) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, "r.conf")
+    return info.value
+
+
+def _without_lines(cfg: RouterConfig) -> RouterConfig:
+    def strip(items: list) -> list:
+        return [dataclasses.replace(item, line=0) for item in items]
+
+    return RouterConfig(
+        path=cfg.path,
+        router=dataclasses.replace(cfg.router, line=0),
+        listeners=strip(cfg.listeners),
+        connectors=strip(cfg.connectors),
+        addresses=strip(cfg.addresses),
+        link_routes=strip(cfg.link_routes),
+        auto_links=strip(cfg.auto_links),
+        logs=strip(cfg.logs),
+    )
+
+
+# --- the example file ----------------------------------------------------------------------
+
+
+def test_example_file_parses_and_is_supported() -> None:
+    cfg = load_config(EXAMPLE)
+    assert cfg.path == str(EXAMPLE)
+    assert (cfg.router.mode, cfg.router.id, cfg.router.line) == ("standalone", "Router.Single", 8)
+    main, tools = cfg.listeners
+    assert (main.host, main.port, main.role, main.authenticate_peer) == ("127.0.0.1", 5672, "normal", False)
+    assert main.sasl_mechanisms == ("ANONYMOUS",)
+    assert (main.link_capacity, main.idle_timeout_seconds) == (250, 16)
+    assert (tools.name, tools.port, tools.line) == ("local-tools", 5673, 26)
+    assert [(a.prefix, a.pattern, a.distribution, a.priority) for a in cfg.addresses] == [
+        ("multicast", None, "multicast", None),
+        ("service", None, "closest", None),
+        ("work", None, "balanced", 2),
+        (None, "news/*/sports", "multicast", None),
+        (None, "news/#", "multicast", None),
+        (None, "alerts.*.critical", "multicast", 9),
+    ]
+    assert [(lg.module, lg.enable, lg.output) for lg in cfg.logs] == [
+        ("DEFAULT", "info+", "stderr"),
+        ("MESSAGE", "warning+", None),
+    ]
+    assert cfg.connectors == cfg.link_routes == cfg.auto_links == []
+    check_supported(cfg)
+
+
+def test_example_address_table() -> None:
+    table = load_config(EXAMPLE).address_table()
+    assert table.lookup("news/usa/sports").pattern == "news/*/sports"
+    assert table.lookup("news").pattern == "news/#"
+    assert table.lookup("multicast.prices").prefix == "multicast"
+    assert table.lookup("multicastx") is None
+    assert table.lookup("work").priority == 2
+
+
+def test_defaults_for_an_empty_file() -> None:
+    cfg = parse_config("# nothing but a comment\n\n")
+    assert cfg.router.mode == "standalone" and cfg.router.id is None
+    assert cfg.listeners == [] and cfg.addresses == []
+    check_supported(cfg)
+
+
+def test_section_defaults() -> None:
+    cfg = parse_config("listener {\n}\naddress { prefix: q }\nlog { module: DEFAULT }\n")
+    listener = cfg.listeners[0]
+    assert (listener.host, listener.port, listener.role, listener.cost) == ("", 5672, "normal", 1)
+    assert listener.sasl_mechanisms == () and listener.authenticate_peer is False
+    address = cfg.addresses[0]
+    assert (address.distribution, address.priority, address.waypoint, address.enable_fallback) == (
+        "balanced", None, False, False)
+    assert address.match_pattern == "q/#"
+
+
+# --- syntax -------------------------------------------------------------------------------
+
+MULTI_LINE = """
+router {
+    mode: standalone
+    id: R1
+}
+listener {
+    host: 127.0.0.1
+    port: 5672
+    saslMechanisms: ANONYMOUS PLAIN
+    authenticatePeer: no
+}
+address {
+    pattern: news/#
+    distribution: multicast
+    priority: 3
+}
+autoLink {
+    address: queue.a
+    direction: out
+    connection: broker
+}
+connector {
+    name: broker
+    role: route-container
+    port: 61616
+}
+"""
+
+ONE_LINE = """
+router { mode: standalone id: R1 }
+listener { host: 127.0.0.1 port: 5672 saslMechanisms: ANONYMOUS PLAIN authenticatePeer: no }
+address { pattern: news/# distribution: multicast priority: 3 }
+autoLink { address: queue.a direction: out connection: broker }
+connector { name: broker role: route-container port: 61616 }
+"""
+
+BRACES_ELSEWHERE = """
+router
+{
+    mode: standalone
+    id: R1 }
+listener{ host: 127.0.0.1
+    port: 5672
+    saslMechanisms: ANONYMOUS PLAIN
+    authenticatePeer: no}
+address {pattern: news/#
+  distribution: multicast priority: 3
+}
+autoLink { address: queue.a
+    direction: out connection: broker }  connector { name: broker role: route-container port: 61616 }
+"""
+
+
+@pytest.mark.parametrize("other", [ONE_LINE, BRACES_ELSEWHERE])
+def test_one_line_and_multi_line_sections_are_equivalent(other: str) -> None:
+    assert _without_lines(parse_config(MULTI_LINE)) == _without_lines(parse_config(other))
+
+
+def test_multi_line_values() -> None:
+    cfg = parse_config(MULTI_LINE)
+    assert cfg.listeners[0].sasl_mechanisms == ("ANONYMOUS", "PLAIN")
+    assert cfg.addresses[0].line == 12
+    assert cfg.auto_links[0].connection == "broker"
+
+
+@pytest.mark.parametrize(
+    ("line", "pattern"),
+    [
+        ("pattern: #", "#"),
+        ("pattern: #/x", "#/x"),
+        ("pattern: news/#", "news/#"),
+        ("pattern: news/# # a comment", "news/#"),
+        ("pattern: # # everything", "#"),
+        ("pattern: a.*.#   #comment glued to the hash", "a.*.#"),
+        ("pattern: '# quoted'", None),  # whitespace in a pattern is an error, see below
+        ("pattern: \"a/#\"", "a/#"),
+    ],
+)
+def test_hash_wildcard_versus_comment(line: str, pattern: str | None) -> None:
+    text = f"address {{\n    {line}\n}}\n"
+    if pattern is None:
+        assert "must not contain whitespace" in _error(text).message
+    else:
+        assert parse_config(text).addresses[0].pattern == pattern
+
+
+def test_one_line_section_with_hash_pattern_then_comment() -> None:
+    cfg = parse_config("address { pattern: # distribution: multicast }  # catch-all\n")
+    assert (cfg.addresses[0].pattern, cfg.addresses[0].distribution) == ("#", "multicast")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# whole-line comment\nlistener { port: 1 }",
+        "   # indented comment\nlistener { port: 1 }",
+        "listener {   # after the brace\n port: 1\n}",
+        "listener {\n port: 1 # after a value\n}",
+        "listener {\n port: 1\n}  # after the closing brace",
+        "listener {\n#port: 2\n port: 1\n}",
+        "listener {# glued to the brace\n port: 1\n}",
+    ],
+)
+def test_comments(text: str) -> None:
+    assert parse_config(text).listeners[0].port == 1
+
+
+def test_byte_order_mark_and_crlf_line_ends() -> None:
+    cfg = parse_config("\ufeffrouter {\r\n  id: R1\r\n}\r\nlistener {\r\n  port: 1\r\n}\r\n")
+    assert (cfg.router.id, cfg.listeners[0].port, cfg.listeners[0].line) == ("R1", 1, 4)
+
+
+def test_hash_inside_a_word_is_not_a_comment() -> None:
+    cfg = parse_config("router {\n    id: R#1\n}\n")
+    assert cfg.router.id == "R#1"
+
+
+def test_quoted_values_keep_spaces_hashes_braces_and_colons() -> None:
+    cfg = parse_config("""log {\n module: DEFAULT\n output: "/tmp/a dir/#{x}.log"\n}\n"""
+                       """router { id: 'ends:' }\n""")
+    assert cfg.logs[0].output == "/tmp/a dir/#{x}.log"
+    assert cfg.router.id == "ends:"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("yes", True), ("YES", True), ("true", True), ("True", True),
+     ("no", False), ("No", False), ("false", False), ("FALSE", False)],
+)
+def test_booleans(value: str, expected: bool) -> None:
+    assert parse_config(f"address {{ prefix: q waypoint: {value} }}").addresses[0].waypoint is expected
+
+
+@pytest.mark.parametrize(("value", "port"), [("amqp", 5672), ("amqps", 5671), ("0", 0), ("65535", 65535)])
+def test_ports(value: str, port: int) -> None:
+    assert parse_config(f"listener {{ port: {value} }}").listeners[0].port == port
+
+
+def test_priority_minus_one_means_unset() -> None:
+    cfg = parse_config("address { prefix: a priority: -1 }\naddress { prefix: b priority: 0 }")
+    assert [a.priority for a in cfg.addresses] == [None, 0]
+
+
+def test_alternative_spellings() -> None:
+    cfg = parse_config(
+        "connector { name: b role: route-container addr: 10.0.0.1 }\n"
+        "autoLink { addr: q dir: in containerID: broker-1 externalAddr: ext.q }\n"
+        "autoLink { address: q direction: out containerId: broker-1 externalAddress: ext.q phase: 0 }\n"
+        "linkRoute { prefix: b2 dir: out containerID: broker-1 }\n"
+        "log { module: DEFAULT output: stdout source: yes timestamp: no }\n"
+        "router { routerId: R9 }\n"
+    )
+    assert cfg.connectors[0].host == "10.0.0.1"
+    assert [(a.direction, a.container_id, a.external_address) for a in cfg.auto_links] == [
+        ("in", "broker-1", "ext.q"), ("out", "broker-1", "ext.q")]
+    assert (cfg.link_routes[0].direction, cfg.link_routes[0].container_id) == ("out", "broker-1")
+    log = cfg.logs[0]
+    assert (log.output, log.include_source, log.include_timestamp) == ("stdout", True, False)
+    assert cfg.router.id == "R9"
+
+
+def test_ignored_attributes_are_accepted_but_still_checked() -> None:
+    cfg = parse_config(
+        "router { workerThreads: 8 helloIntervalSeconds: 1 raIntervalSeconds: 30 saslConfigDir: /etc/sasl2"
+        " saslConfigName: qdrouterd debugDumpFile: /tmp/d }\n"
+        "listener { maxSessions: 10 stripAnnotations: both messageLoggingComponents: all name: l1 }\n"
+    )
+    assert cfg.router.mode == "standalone" and cfg.listeners[0].name == "l1"
+    error = _error("router {\n workerThreads: many\n}")
+    assert str(error) == "r.conf:2: router: 'workerThreads' must be an integer >= 1, got 'many'"
+
+
+def test_link_route_and_auto_link_fields() -> None:
+    cfg = parse_config(
+        "connector { name: broker role: route-container host: 192.0.2.1 port: 61617\n"
+        "            saslMechanisms: ANONYMOUS }\n"
+        "linkRoute { prefix: b2 direction: in connection: broker\n"
+        "            addExternalPrefix: ext. delExternalPrefix: b2. }\n"
+        "linkRoute { pattern: b3/*/x direction: out }\n"
+        "address { prefix: my_address enableFallback: yes }\n"
+        "autoLink { address: my_address.2 direction: out connection: broker fallback: yes }\n"
+    )
+    first, second = cfg.link_routes
+    assert (first.prefix, first.connection, first.add_external_prefix, first.del_external_prefix) == (
+        "b2", "broker", "ext.", "b2.")
+    assert first.match_pattern == "b2/#" and second.match_pattern == "b3/*/x"
+    assert cfg.auto_links[0].fallback is True and cfg.addresses[0].enable_fallback is True
+    assert cfg.connectors[0].port == 61617
+
+
+# --- errors: every one is FILE:LINE: message --------------------------------------------------
+
+ERRORS = [
+    # structure
+    ("listener {\n  port: 1\n", 1, "section 'listener' is never closed (missing '}')"),
+    ("listener {\n  port: 1\n}\n}\n", 4, "'}' without a matching '{'"),
+    ("\nport: 5672\n", 2, "attribute 'port' outside of any section"),
+    ("{\n}\n", 1, "'{' without a section name before it"),
+    ("listener\n\nport: 1\n", 1, "expected '{' after section name 'listener'"),
+    ("listener {\n  port: 1\naddress {\n  prefix: a\n}\n", 3,
+     ("listener: unexpected '{' inside the section; "
+      "is the '}' closing the 'listener' section of line 1 missing?")),
+    ("listener {\n  port:\n}\n", 2, "listener: attribute 'port' has no value"),
+    ("listener {\n  port: }\n", 2, "listener: attribute 'port' has no value"),
+    ("listener { port: host: x }\n", 1, "listener: attribute 'port' has no value"),
+    ("listener {\n  port 5672\n}\n", 2, "listener: expected 'attribute: value', got 'port'"),
+    ("address {\n  prefix:a\n}\n", 2,
+     "address: expected 'attribute: value', got 'prefix:a' (put a space after ':')"),
+    ("router {\n  id: 'R1\n}\n", 2, "unterminated ' quote"),
+    ("router {\n  id: \"R1\"x\n}\n", 2, "unexpected text after closing \" quote"),
+    ("\"router\" {\n}\n", 1, "expected a section name, got 'router'"),
+    # sections
+    ("\n\nsslProfile {\n  certFile: /x\n}\n", 3,
+     "section 'sslProfile' is not supported yet by the reference router"),
+    ("vhost {\n  groups: {\n  }\n}\n", 1, "section 'vhost' is not supported yet by the reference router"),
+    ("router {\n}\nrouter {\n}\n", 3, "duplicate section 'router' (first at line 1)"),
+    # attributes
+    ("listener {\n  prot: 5672\n}\n", 2,
+     "listener: unknown attribute 'prot' (expected one of: name, host, port, "),
+    ("listener {\n  port: 1\n  port: 2\n}\n", 3, "listener: attribute 'port' given twice (first at line 2)"),
+    ("autoLink {\n  dir: in\n  direction: in\n}\n", 3,
+     "autoLink: attribute 'dir' (same attribute as 'direction') given twice (first at line 2)"),
+    # values
+    ("listener {\n  port: 65536\n}\n", 2,
+     "listener: 'port' must be a port number 0..65535, 'amqp' or 'amqps', got '65536'"),
+    ("listener {\n  port: -1\n}\n", 2, "listener: 'port' must be a port number"),
+    ("listener {\n  port: http\n}\n", 2, "listener: 'port' must be a port number"),
+    ("listener {\n  role: broker\n}\n", 2,
+     "listener: 'role' must be one of normal, inter-router, route-container, edge, got 'broker'"),
+    ("listener {\n  authenticatePeer: maybe\n}\n", 2,
+     "listener: 'authenticatePeer' must be yes, no, true or false, got 'maybe'"),
+    ("router {\n  mode: mesh\n}\n", 2,
+     "router: 'mode' must be one of standalone, interior, edge, got 'mesh'"),
+    ("address {\n  prefix: a\n  distribution: fanout\n}\n", 3,
+     "address: 'distribution' must be one of balanced, closest, multicast, unavailable, got 'fanout'"),
+    ("address {\n  prefix: a\n  priority: 10\n}\n", 3,
+     "address: 'priority' must be an integer 0..9 (or -1 for unset), got '10'"),
+    ("address {\n  prefix: a\n  priority: -2\n}\n", 3, "address: 'priority' must be an integer 0..9"),
+    ("address {\n  prefix: a\n  priority: high\n}\n", 3, "address: 'priority' must be an integer 0..9"),
+    ("linkRoute {\n  prefix: a\n  direction: both\n}\n", 3,
+     "linkRoute: 'direction' must be one of in, out, got 'both'"),
+    ("autoLink {\n  address: q\n  direction: sideways\n}\n", 3,
+     "autoLink: 'direction' must be one of in, out"),
+    ("log {\n  module: ROUTE\n}\n", 2, "log: 'module' must be one of ROUTER, "),
+    ("log {\n  module: DEFAULT\n  enable: loud+\n}\n", 3,
+     "log: 'enable' must be 'none', 'default' or a comma-separated"),
+    # address semantics
+    ("\naddress {\n  distribution: multicast\n}\n", 2, "address: one of 'prefix' or 'pattern' is required"),
+    ("address {\n  prefix: a\n  pattern: a/#\n}\n", 3,
+     "address: 'prefix' and 'pattern' cannot both be given"),
+    ("address {\n  prefix: ''\n}\n", 2, "address: 'prefix' must not be empty"),
+    ("address {\n  pattern: \"/\"\n}\n", 2, "address: 'pattern' must not be empty"),
+    ("address {\n  prefix: a/#\n}\n", 2, "address: prefix 'a/#' must not contain '*' or '#'"),
+    ("address {\n  prefix: a.*.b\n}\n", 2, "address: prefix 'a.*.b' must not contain '*' or '#'"),
+    ("address {\n  pattern: a*/b\n}\n", 2, "address: pattern 'a*/b': word 'a*' mixes a wildcard"),
+    ("address {\n  prefix: # not a comment here\n}\n", 2,
+     "address: prefix '# not a comment here' must not contain"),
+    ("address { prefix: a distribution multicast }\n", 1,
+     "address: prefix 'a distribution multicast' must not contain whitespace"),
+    ("address {\n  prefix: a\n}\naddress {\n  pattern: a/#\n}\n", 4,
+     "address: pattern 'a/#' duplicates prefix 'a' of line 1 (both match the pattern 'a/#')"),
+    ("address { prefix: a.b }\naddress { prefix: a/b distribution: multicast }\n", 2,
+     "address: prefix 'a/b' duplicates prefix 'a.b' of line 1"),
+    ("address { pattern: x/#/* }\naddress { pattern: x.*.# }\n", 2, "duplicates pattern 'x/#/*' of line 1"),
+    # link routes, autolinks, connections, logs
+    ("linkRoute {\n  prefix: a\n}\n", 1, "linkRoute: 'direction' (in or out) is required"),
+    ("linkRoute {\n  direction: in\n}\n", 1, "linkRoute: one of 'prefix' or 'pattern' is required"),
+    ("connector { name: b }\nlinkRoute { prefix: a direction: in\n connection: b\n containerId: c }\n", 4,
+     "linkRoute: 'connection' and 'containerId' cannot both be given"),
+    ("autoLink {\n  direction: in\n  connection: b\n}\n", 1, "autoLink: 'address' is required"),
+    ("autoLink {\n  address: q\n  connection: b\n}\n", 1, "autoLink: 'direction' (in or out) is required"),
+    ("autoLink {\n  address: q\n  direction: in\n}\n", 1,
+     "autoLink: exactly one of 'connection' or 'containerId' is required"),
+    ("autoLink {\n  address: q\n  direction: in\n  connection: nowhere\n}\n", 1,
+     "autoLink: connection 'nowhere' does not name any listener or connector"),
+    ("listener { name: x port: 1 }\nconnector { name: x port: 2 }\n", 2,
+     "connector: name 'x' already used by the listener of line 1"),
+    ("log {\n  enable: info+\n}\n", 1, "log: 'module' is required"),
+    ("log { module: DEFAULT }\nlog { module: DEFAULT enable: none }\n", 2,
+     "log: module 'DEFAULT' configured twice (first at line 1)"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "message"), ERRORS)
+def test_error_paths(text: str, line: int, message: str) -> None:
+    error = _error(text)
+    assert (error.path, error.line) == ("r.conf", line)
+    assert error.message.startswith(message) or message in error.message, error.message
+    rendered = str(error)
+    assert rendered == f"r.conf:{line}: {error.message}"
+    assert "\n" not in rendered
+
+
+def test_unknown_attribute_lists_the_choices_and_a_near_miss() -> None:
+    message = _error("listener {\n  prot: 5672\n}\n").message
+    assert "saslMechanisms" in message and "authenticatePeer" in message
+    assert message.endswith("did you mean 'port'?")
+    assert _error("listener {\n saslmechanisms: PLAIN\n}").message.endswith("did you mean 'saslMechanisms'?")
+
+
+def test_unknown_section_lists_the_choices_and_a_near_miss() -> None:
+    error = _error("\nlisener {\n  port: 1\n}\n")
+    assert error.line == 2
+    assert error.message == (
+        "unknown section 'lisener' (expected one of: address, autoLink, connector, linkRoute, listener, "
+        "log, router); did you mean 'listener'?"
+    )
+
+
+def test_missing_file() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config("/nonexistent/qdrouterd.conf")
+    assert info.value.line == 0
+    assert str(info.value).startswith("/nonexistent/qdrouterd.conf:0: cannot read: ")
+
+
+def test_error_carries_real_path(tmp_path: Path) -> None:
+    conf = tmp_path / "bad.conf"
+    conf.write_text("router {\n  mode: mesh\n}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(conf)
+    assert str(info.value).startswith(f"{conf}:2: router: 'mode'")
+
+
+def test_config_error_pickles() -> None:
+    error = pickle.loads(pickle.dumps(ConfigError("f.conf", 3, "boom")))
+    assert (error.path, error.line, error.message, str(error)) == ("f.conf", 3, "boom", "f.conf:3: boom")
+
+
+# --- check_supported ---------------------------------------------------------------------------
+
+UNSUPPORTED = [
+    ("router {\n  mode: interior\n}\n", 1, "router.interior", "router: mode 'interior'"),
+    ("router { mode: edge }\n", 1, "router.edge", "router: mode 'edge'"),
+    ("router { defaultDistribution: multicast }\n", 1, "router.default-distribution", "defaultDistribution"),
+    ("\nlistener { role: inter-router }\n", 2, "listener.inter-router", "listener: role 'inter-router'"),
+    ("listener { role: edge }\n", 1, "listener.edge", "listener: role 'edge'"),
+    ("listener { role: route-container }\n", 1, "listener.route-container", "role 'route-container'"),
+    ("listener { authenticatePeer: yes saslMechanisms: PLAIN }\n", 1, "listener.authenticate-peer",
+     "listener: authenticatePeer with saslMechanisms PLAIN"),
+    ("listener { authenticatePeer: yes }\n", 1, "listener.authenticate-peer", "saslMechanisms (any)"),
+    ("listener { sslProfile: tls }\n", 1, "listener.tls", "listener: TLS"),
+    ("listener { requireSsl: yes }\n", 1, "listener.tls", "listener: TLS"),
+    ("listener { http: yes }\n", 1, "listener.http", "listener: http"),
+    ("listener { multiTenant: yes }\n", 1, "listener.multi-tenant", "multiTenant"),
+    ("log { module: DEFAULT }\n\nconnector { name: b role: route-container }\n", 3,
+     "connector.route-container",
+     "connector: role 'route-container'"),
+    ("connector { name: b role: route-container }\nlinkRoute { prefix: q direction: in connection: b }\n", 1,
+     "connector.route-container", "connector"),
+    ("linkRoute { prefix: q direction: in }\n", 1, "link-route", "linkRoute"),
+    ("autoLink { address: q direction: in containerId: broker }\n", 1, "auto-link", "autoLink"),
+    ("address { prefix: q waypoint: yes }\n", 1, "address.waypoint", "address: waypoint"),
+    ("address { prefix: q enableFallback: yes }\n", 1, "address.fallback", "address: enableFallback"),
+    ("address { prefix: q distribution: unavailable }\n", 1, "address.distribution.unavailable",
+     "address: distribution 'unavailable'"),
+    ("address { prefix: q ingressPhase: 0 }\n", 1, "address.phase", "address: ingressPhase/egressPhase"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "feature", "what"), UNSUPPORTED)
+def test_check_supported_rejects(text: str, line: int, feature: str, what: str) -> None:
+    cfg = parse_config(text, "r.conf")
+    with pytest.raises(ConfigError) as info:
+        check_supported(cfg)
+    assert info.value.line == line
+    assert what in info.value.message
+    assert info.value.message.endswith(f"(feature '{feature}') is not supported yet by the reference router")
+    assert feature in KNOWN_FEATURES
+
+
+def test_check_supported_accepts_anonymous_authenticate_peer() -> None:
+    check_supported(parse_config("listener { authenticatePeer: yes saslMechanisms: ANONYMOUS }"))
+
+
+def test_check_supported_is_table_driven() -> None:
+    cfg = parse_config("router { mode: interior }\nlistener { role: inter-router }\n"
+                       "address { prefix: q waypoint: yes }\n")
+    more = {"router.interior", "listener.inter-router", "address.waypoint"}
+    check_supported(cfg, SUPPORTED_FEATURES | more)
+    with pytest.raises(ConfigError, match="address: waypoint"):
+        check_supported(cfg, SUPPORTED_FEATURES | {"router.interior", "listener.inter-router"})
+
+
+def test_features_used_are_known_and_in_line_order() -> None:
+    cfg = parse_config(MULTI_LINE)
+    used = features_used(cfg)
+    assert {feature for feature, _, _ in used} <= KNOWN_FEATURES
+    assert [line for _, line, _ in used] == sorted(line for _, line, _ in used)
+    assert SUPPORTED_FEATURES <= KNOWN_FEATURES
+    with pytest.raises(ConfigError) as info:
+        check_supported(cfg)
+    assert (info.value.line, "auto-link" in info.value.message) == (17, True)
+
+
+def test_address_section_match_pattern() -> None:
+    assert AddressSection(prefix="a/b/c").match_pattern == "a/b/c/#"
+    assert AddressSection(pattern="a/*").match_pattern == "a/*"
