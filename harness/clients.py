@@ -17,7 +17,7 @@ import socket
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from proton import Delivery, Endpoint, Link, Message, Terminus
 from proton.reactor import ApplicationEvent, Container, EventInjector

@@ -14,8 +14,9 @@ vendor is known to differ (suites/expected/<vendor>.yaml) runs as a strict xfail
 
 from __future__ import annotations
 
+import os
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ from .history import History
 from .peers.base import PeerUnavailable
 from .peers.launch import RunningTopology, start_topology
 from .peers.vendors import DEFAULT_PEERS, vendor
-from .results import ResultWriter, host_facts, make_record, new_run_id
+from .results import RUN_ID_ENV, ResultWriter, host_facts, make_record, new_run_id
 from .topology import load_topology
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +72,7 @@ class InteropSession:
     def __init__(self, config):
         self.config = config
         self.choices = parse_peer_choices(config.getoption("--peer"))
-        self.run_id = new_run_id()
+        self.run_id = os.environ.get(RUN_ID_ENV) or new_run_id()
         self.results_dir = Path(config.getoption("--results")) / self.run_id
         self.writer: ResultWriter | None = None
         self.topologies: dict[str, RunningTopology | Exception] = {}
@@ -305,4 +306,4 @@ def pytest_collection_finish(session):
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

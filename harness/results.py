@@ -43,19 +43,7 @@ _FIELDS = (
     "message",
     "host",
 )
-REQUIRED = (
-    "schema",
-    "run_id",
-    "case",
-    "suite",
-    "spec",
-    "topology",
-    "peers",
-    "fault",
-    "outcome",
-    "duration_s",
-    "started_at",
-)
+REQUIRED = tuple(f for f in _FIELDS if f not in ("details", "message", "host"))
 
 
 class InvalidRecord(ValueError):

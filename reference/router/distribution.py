@@ -8,6 +8,8 @@ balanced distribution; the router never looks at settlement *time*.
 
 from __future__ import annotations
 
+import weakref
+
 from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
@@ -26,14 +28,20 @@ P = TypeVar("P", bound=Path)
 
 
 class RoundRobin:
-    """Breaks ties evenly: among equally good candidates, the one chosen least recently wins."""
+    """Breaks ties evenly: among equally good candidates, the one chosen least recently wins.
+
+    Candidates never chosen count as chosen longest ago, in list order. Memory is weak: a consumer that
+    goes away drops out of the table with it.
+    """
 
     def __init__(self) -> None:
         self._turn = 0
+        self._last: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def pick(self, tied: Sequence[P]) -> P:
-        choice = tied[self._turn % len(tied)]
+        choice = min(tied, key=lambda p: self._last.get(p, -1))
         self._turn += 1
+        self._last[choice] = self._turn
         return choice
 
 

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.config)
         check_supported(config)
     except ConfigError as exc:
-        print(f"interop router: {exc}", file=sys.stderr)
+        print(exc, file=sys.stderr)
         return 1
     if args.id:
         config.router.id = args.id
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server.listen()
     except ConfigError as exc:
-        print(f"interop router: {exc}", file=sys.stderr)
+        print(exc, file=sys.stderr)
         return 1
     return server.run()
 
@@ -105,7 +105,7 @@ class RouterServer:
                 acceptor = self.container.listen(f"{host}:{listener.port}")
             except OSError as exc:
                 raise ConfigError(self.config.path, listener.line,
-                                  f"listener: cannot listen on {host}:{listener.port}: {exc.strerror or exc}")
+                                  f"listener {listener.name or ''!r}: cannot listen on {host}:{listener.port}: {exc.strerror or exc}") from None
             port = _bound_port(acceptor) or listener.port
             self.acceptors.append(acceptor)
             log.log(25, "Listening on %s:%d (listener %r, role %s)", host, port,

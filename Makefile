@@ -1,0 +1,25 @@
+# Two entry points (see README): `make run` (the main job) and `make test` (the project's tests).
+# Both create .venv and install the project into it on first use; nothing else needs to be installed.
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: setup run test clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# The main job: start the reference peers and run the conformance suites against them.
+run: setup
+	$(VENV)/bin/interop run
+
+# The project's own tests (unit tests under tests/) and every suite against the reference peers.
+test: setup
+	$(VENV)/bin/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) results build *.egg-info

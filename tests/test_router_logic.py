@@ -1,0 +1,189 @@
+"""The reference router's socket-free decisions: multicast outcome combination and consumer choice.
+
+The expected multicast outcomes are written out by hand as a table from the rule in
+reference/router/settlement.py (003_9cdc7c48796dae4f.txt §12.1.1.4), not computed the way the code does:
+
+  rejected  - at least one consumer rejected;
+  accepted  - at least one accepted and none rejected;
+  modified  - none accepted or rejected, and some copy may have reached its consumer;
+  released  - it reached none of them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from dataclasses import dataclass
+
+import pytest
+
+from reference.router.distribution import (
+    BALANCED,
+    CLOSEST,
+    RoundRobin,
+    pick_anycast,
+    pick_balanced,
+    pick_closest,
+)
+from reference.router.settlement import combine_multicast
+
+ACC, REJ, REL, MOD = "accepted", "rejected", "released", "modified"
+
+# The distinct outcomes among the copies -> what the producer must see. Every non-empty subset, by hand.
+EXPECTED = {
+    frozenset({ACC}): ACC,
+    frozenset({REJ}): REJ,
+    frozenset({REL}): REL,
+    frozenset({MOD}): MOD,
+    frozenset({ACC, REJ}): REJ,
+    frozenset({ACC, REL}): ACC,
+    frozenset({ACC, MOD}): ACC,
+    frozenset({REJ, REL}): REJ,
+    frozenset({REJ, MOD}): REJ,
+    frozenset({REL, MOD}): MOD,
+    frozenset({ACC, REJ, REL}): REJ,
+    frozenset({ACC, REJ, MOD}): REJ,
+    frozenset({ACC, REL, MOD}): ACC,
+    frozenset({REJ, REL, MOD}): REJ,
+    frozenset({ACC, REJ, REL, MOD}): REJ,
+}
+
+# Every ordered combination of 1, 2 and 3 copies: 4 + 16 + 64 cases.
+COMBINATIONS = [combo for n in (1, 2, 3) for combo in itertools.product((ACC, REJ, REL, MOD), repeat=n)]
+
+
+def test_the_table_covers_every_mix_of_outcomes():
+    subsets = {frozenset(c) for n in range(1, 5) for c in itertools.combinations((ACC, REJ, REL, MOD), n)}
+    assert set(EXPECTED) == subsets
+    assert len(COMBINATIONS) == 84
+
+
+@pytest.mark.parametrize("outcomes", COMBINATIONS, ids="+".join)
+def test_combine_multicast_follows_the_table(outcomes):
+    assert combine_multicast(outcomes) == EXPECTED[frozenset(outcomes)]
+
+
+@pytest.mark.parametrize("outcomes", COMBINATIONS[4:20], ids="+".join)
+def test_combine_multicast_does_not_depend_on_arrival_order(outcomes):
+    assert combine_multicast(outcomes) == combine_multicast(tuple(reversed(outcomes)))
+
+
+def test_combine_multicast_accepts_any_iterable():
+    assert combine_multicast(o for o in (REL, ACC)) == ACC
+    assert combine_multicast(iter([MOD, REL])) == MOD
+
+
+def test_no_copies_at_all_is_released():
+    assert combine_multicast([]) == REL
+    assert combine_multicast(iter(())) == REL
+
+
+@pytest.mark.parametrize("bad", ["accept", "ACCEPTED", "settled", "received", "", None])
+def test_a_non_terminal_or_unknown_outcome_is_a_value_error(bad):
+    with pytest.raises(ValueError):
+        combine_multicast([bad])
+
+
+def test_a_bad_outcome_is_reported_even_after_a_deciding_one():
+    # A rejection already decides the result, yet a nonsense outcome later in the list is still an error.
+    with pytest.raises(ValueError, match="bogus"):
+        combine_multicast([REJ, ACC, "bogus"])
+
+
+# ---- consumer choice ----------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class P:
+    name: str
+    outstanding: int = 0
+    cost: int = 1
+
+
+def picks(pick, paths, n, *, settle_none: bool = False, ties: RoundRobin | None = None) -> Counter:
+    """Choose n times; with settle_none every chosen path keeps the delivery outstanding."""
+    ties = ties or RoundRobin()
+    chosen: Counter = Counter()
+    for _ in range(n):
+        path = pick(paths, ties)
+        chosen[path.name] += 1
+        if settle_none:
+            path.outstanding += 1
+    return chosen
+
+
+def test_balanced_picks_the_path_with_fewest_outstanding():
+    paths = [P("a", outstanding=3), P("b", outstanding=1), P("c", outstanding=2)]
+    assert pick_balanced(paths, RoundRobin()).name == "b"
+    paths[1].outstanding = 5
+    assert pick_balanced(paths, RoundRobin()).name == "c"
+
+
+def test_balanced_ignores_cost():
+    paths = [P("near", outstanding=2, cost=1), P("far", outstanding=0, cost=50)]
+    assert pick_balanced(paths, RoundRobin()).name == "far"
+
+
+def test_balanced_fills_the_least_loaded_paths_first():
+    # Nothing settles: every pick adds one outstanding delivery to the chosen path. Starting from 4/0/2,
+    # six picks bring all three to 4: four to b, two to c, none to a.
+    paths = [P("a", outstanding=4), P("b"), P("c", outstanding=2)]
+    chosen = picks(pick_balanced, paths, 6, settle_none=True)
+    assert chosen == Counter({"b": 4, "c": 2})
+    assert [p.outstanding for p in paths] == [4, 4, 4]
+
+
+@pytest.mark.parametrize("count", [2, 3, 5])
+def test_balanced_ties_rotate_evenly(count):
+    # Everything settles at once (outstanding stays equal): every pick is a tie among all paths.
+    paths = [P(f"p{i}") for i in range(count)]
+    chosen = picks(pick_balanced, paths, 60 * count)
+    assert chosen == Counter({p.name: 60 for p in paths})
+
+
+def test_balanced_tie_rotation_visits_each_path_before_repeating():
+    paths = [P("a"), P("b"), P("c")]
+    ties = RoundRobin()
+    order = [pick_balanced(paths, ties).name for _ in range(6)]
+    assert sorted(order[:3]) == ["a", "b", "c"]
+    assert sorted(order[3:]) == ["a", "b", "c"]
+
+
+def test_balanced_with_load_stays_even_over_time():
+    paths = [P("a"), P("b"), P("c"), P("d")]
+    chosen = picks(pick_balanced, paths, 400, settle_none=True)
+    assert chosen == Counter({"a": 100, "b": 100, "c": 100, "d": 100})
+
+
+def test_closest_picks_the_lowest_cost_whatever_its_load():
+    paths = [P("far", cost=5), P("near", cost=1, outstanding=1000), P("mid", cost=2)]
+    chosen = picks(pick_closest, paths, 30, settle_none=True)
+    assert chosen == Counter({"near": 30})
+
+
+def test_closest_shares_evenly_among_the_lowest_cost_paths():
+    paths = [P("x", cost=2), P("a", cost=1), P("y", cost=3), P("b", cost=1), P("c", cost=1)]
+    chosen = picks(pick_closest, paths, 300)
+    assert chosen == Counter({"a": 100, "b": 100, "c": 100})
+
+
+def test_a_single_path_is_always_chosen():
+    only = [P("only", outstanding=9, cost=9)]
+    assert picks(pick_balanced, only, 5) == Counter({"only": 5})
+    assert picks(pick_closest, only, 5) == Counter({"only": 5})
+
+
+def test_pick_anycast_dispatches_on_the_distribution():
+    paths = [P("cheap-busy", outstanding=5, cost=1), P("dear-idle", outstanding=0, cost=9)]
+    assert pick_anycast(CLOSEST, paths, RoundRobin()).name == "cheap-busy"
+    assert pick_anycast(BALANCED, paths, RoundRobin()).name == "dear-idle"
+
+
+def test_round_robin_picks_the_least_recently_chosen_when_the_tie_set_changes():
+    a, b, c = P("a"), P("b"), P("c")
+    ties = RoundRobin()
+    seen = [ties.pick([a, b, c]).name, ties.pick([b, c]).name, ties.pick([a, b, c]).name]
+    # Whatever the first two picks were, one of the three paths has not been chosen yet: the third pick,
+    # a tie among all three, must go to it.
+    never_chosen = {"a", "b", "c"} - set(seen[:2])
+    assert seen[2] in never_chosen, f"picked {seen}: the third pick repeated an earlier choice"
