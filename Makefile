@@ -4,14 +4,18 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup run test clean
+.PHONY: setup system-packages run test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+# Debian packages listed in system-packages.txt (real peers, browsers): installed when missing.
+system-packages:
+	@bash scripts/install-system-packages.sh system-packages.txt
+
+setup: system-packages $(STAMP)
 
 # The main job: start the reference peers and run the conformance suites against them.
 run: setup
