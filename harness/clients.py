@@ -42,6 +42,7 @@ class Received:
     address: str | None
     properties: dict
     settled: bool  # it arrived pre-settled
+    delivery_count: int = 0  # header delivery-count: prior failed attempts the sender knows of
 
 
 @dataclass
@@ -144,9 +145,12 @@ class ClientConnection:
 
     def receiver(self, address: str | None, name: str | None = None, *, credit: int = 50,
                  auto_credit: bool = True, outcome: str = "accept", dynamic: bool = False,
+                 capabilities: tuple[str, ...] = (), durable: bool = False,
                  wait: bool = True, timeout: float = DEFAULT_TIMEOUT) -> RecordingReceiver:
+        """A receiver. `capabilities` go on the source (e.g. "topic"); `durable` asks for a durable
+        subscription (terminus durable, expiry-policy never), kept by `detach(close=False)`."""
         rcv = RecordingReceiver(self, address, name or self.clients.unique("rcv"), credit, auto_credit,
-                                outcome, dynamic)
+                                outcome, dynamic, capabilities, durable)
         self._links.append(rcv)
         self.clients.call(rcv._open)
         if wait:
@@ -204,6 +208,7 @@ class _Link:
         self.remote_address: str | None = None
         self._lock = threading.Lock()
         self._link: Link | None = None
+        self._detach_requested = False
 
     def _session(self):
         session = self.conn._conn.session()
@@ -218,10 +223,12 @@ class _Link:
     def wait_detached(self, timeout: float = DEFAULT_TIMEOUT) -> None:
         wait_for(self.detached.is_set, timeout, f"link {self.name} to detach")
 
-    def detach(self, wait: bool = True, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def detach(self, wait: bool = True, timeout: float = DEFAULT_TIMEOUT, close: bool = True) -> None:
+        """Close the link (`close=False`: detach without closing, which keeps a durable subscription)."""
         def do():
             if self._link is not None and self._link.state & Endpoint.LOCAL_ACTIVE:
-                self._link.close()
+                self._detach_requested = True
+                self._link.close() if close else self._link.detach()
         self.conn.clients.call(do)
         if wait:
             self.wait_detached(timeout)
@@ -267,7 +274,8 @@ class RecordingSender(_Link):
         link.open()
 
     def send(self, count: int = 1, *, to: str | None = None, priority: int | None = None,
-             body: object = None, properties: dict | None = None, durable: bool = False) -> list[int]:
+             body: object = None, properties: dict | None = None, durable: bool = False,
+             ttl: float | None = None) -> list[int]:
         """Queue `count` messages; each goes on the wire when the link has credit. Returns their seqs."""
         messages, seqs = [], []
         for _ in range(count):
@@ -278,6 +286,8 @@ class RecordingSender(_Link):
                 msg.address = to
             if priority is not None:
                 msg.priority = priority
+            if ttl is not None:
+                msg.ttl = ttl  # seconds (header ttl is sent in milliseconds)
             messages.append(msg)
             seqs.append(seq)
 
@@ -370,8 +380,10 @@ class RecordingSender(_Link):
 
 
 class RecordingReceiver(_Link):
-    def __init__(self, conn, address, name, credit: int, auto_credit: bool, outcome: str, dynamic: bool):
+    def __init__(self, conn, address, name, credit: int, auto_credit: bool, outcome: str, dynamic: bool,
+                 capabilities: tuple[str, ...] = (), durable: bool = False):
         super().__init__(conn, address, name)
+        self.capabilities, self.durable = capabilities, durable
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}")
         self.window, self.auto_credit, self.outcome, self.dynamic = credit, auto_credit, outcome, dynamic
@@ -385,6 +397,11 @@ class RecordingReceiver(_Link):
             link.source.dynamic = True
         elif self.address is not None:
             link.source.address = self.address
+        for cap in self.capabilities:
+            link.source.capabilities.put_symbol(cap)
+        if self.durable:
+            link.source.durability = Terminus.DELIVERIES
+            link.source.expiry_policy = Terminus.EXPIRE_NEVER
         link.recording = self
         self._link = link
         link.open()
@@ -410,6 +427,15 @@ class RecordingReceiver(_Link):
 
     def flow(self, credit: int) -> None:
         self.conn.clients.call(lambda: self._link.flow(credit))
+
+    def drain(self, credit: int) -> None:
+        """Grant `credit` with drain set: the sender must use it up now or hand it back."""
+        self.conn.clients.call(lambda: self._link.drain(credit))
+
+    @property
+    def credit(self) -> int:
+        """Credit the sender has not used yet, as this receiver knows it."""
+        return self.conn.clients.call(lambda: self._link.credit)
 
     def settle(self, outcome: str, count: int | None = None) -> int:
         """Settle held (unsettled) messages, oldest first, with the given outcome; returns how many."""
@@ -440,11 +466,11 @@ class RecordingReceiver(_Link):
         msg.decode(data)
         props = dict(msg.properties or {})
         item = Received(props.get("seq"), props.get("producer"), msg.body, msg.priority, msg.address, props,
-                        dlv.settled)
+                        dlv.settled, msg.delivery_count or 0)
         with self._lock:
             self.received.append(item)
         self.history.record(self.name, h.RECEIVE, seq=item.seq, producer=item.producer, priority=msg.priority,
-                            address=msg.address, settled=dlv.settled)
+                            address=msg.address, settled=dlv.settled, delivery_count=item.delivery_count)
         if dlv.settled:
             dlv.settle()
         elif self.outcome == "hold":
@@ -502,14 +528,18 @@ class _ConnectionHandler:
             rec._on_delivery(event.delivery)
 
     def on_link_remote_close(self, event):
-        link = event.link
-        rec = getattr(link, "recording", None)
-        if rec is not None and not rec.detached.is_set():
-            rec._on_detached(link, by="peer" if not link.state & Endpoint.LOCAL_CLOSED else "us")
-        if link.state & Endpoint.LOCAL_ACTIVE:
-            link.close()
+        self._remote_detach(event.link, closed=True)
 
-    on_link_remote_detach = on_link_remote_close
+    def on_link_remote_detach(self, event):
+        self._remote_detach(event.link, closed=False)
+
+    def _remote_detach(self, link, closed: bool):
+        rec = getattr(link, "recording", None)
+        ours = rec is not None and rec._detach_requested
+        if rec is not None and not rec.detached.is_set():
+            rec._on_detached(link, by="us" if ours else "peer")
+        if link.state & Endpoint.LOCAL_ACTIVE and not ours:
+            link.close() if closed else link.detach()
 
     def on_connection_remote_close(self, event):
         cond = event.connection.remote_condition

@@ -92,6 +92,20 @@ class Listener:
     role: str = "normal"
 
 
+@dataclass(frozen=True)
+class BrokerSettings:
+    """Vendor-neutral address settings of a broker node (rendered to Artemis address-settings et al.)."""
+
+    dead_letter_address: str | None = None
+    expiry_address: str | None = None
+    max_delivery_attempts: int | None = None  # None: the vendor's default
+    redelivery_delay_ms: int = 0
+    auto_create: bool = True
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
 @dataclass
 class Node:
     name: str
@@ -102,6 +116,7 @@ class Node:
     link_routes: list[LinkRoute] = field(default_factory=list)
     queues: list[Queue] = field(default_factory=list)
     listeners: list[Listener] = field(default_factory=list)
+    settings: BrokerSettings = field(default_factory=BrokerSettings)
 
 
 @dataclass(frozen=True)
@@ -335,7 +350,9 @@ def _prefix_or_pattern(w: _Where, data: dict, label: str) -> tuple[str | None, s
 
 _TOP_FIELDS = ("name", "description", "nodes", "links", "clients")
 _ROUTER_FIELDS = ("role", "mode", "addresses", "autolinks", "link_routes", "listeners")
-_BROKER_FIELDS = ("role", "queues", "listeners")
+_BROKER_FIELDS = ("role", "queues", "listeners", "settings")
+_SETTINGS_FIELDS = ("dead_letter_address", "expiry_address", "max_delivery_attempts", "redelivery_delay_ms",
+                    "auto_create")
 _ADDRESS_FIELDS = ("prefix", "pattern", "distribution", "priority", "waypoint", "enable_fallback")
 _AUTOLINK_FIELDS = ("address", "direction", "connection", "phase", "fallback")
 _LINK_ROUTE_FIELDS = ("prefix", "pattern", "direction", "connection")
@@ -399,6 +416,8 @@ def _parse_node(w: _Where, name: str, raw: Any, node_names: tuple[str, ...]) -> 
         ]
     else:
         node.queues = [_parse_queue(w, q, f"queues[{i}]") for i, q in enumerate(w.items(raw, "queues"))]
+        if "settings" in raw:
+            node.settings = _parse_settings(w, raw["settings"])
     node.listeners = [
         _parse_listener(w, ls, f"listeners[{i}]", node_names)
         for i, ls in enumerate(w.items(raw, "listeners"))
@@ -458,6 +477,18 @@ def _parse_queue(w: _Where, raw: Any, label: str) -> Queue:
         address=w.string(raw, "address", f"{label}.address"),
         routing=w.one_of(raw, "routing", QUEUE_ROUTINGS, "anycast", f"{label}.routing"),
     )
+
+
+def _parse_settings(w: _Where, raw: Any) -> BrokerSettings:
+    w.mapping(raw, "settings", _SETTINGS_FIELDS)
+    optional = {k: w.string(raw, k, f"settings.{k}") for k in ("dead_letter_address", "expiry_address") if k in raw}
+    auto_create = raw.get("auto_create", True)
+    if not isinstance(auto_create, bool):
+        raise w.expected("settings.auto_create", "true or false", auto_create)
+    return BrokerSettings(
+        max_delivery_attempts=w.integer(raw, "max_delivery_attempts", "settings.max_delivery_attempts", -1, 10**6, None),
+        redelivery_delay_ms=w.integer(raw, "redelivery_delay_ms", "settings.redelivery_delay_ms", 0, 10**7, 0),
+        auto_create=auto_create, **optional)
 
 
 def _parse_listener(w: _Where, raw: Any, label: str, node_names: tuple[str, ...]) -> Listener:

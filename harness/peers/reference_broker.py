@@ -1,0 +1,83 @@
+"""The reference broker as a subprocess: `python -m reference.broker -c broker.xml --management-port 0`.
+
+It reads the same Artemis broker.xml the topology renders for ActiveMQ Artemis. Its acceptor listens on
+port 0 and the broker logs the real port; a restart reuses that port (clients and routers reconnect to
+the same address) and the same journal directory (durable messages survive).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from ..wait import WaitTimeout, wait_for
+from .base import Endpoint, PeerInfo, PeerStartError
+from .process import ProcessPeer, _accepts
+
+_LISTENING = re.compile(r"Listening on (\S+):(\d+) \(acceptor '([^']*)'")
+_MANAGEMENT = re.compile(r"Management on (\S+):(\d+)")
+_READY = re.compile(r"Broker \S+ started; ready")
+
+
+class ReferenceBrokerPeer(ProcessPeer):
+    def __init__(self, name: str, render, capabilities: frozenset[str], workdir: Path | None = None):
+        """`render(acceptor_ports) -> broker.xml text`; called again with the learned port on restart."""
+        from reference import __version__
+
+        workdir = workdir or Path(tempfile.mkdtemp(prefix=f"interop-{name}-"))
+        super().__init__(name, "broker", PeerInfo("reference", __version__, "subprocess"), capabilities, workdir)
+        self._render = render
+        self.config_path = workdir / "broker.xml"
+        self.config_path.write_text(render({"clients": 0}))
+        self.management_url: str | None = None
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "reference.broker", "-c", str(self.config_path), "--management-port", "0"]
+
+    def start(self, timeout: float = 30.0) -> None:
+        with self._log_lock:
+            self._log_lines.clear()
+        self._spawn()
+
+        def ready():
+            self._check_alive()
+            return bool(self._log_matches(_READY))
+        try:
+            wait_for(ready, timeout, f"reference broker {self.name} to be ready")
+        except WaitTimeout as exc:
+            self.kill()
+            raise PeerStartError(str(exc)) from None
+        for m in self._log_matches(_LISTENING):
+            host = "127.0.0.1" if m.group(1) in ("0.0.0.0", "") else m.group(1)
+            self.endpoints[m.group(3)] = Endpoint(m.group(3), host, int(m.group(2)), "normal")
+        for m in self._log_matches(_MANAGEMENT):
+            self.management_url = f"http://{m.group(1)}:{m.group(2)}"
+        for ep in self.endpoints.values():
+            if not _accepts(ep.host, ep.port):
+                raise PeerStartError(f"{self.name}: said it listens on {ep.host}:{ep.port} but refuses connections")
+
+    def restart(self, timeout: float = 30.0, kill: bool = False) -> None:
+        """Stop (or kill -9) and start again on the same ports, with the same journal."""
+        ports = {name: ep.port for name, ep in self.endpoints.items()}
+        self.kill() if kill else self.stop()
+        self.config_path.write_text(self._render(ports))
+        self.start(timeout)
+
+    def wire_address(self, name: str) -> str:
+        return name
+
+    def queue_stats(self, name: str) -> dict:
+        """{"depth", "available", "in_flight", "consumers", ...} of a queue, from the management endpoint."""
+        if self.management_url is None:
+            raise PeerStartError(f"{self.name}: no management endpoint (not started?)")
+        try:
+            with urllib.request.urlopen(f"{self.management_url}/queues/{name}", timeout=5) as reply:
+                return json.load(reply)
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return {"name": name, "depth": 0, "consumers": 0, "exists": False}
+            raise

@@ -1,0 +1,624 @@
+"""The reference broker: addresses and queues, store-and-forward, outcomes, journal, over proton's engine.
+
+Semantics (Artemis-compatible where the documents are silent; AMQP 1.0 §3.4 for outcomes):
+* An *address* routes to its queues. Anycast: one queue, competing consumers, each message to one of them.
+  Multicast: one subscription queue per subscriber, each gets a copy. A link asking for the `topic`
+  capability (or attaching to an address declared `<multicast/>`) subscribes; `queue` asks for anycast.
+* Producers get credit whether or not anyone consumes (store-and-forward, 000_902de7174695f2b6.txt);
+  queues are FIFO.
+* Outcomes from consumers: accepted removes the message; released puts it back in its place with the same
+  delivery-count; modified with delivery-failed counts a failed attempt, and undeliverable-here keeps it
+  from that consumer link; rejected dead-letters it. When the failed attempts reach max-delivery-attempts
+  it is dead-lettered too. A message whose TTL ran out is expired (to the expiry address, or dropped).
+* A durable message is accepted only once its journal batch is on disk (see journal.py).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from proton import Condition, Delivery, Endpoint, Link, Message, Terminus
+
+from .config import ANYCAST, MULTICAST, BrokerConfig
+from .journal import Journal
+
+log = logging.getLogger("BROKER")
+
+PRODUCER_CREDIT = 1000  # Artemis's amqpCredits default
+PRODUCER_LOW_CREDIT = 300  # top up below this (Artemis's amqpMinCredits)
+EXPIRY_SCAN_S = 0.1
+
+
+@dataclass(eq=False)
+class Entry:
+    """One message in one queue."""
+
+    msg_id: int
+    data: bytes
+    durable: bool
+    expiry: float | None  # wall-clock seconds, or None
+    delivery_count: int = 0
+    excluded: set = field(default_factory=set)  # consumer ids that said undeliverable-here
+    ready_at: float = 0.0  # redelivery delay
+
+    def __lt__(self, other: Entry) -> bool:  # heap order: message id, i.e. arrival order
+        return self.msg_id < other.msg_id
+
+
+@dataclass(eq=False)
+class Queue:
+    name: str
+    address: str
+    routing: str
+    durable: bool  # survives restarts (journaled)
+    temporary: bool = False  # deleted when its (only) consumer leaves
+    durable_subscription: bool = False  # kept across detach; ended when its link is closed
+    available: list = field(default_factory=list)  # heap of Entry
+    delayed: list = field(default_factory=list)
+    consumers: list = field(default_factory=list)
+    in_flight: int = 0
+    turn: int = 0
+
+    @property
+    def depth(self) -> int:
+        return len(self.available) + len(self.delayed) + self.in_flight
+
+
+@dataclass(eq=False)
+class Consumer:
+    link: Link
+    queue: Queue
+    id: int
+    unsettled: dict = field(default_factory=dict)  # delivery tag -> Entry
+    closed: bool = False
+
+
+@dataclass(eq=False)
+class Producer:
+    link: Link
+    address: str | None
+    routing_hint: str | None  # from the target's capabilities
+    closed: bool = False
+
+
+class Broker:
+    """The proton handler of the reference broker."""
+
+    def __init__(self, config: BrokerConfig, journal: Journal | None):
+        self.config = config
+        self.journal = journal
+        self.queues: dict[str, Queue] = {}
+        self.addresses: dict[str, dict] = {}  # name -> {"routings": set, "queues": [Queue]}
+        self._ids = itertools.count(1)
+        self._consumer_ids = itertools.count(1)
+        self._tags = itertools.count(1)
+        self._dirty: set[Queue] = set()
+        self._awaiting_commit: list[Delivery] = []
+        self._stats_lock = threading.Lock()
+        self._stats: list[dict] = []
+        self._stats_dirty = True
+        self._connections: set = set()
+        self.on_shutdown = None
+        for address in config.addresses:
+            self._declare_address(address.name, set(address.routings))
+            for q in address.queues:
+                self._create_queue(q.name, address.name, q.routing, durable=q.durable, journal=False)
+
+    # ---- start-up ------------------------------------------------------------------------------------------------
+
+    def recover(self) -> tuple[int, int]:
+        """Load the journal: returns (messages recovered, bytes of torn tail discarded)."""
+        if self.journal is None:
+            return 0, 0
+        recovered, highest, torn = self.journal.recover()
+        count = 0
+        for rq in recovered.values():
+            queue = self.queues.get(rq.name)
+            if queue is None:
+                self._declare_address(rq.address, {rq.routing})
+                queue = self._create_queue(rq.name, rq.address, rq.routing, durable=True, journal=False)
+            for msg_id, data in rq.messages.items():
+                heapq.heappush(queue.available, Entry(msg_id, data, True, _expiry_of(_decode(data))))
+                count += 1
+            self._dirty.add(queue)
+        for queue in self.queues.values():
+            if queue.durable and queue.name not in recovered:
+                self.journal.add_queue(queue.name, queue.address, queue.routing)
+        self.journal.commit()
+        self._ids = itertools.count(highest + 1)
+        return count, torn
+
+    # ---- addresses and queues ---------------------------------------------------------------------------------
+
+    def _declare_address(self, name: str, routings: set) -> dict:
+        entry = self.addresses.setdefault(name, {"routings": set(), "queues": []})
+        entry["routings"] |= routings
+        return entry
+
+    def _create_queue(self, name, address, routing, durable=True, temporary=False, journal=True) -> Queue:
+        queue = Queue(name, address, routing, durable=durable and not temporary, temporary=temporary)
+        self.queues[name] = queue
+        self._declare_address(address, {routing})["queues"].append(queue)
+        if journal and queue.durable and self.journal is not None:
+            self.journal.add_queue(name, address, routing)
+        self._stats_dirty = True
+        log.info("Queue %r created on address %r (%s%s)", name, address, routing,
+                 ", temporary" if temporary else "")
+        return queue
+
+    def _delete_queue(self, queue: Queue) -> None:
+        self.queues.pop(queue.name, None)
+        info = self.addresses.get(queue.address)
+        if info and queue in info["queues"]:
+            info["queues"].remove(queue)
+        if queue.durable and self.journal is not None:
+            for entry in queue.available + queue.delayed:
+                if entry.durable:
+                    self.journal.delete(entry.msg_id, queue.name)
+            self.journal.delete_queue(queue.name)
+        self._dirty.discard(queue)
+        self._stats_dirty = True
+
+    def _resolve(self, address: str, hint: str | None, for_consumer: bool) -> tuple[dict | None, str]:
+        """Find or auto-create an address; returns (address info or None, routing to use)."""
+        info = self.addresses.get(address)
+        settings = self.config.settings_for(address)
+        if info is None:
+            if not settings["auto-create-addresses"]:
+                return None, ""
+            routing = hint or settings["default-address-routing-type"]
+            info = self._declare_address(address, {routing})
+        routings = info["routings"]
+        routing = hint if hint in routings else (ANYCAST if ANYCAST in routings else MULTICAST)
+        if hint and hint not in routings:
+            if not settings["auto-create-addresses"]:
+                return None, ""
+            routings.add(hint)
+            routing = hint
+        if routing == ANYCAST and not any(q.routing == ANYCAST for q in info["queues"]):
+            if not settings["auto-create-queues"]:
+                return (None, "") if for_consumer else (info, routing)
+            self._create_queue(address, address, ANYCAST)
+        return info, routing
+
+    # ---- connections ----------------------------------------------------------------------------------------------
+
+    def on_connection_init(self, event):
+        self._connections.add(event.connection)
+        event.connection.container = self.config.name
+
+    def on_connection_remote_open(self, event):
+        if event.connection.state & Endpoint.LOCAL_UNINIT:
+            event.connection.open()
+
+    def on_session_remote_open(self, event):
+        if event.session.state & Endpoint.LOCAL_UNINIT:
+            event.session.open()
+
+    def on_session_remote_close(self, event):
+        for link in _links_of(event.session.connection):
+            if link.session == event.session:
+                self._link_gone(link, closed=True)
+        event.session.close()
+
+    def on_connection_remote_close(self, event):
+        self._connection_gone(event.connection)
+        event.connection.close()
+
+    def on_transport_closed(self, event):
+        if event.connection is not None:
+            self._connection_gone(event.connection)
+
+    def on_connection_final(self, event):
+        self._connections.discard(event.connection)
+
+    def _connection_gone(self, conn):
+        for link in _links_of(conn):
+            self._link_gone(link, closed=False)
+
+    def close_all_connections(self) -> list:
+        closing = [c for c in self._connections if c.state & Endpoint.LOCAL_ACTIVE]
+        for conn in closing:
+            conn.close()
+        return closing
+
+    def on_broker_shutdown(self, _event):
+        if self.on_shutdown is not None:
+            self.on_shutdown()
+
+    # ---- links -----------------------------------------------------------------------------------------------
+
+    def on_link_remote_open(self, event):
+        link = event.link
+        if not link.state & Endpoint.LOCAL_UNINIT:
+            return
+        link.snd_settle_mode = link.remote_snd_settle_mode
+        link.rcv_settle_mode = link.remote_rcv_settle_mode
+        if link.is_sender:
+            self._attach_consumer(link)
+        else:
+            self._attach_producer(link)
+
+    def _attach_producer(self, link):
+        target = link.remote_target
+        address = target.address or None
+        hint = _routing_hint(target.capabilities)
+        if address is not None:
+            info, _ = self._resolve(address, hint, for_consumer=False)
+            if info is None:
+                _refuse(link, "amqp:not-found", f"address {address!r} does not exist and auto-create is off")
+                return
+        link.target.copy(target)
+        link.source.copy(link.remote_source)
+        link.broker_producer = Producer(link, address, hint)
+        link.open()
+        link.flow(PRODUCER_CREDIT)
+
+    def _attach_consumer(self, link):
+        source = link.remote_source
+        address = source.address
+        if not address:
+            _refuse(link, "amqp:invalid-field", "a receiver needs a source address")
+            return
+        hint = _routing_hint(source.capabilities)
+        info, routing = self._resolve(address, hint, for_consumer=True)
+        if info is None:
+            _refuse(link, "amqp:not-found", f"address {address!r} has no queue and auto-create is off")
+            return
+        if routing == ANYCAST:
+            queue = next(q for q in info["queues"] if q.routing == ANYCAST)
+        else:
+            queue = self._subscription(link, address, source)
+        link.source.copy(source)
+        link.target.copy(link.remote_target)
+        consumer = Consumer(link, queue, next(self._consumer_ids))
+        link.broker_consumer = consumer
+        queue.consumers.append(consumer)
+        link.open()
+        self._dirty.add(queue)
+        self._stats_dirty = True
+
+    def _subscription(self, link, address, source) -> Queue:
+        durable = source.durability != Terminus.NONDURABLE and source.expiry_policy == Terminus.EXPIRE_NEVER
+        if durable:  # Artemis names a durable subscription after the client's container id and link name
+            name = f"{link.connection.remote_container}.{link.name}"
+            existing = self.queues.get(name)
+            if existing is not None:
+                return existing
+            queue = self._create_queue(name, address, MULTICAST)
+            queue.durable_subscription = True
+            return queue
+        return self._create_queue(f"{address}.sub.{uuid.uuid4().hex[:12]}", address, MULTICAST, temporary=True)
+
+    def on_link_remote_close(self, event):
+        self._link_gone(event.link, closed=True)
+        if event.link.state & Endpoint.LOCAL_ACTIVE:
+            event.link.close()
+
+    def on_link_remote_detach(self, event):
+        self._link_gone(event.link, closed=False)
+        if event.link.state & Endpoint.LOCAL_ACTIVE:
+            event.link.detach()
+
+    def _link_gone(self, link, closed: bool):
+        producer = getattr(link, "broker_producer", None)
+        if producer is not None:
+            producer.closed = True
+        consumer = getattr(link, "broker_consumer", None)
+        if consumer is None or consumer.closed:
+            return
+        consumer.closed = True
+        queue = consumer.queue
+        if consumer in queue.consumers:
+            queue.consumers.remove(consumer)
+        # Delivered but unsettled: back to the queue as a failed attempt (the consumer may have seen them).
+        for entry in consumer.unsettled.values():
+            queue.in_flight -= 1
+            entry.delivery_count += 1
+            self._requeue_or_dead_letter(queue, entry)
+        consumer.unsettled.clear()
+        # A closed (not merely detached) durable subscriber ends its subscription, as in AMQP 1.0 §2.6.3.
+        ends_subscription = queue.temporary or (closed and queue.durable_subscription)
+        if ends_subscription and not queue.consumers:
+            self._delete_queue(queue)
+        else:
+            self._dirty.add(queue)
+        self._stats_dirty = True
+
+    # ---- producers' messages --------------------------------------------------------------------------------------
+
+    def on_delivery(self, event):
+        dlv, link = event.delivery, event.link
+        producer = getattr(link, "broker_producer", None)
+        if producer is not None:
+            self._receive(producer, dlv)
+            return
+        consumer = getattr(link, "broker_consumer", None)
+        if consumer is not None:
+            self._consumer_outcome(consumer, dlv)
+
+    def _receive(self, producer: Producer, dlv: Delivery):
+        link = producer.link
+        if dlv.aborted:
+            dlv.settle()
+            return
+        if dlv.partial or not dlv.readable:
+            return
+        data = link.recv(dlv.pending)
+        link.advance()
+        if link.credit < PRODUCER_LOW_CREDIT:
+            link.flow(PRODUCER_CREDIT - link.credit)
+        try:
+            message = _decode(data)
+        except Exception as exc:  # noqa: BLE001 - any decode failure is the sender's problem, not ours
+            _finish(dlv, Delivery.REJECTED, Condition("amqp:decode-error", f"cannot decode message: {exc}"))
+            return
+        address = producer.address or message.address
+        if not address:
+            _finish(dlv, Delivery.REJECTED, Condition("amqp:invalid-field", "message has no 'to' address"))
+            return
+        info, _ = self._resolve(address, producer.routing_hint, for_consumer=False)
+        if info is None:
+            _finish(dlv, Delivery.REJECTED, Condition("amqp:not-found", f"address {address!r} does not exist"))
+            return
+        durable = bool(message.durable) and self.journal is not None
+        self._route(info, next(self._ids), data, durable, _expiry_of(message))
+        if dlv.settled:
+            dlv.settle()
+        elif durable:
+            self._awaiting_commit.append(dlv)  # accepted once the journal batch is on disk
+        else:
+            _finish(dlv, Delivery.ACCEPTED)
+
+    def _route(self, info: dict, msg_id: int, data: bytes, durable: bool, expiry: float | None,
+               delivery_count: int = 0) -> int:
+        anycast = [q for q in info["queues"] if q.routing == ANYCAST]
+        targets = [q for q in info["queues"] if q.routing == MULTICAST]
+        if anycast:
+            targets.append(anycast[msg_id % len(anycast)])
+        for queue in targets:
+            entry = Entry(msg_id, data, durable and queue.durable, expiry, delivery_count)
+            if entry.durable:
+                self.journal.enqueue(msg_id, queue.name, data)
+            heapq.heappush(queue.available, entry)
+            self._dirty.add(queue)
+        self._stats_dirty = True
+        return len(targets)
+
+    # ---- consumers' outcomes ---------------------------------------------------------------------------------------
+
+    def _consumer_outcome(self, consumer: Consumer, dlv: Delivery):
+        state = dlv.remote_state
+        if state not in (Delivery.ACCEPTED, Delivery.REJECTED, Delivery.RELEASED, Delivery.MODIFIED):
+            if not dlv.settled:
+                return
+            state = Delivery.ACCEPTED  # settled with no outcome: the consumer is done with it
+        entry = consumer.unsettled.pop(dlv.tag, None)
+        dlv.settle()
+        if entry is None:
+            return
+        queue = consumer.queue
+        queue.in_flight -= 1
+        if state == Delivery.ACCEPTED:
+            self._remove(queue, entry)
+        elif state == Delivery.RELEASED:
+            self._requeue(queue, entry)  # back in its place, delivery-count unchanged
+        elif state == Delivery.MODIFIED:
+            remote = dlv.remote
+            if remote.undeliverable:
+                entry.excluded.add(consumer.id)
+            if remote.failed:
+                entry.delivery_count += 1
+                self._requeue_or_dead_letter(queue, entry)
+            else:
+                self._requeue(queue, entry)
+        else:  # rejected: the message is not wanted here, dead-letter it
+            self._dead_letter(queue, entry, "rejected")
+        self._dirty.add(queue)
+        self._stats_dirty = True
+
+    def _remove(self, queue: Queue, entry: Entry) -> None:
+        if entry.durable:
+            self.journal.delete(entry.msg_id, queue.name)
+
+    def _requeue(self, queue: Queue, entry: Entry) -> None:
+        if queue.name not in self.queues:
+            self._remove(queue, entry)
+            return
+        delay = self.config.settings_for(queue.address)["redelivery-delay"]
+        if delay > 0 and entry.delivery_count > 0:
+            entry.ready_at = time.monotonic() + delay / 1000.0
+            queue.delayed.append(entry)
+        else:
+            heapq.heappush(queue.available, entry)
+        self._dirty.add(queue)
+
+    def _requeue_or_dead_letter(self, queue: Queue, entry: Entry) -> None:
+        limit = self.config.settings_for(queue.address)["max-delivery-attempts"]
+        if limit >= 0 and entry.delivery_count >= limit:
+            self._dead_letter(queue, entry, f"{entry.delivery_count} failed delivery attempts")
+        else:
+            self._requeue(queue, entry)
+
+    def _dead_letter(self, queue: Queue, entry: Entry, why: str) -> None:
+        self._move(queue, entry, self.config.settings_for(queue.address)["dead-letter-address"], why, "dead-letter")
+
+    def _move(self, queue: Queue, entry: Entry, target: str | None, why: str, kind: str) -> None:
+        self._remove(queue, entry)
+        if not target:
+            log.info("Dropped message %d from %r (%s; no %s address)", entry.msg_id, queue.name, why, kind)
+            return
+        info, _ = self._resolve(target, ANYCAST, for_consumer=False)
+        if info is not None:
+            self._route(info, next(self._ids), entry.data, entry.durable, None, entry.delivery_count)
+            log.info("Moved message %d from %r to %s address %r (%s)", entry.msg_id, queue.name, kind, target, why)
+
+    # ---- dispatch --------------------------------------------------------------------------------------------------
+
+    def on_link_flow(self, event):
+        consumer = getattr(event.link, "broker_consumer", None)
+        if consumer is not None and not consumer.closed:
+            self._dirty.add(consumer.queue)
+
+    def on_reactor_quiesced(self, _event):
+        if self.journal is not None and self.journal.dirty:
+            self.journal.commit()
+        for dlv in self._awaiting_commit:
+            _finish(dlv, Delivery.ACCEPTED)
+        self._awaiting_commit.clear()
+        while self._dirty:
+            self._dispatch(self._dirty.pop())
+        if self.journal is not None and self.journal.dirty:
+            self.journal.commit()  # deletes and moves made while dispatching
+        if self._stats_dirty:
+            self._publish_stats()
+
+    def _dispatch(self, queue: Queue) -> None:
+        now_wall, now = time.time(), time.monotonic()
+        if queue.delayed:
+            ready = [e for e in queue.delayed if e.ready_at <= now]
+            queue.delayed = [e for e in queue.delayed if e.ready_at > now]
+            for entry in ready:
+                heapq.heappush(queue.available, entry)
+        skipped = []
+        while queue.available:
+            ready_consumers = [c for c in queue.consumers if not c.closed and c.link.credit > 0]
+            if not ready_consumers:
+                break
+            entry = heapq.heappop(queue.available)
+            if entry.expiry is not None and entry.expiry <= now_wall:
+                self._move(queue, entry, self.config.settings_for(queue.address)["expiry-address"], "expired",
+                           "expiry")
+                continue
+            eligible = [c for c in ready_consumers if c.id not in entry.excluded]
+            if not eligible:
+                skipped.append(entry)
+                continue
+            consumer = eligible[queue.turn % len(eligible)]
+            queue.turn += 1
+            self._send(consumer, entry)
+        for entry in skipped:
+            heapq.heappush(queue.available, entry)
+        for consumer in queue.consumers:
+            link = consumer.link
+            if link.drain_mode and link.credit > 0 and not queue.available:
+                link.drained()
+        self._stats_dirty = True
+
+    def _send(self, consumer: Consumer, entry: Entry) -> None:
+        link = consumer.link
+        data = entry.data
+        if entry.delivery_count:
+            message = _decode(data)
+            message.delivery_count = entry.delivery_count
+            message.first_acquirer = False
+            data = message.encode()
+        dlv = link.delivery(str(next(self._tags)))
+        link.stream(data)
+        link.advance()
+        if link.snd_settle_mode == Link.SND_SETTLED:
+            dlv.settle()  # at-most-once consumer: settled on sending, done
+            self._remove(consumer.queue, entry)
+            return
+        consumer.unsettled[dlv.tag] = entry
+        consumer.queue.in_flight += 1
+
+    # ---- periodic work: redelivery delays and TTL ---------------------------------------------------------------
+
+    def on_reactor_init(self, event):
+        event.container.schedule(EXPIRY_SCAN_S, self)
+
+    def on_timer_task(self, event):
+        now_wall, now = time.time(), time.monotonic()
+        for queue in list(self.queues.values()):
+            if any(e.ready_at <= now for e in queue.delayed):
+                self._dirty.add(queue)
+            expired = [e for e in queue.available if e.expiry is not None and e.expiry <= now_wall]
+            if expired:
+                queue.available = [e for e in queue.available if e not in expired]
+                heapq.heapify(queue.available)
+                settings = self.config.settings_for(queue.address)
+                for entry in expired:
+                    self._move(queue, entry, settings["expiry-address"], "expired", "expiry")
+                self._stats_dirty = True
+        event.container.schedule(EXPIRY_SCAN_S, self)
+
+    # ---- management snapshot (read by the HTTP endpoint's thread) ----------------------------------------------
+
+    def _publish_stats(self) -> None:
+        rows = [{"name": q.name, "address": q.address, "routing": q.routing, "durable": q.durable,
+                 "depth": q.depth, "available": len(q.available) + len(q.delayed), "in_flight": q.in_flight,
+                 "consumers": len(q.consumers)} for q in self.queues.values()]
+        with self._stats_lock:
+            self._stats = rows
+        self._stats_dirty = False
+
+    def stats(self) -> list[dict]:
+        with self._stats_lock:
+            return list(self._stats)
+
+
+# ---- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _decode(data: bytes) -> Message:
+    message = Message()
+    message.decode(data)
+    return message
+
+
+def _expiry_of(message: Message) -> float | None:
+    if message.ttl:
+        return time.time() + message.ttl  # proton gives ttl in seconds
+    if message.expiry_time:
+        return float(message.expiry_time)
+    return None
+
+
+def _routing_hint(capabilities) -> str | None:
+    """`topic` asks for a multicast subscription, `queue` for anycast (Artemis's AMQP conventions)."""
+    caps = _symbols(capabilities)
+    if "topic" in caps:
+        return MULTICAST
+    if "queue" in caps:
+        return ANYCAST
+    return None
+
+
+def _symbols(data) -> set[str]:
+    """A terminus's capabilities (a single symbol or an array of them) as plain strings."""
+    if data is None:
+        return set()
+    data.rewind()
+    if data.next() is None:
+        return set()
+    value = data.get_object()
+    values = getattr(value, "elements", None)
+    return {str(v) for v in (values if values is not None else [value])}
+
+
+def _finish(dlv: Delivery, state, condition: Condition | None = None) -> None:
+    if condition is not None:
+        dlv.local.condition = condition
+    dlv.update(state)
+    dlv.settle()
+
+
+def _refuse(link, name: str, description: str) -> None:
+    link.condition = Condition(name, description)
+    link.open()
+    link.close()
+    log.warning("Refused link %r: %s", link.name, description)
+
+
+def _links_of(conn):
+    link = conn.link_head(0)
+    while link:
+        yield link
+        link = link.next(0)

@@ -1,0 +1,158 @@
+"""The reference broker's durable store: an append-only journal with group commit.
+
+Each record is `length (u32) | crc32 (u32) | body`, body = `type (u8) | payload`. A durable message is
+accepted to its producer only after the batch that holds its record has been written and (with
+`journal-datasync`, the default) fsync'ed: `commit()` runs once per batch of I/O events, so many messages
+share one fsync. On start the journal is replayed; a torn or corrupt tail (a crash mid-write) is cut off
+there, and the live records are compacted into a fresh file.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_HEADER = struct.Struct(">II")
+_ENQUEUE, _DELETE, _QUEUE, _QUEUE_DELETE = 1, 2, 3, 4
+FILE_NAME = "journal.dat"
+
+
+@dataclass
+class RecoveredQueue:
+    name: str
+    address: str
+    routing: str
+    messages: dict[int, bytes] = field(default_factory=dict)  # message id -> encoded message, in id order
+
+
+class Journal:
+    def __init__(self, directory: str | os.PathLike, datasync: bool = True):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.path = self.directory / FILE_NAME
+        self.datasync = datasync
+        self._pending: list[bytes] = []
+        self._file = None
+
+    # ---- recovery ---------------------------------------------------------------------------------------------
+
+    def recover(self) -> tuple[dict[str, RecoveredQueue], int, int]:
+        """Replay the journal: (queues with their live messages, highest message id, bytes cut off)."""
+        queues: dict[str, RecoveredQueue] = {}
+        data = self.path.read_bytes() if self.path.exists() else b""
+        offset, highest = 0, 0
+        while offset + _HEADER.size <= len(data):
+            length, crc = _HEADER.unpack_from(data, offset)
+            body = data[offset + _HEADER.size: offset + _HEADER.size + length]
+            if len(body) < length or zlib.crc32(body) != crc or not body:
+                break
+            highest = max(highest, _apply(body, queues))
+            offset += _HEADER.size + length
+        torn = len(data) - offset
+        self._compact(queues)
+        return queues, highest, torn
+
+    def _compact(self, queues: dict[str, RecoveredQueue]) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "wb") as out:
+            for q in queues.values():
+                out.write(_record(_QUEUE, _queue_payload(q.name, q.address, q.routing)))
+                for msg_id, message in q.messages.items():
+                    out.write(_record(_ENQUEUE, _message_payload(msg_id, q.name, message)))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self.path)
+        _fsync_dir(self.directory)
+        self._file = open(self.path, "ab")  # noqa: SIM115 - kept open for the broker's lifetime
+
+    # ---- writing ----------------------------------------------------------------------------------------------
+
+    def add_queue(self, name: str, address: str, routing: str) -> None:
+        self._pending.append(_record(_QUEUE, _queue_payload(name, address, routing)))
+
+    def delete_queue(self, name: str) -> None:
+        self._pending.append(_record(_QUEUE_DELETE, _name(name)))
+
+    def enqueue(self, msg_id: int, queue: str, message: bytes) -> None:
+        self._pending.append(_record(_ENQUEUE, _message_payload(msg_id, queue, message)))
+
+    def delete(self, msg_id: int, queue: str) -> None:
+        self._pending.append(_record(_DELETE, struct.pack(">Q", msg_id) + _name(queue)))
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self._pending)
+
+    def commit(self) -> None:
+        """Write every pending record in one go, then fsync (if datasync): the batch is now durable."""
+        if not self._pending:
+            return
+        self._file.write(b"".join(self._pending))
+        self._pending.clear()
+        self._file.flush()
+        if self.datasync:
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if self._file is not None:
+            self.commit()
+            self._file.close()
+            self._file = None
+
+
+def _record(kind: int, payload: bytes) -> bytes:
+    body = bytes([kind]) + payload
+    return _HEADER.pack(len(body), zlib.crc32(body)) + body
+
+
+def _name(name: str) -> bytes:
+    raw = name.encode()
+    return struct.pack(">H", len(raw)) + raw
+
+
+def _read_name(body: bytes, offset: int) -> tuple[str, int]:
+    (length,) = struct.unpack_from(">H", body, offset)
+    start = offset + 2
+    return body[start:start + length].decode(), start + length
+
+
+def _queue_payload(name: str, address: str, routing: str) -> bytes:
+    return _name(name) + _name(address) + _name(routing)
+
+
+def _message_payload(msg_id: int, queue: str, message: bytes) -> bytes:
+    return struct.pack(">Q", msg_id) + _name(queue) + message
+
+
+def _apply(body: bytes, queues: dict[str, RecoveredQueue]) -> int:
+    """Apply one record to the replay state; returns the message id it names (0 if none)."""
+    kind = body[0]
+    if kind == _QUEUE:
+        name, offset = _read_name(body, 1)
+        address, offset = _read_name(body, offset)
+        routing, _ = _read_name(body, offset)
+        queues.setdefault(name, RecoveredQueue(name, address, routing))
+        return 0
+    if kind == _QUEUE_DELETE:
+        name, _ = _read_name(body, 1)
+        queues.pop(name, None)
+        return 0
+    (msg_id,) = struct.unpack_from(">Q", body, 1)
+    queue, offset = _read_name(body, 9)
+    if kind == _ENQUEUE:
+        target = queues.setdefault(queue, RecoveredQueue(queue, queue, "anycast"))
+        target.messages[msg_id] = body[offset:]
+    elif kind == _DELETE and queue in queues:
+        queues[queue].messages.pop(msg_id, None)
+    return msg_id
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,105 @@
+"""`interop broker -c broker.xml`: run the reference broker in the foreground.
+
+* A config error prints `FILE:LINE: what was expected` and exits 1 before anything listens.
+* The journal (persistence-enabled) lives in `journal-directory`, relative to the config file's folder.
+* Ready means every acceptor accepts connections; each acceptor's line carries its real port.
+* `--management-port N` (0 = any free port) serves queue statistics as JSON over HTTP on 127.0.0.1:
+  `GET /queues` and `GET /queues/NAME` -> name, address, routing, durable, depth, available, in_flight,
+  consumers. The harness reads queue depth and consumer counts there.
+* SIGTERM / SIGINT close every connection, flush the journal, then exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote
+
+from .. import serving
+from .broker import Broker
+from .config import ConfigError, load_config
+from .journal import Journal
+
+log = logging.getLogger("SERVER")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="interop broker", description=__doc__.splitlines()[0])
+    parser.add_argument("-c", "--config", required=True, help="Artemis broker.xml (the subset documented)")
+    parser.add_argument("--management-port", type=int, default=None, metavar="PORT",
+                        help="serve queue statistics over HTTP on 127.0.0.1:PORT (0 = a free port)")
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    serving.setup_logging()
+    journal = None
+    if config.persistence_enabled:
+        directory = Path(config.journal_directory)
+        if not directory.is_absolute():
+            directory = Path(args.config).resolve().parent / directory
+        journal = Journal(directory, datasync=config.journal_datasync)
+    broker = Broker(config, journal)
+    server = serving.ForegroundServer(broker, config.name, "broker_shutdown")
+    broker.on_shutdown = server.shutdown
+    recovered, torn = broker.recover()
+    if journal is not None:
+        log.log(serving.NOTICE, "Journal %s: %d message(s) recovered%s", journal.path, recovered,
+                f", {torn} byte(s) of torn tail discarded" if torn else "")
+    for acceptor in config.acceptors:
+        try:
+            port = server.listen(acceptor.host, acceptor.port)
+        except OSError as exc:
+            print(f"{config.path}:{acceptor.line}: acceptor {acceptor.name!r}: cannot listen on "
+                  f"{acceptor.host}:{acceptor.port}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        log.log(serving.NOTICE, "Listening on %s:%d (acceptor %r, protocols AMQP)", acceptor.host, port,
+                acceptor.name)
+    if args.management_port is not None:
+        http = _management_server(broker, args.management_port)
+        log.log(serving.NOTICE, "Management on 127.0.0.1:%d", http.server_address[1])
+    code = server.run(f"Broker {config.name} started; ready")
+    if journal is not None:
+        journal.close()
+    log.log(serving.NOTICE, "Broker %s stopped", config.name)
+    return code
+
+
+def _management_server(broker: Broker, port: int) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the http.server API
+            parts = [unquote(p) for p in self.path.strip("/").split("/") if p]
+            rows = broker.stats()
+            if parts == ["queues"]:
+                self._reply(200, rows)
+            elif len(parts) == 2 and parts[0] == "queues":
+                row = next((r for r in rows if r["name"] == parts[1]), None)
+                self._reply(200, row) if row else self._reply(404, {"error": f"no queue {parts[1]!r}"})
+            else:
+                self._reply(404, {"error": "expected /queues or /queues/NAME"})
+
+        def _reply(self, status, body):
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *_args):  # keep stderr for the broker's own log
+            pass
+
+    http = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    threading.Thread(target=http.serve_forever, name="management", daemon=True).start()
+    return http
+
+
+if __name__ == "__main__":
+    sys.exit(main())

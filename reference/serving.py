@@ -1,0 +1,106 @@
+"""What the reference router and broker share as foreground servers on proton's reactor.
+
+* listeners on host:port, where port 0 gets a free port whose real number is logged;
+* SIGTERM / SIGINT handed to the event loop through an injector pipe (a signal handler must not touch
+  proton state), then every connection is closed and the loop stops once peers saw the close frames;
+* qdrouterd-style log lines: `time MODULE (level) text`.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import time
+
+from proton.reactor import ApplicationEvent, Container, EventInjector
+
+log = logging.getLogger("SERVER")
+
+LEVELS = {
+    "trace": 5, "debug": logging.DEBUG, "info": logging.INFO, "notice": 25,
+    "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
+}
+NOTICE = LEVELS["notice"]
+SHUTDOWN_GRACE_S = 2.0
+
+
+def setup_logging(level: int = logging.INFO) -> logging.Handler:
+    for name, value in LEVELS.items():  # qdrouterd prints lower-case level names
+        logging.addLevelName(value, name)
+    root = logging.getLogger()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s (%(levelname)s) %(message)s"))
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    logging.getLogger("proton").setLevel(logging.WARNING)
+    return handler
+
+
+class ForegroundServer:
+    """A proton container with listeners, run in the foreground until SIGTERM/SIGINT.
+
+    `handler` is the product's proton handler. It must offer `close_all_connections() -> list`, and it
+    receives the `<event_name>` application event when a shutdown is requested (it calls back `shutdown`).
+    """
+
+    def __init__(self, handler, container_id: str, event_name: str):
+        self.handler = handler
+        self.event_name = event_name
+        self.container = Container(handler)
+        self.container.container_id = container_id
+        self.acceptors: list = []
+        self._injector = EventInjector()
+        self.container.selectable(self._injector)
+        self._stopping = False
+
+    def listen(self, host: str, port: int) -> int:
+        """Start listening; returns the real port. Raises OSError when the address cannot be bound."""
+        acceptor = self.container.listen(f"{host}:{port}")
+        self.acceptors.append(acceptor)
+        return _bound_port(acceptor) or port
+
+    def run(self, ready_line: str) -> int:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        log.log(NOTICE, ready_line)
+        self.container.run()
+        return 0
+
+    def _on_signal(self, _signum, _frame):
+        self._injector.trigger(ApplicationEvent(self.event_name))
+
+    def shutdown(self) -> None:
+        if self._stopping:
+            return
+        self._stopping = True
+        log.log(NOTICE, "Shutting down: closing %d listener(s) and all connections", len(self.acceptors))
+        for acceptor in self.acceptors:
+            acceptor.close()
+        self._injector.close()
+        closing = self.handler.close_all_connections()
+        deadline = time.monotonic() + SHUTDOWN_GRACE_S
+        self.container.schedule(0.0, _StopWhenClosed(self.container, closing, deadline))
+
+
+class _StopWhenClosed:
+    """Stops the event loop once peers have seen our close frames (or the grace period is over)."""
+
+    def __init__(self, container, connections, deadline):
+        self.container, self.connections, self.deadline = container, connections, deadline
+
+    def on_timer_task(self, _event):
+        pending = [c for c in self.connections if c.transport is not None and not c.transport.closed]
+        if not pending or time.monotonic() >= self.deadline:
+            self.container.stop()
+        else:
+            self.container.schedule(0.05, self)
+
+
+def _bound_port(acceptor) -> int | None:
+    """The port the kernel gave a listener (differs from the configured one when that was 0)."""
+    sock = getattr(getattr(acceptor, "_selectable", None), "_delegate", None)
+    try:
+        return sock.getsockname()[1]
+    except (AttributeError, OSError):
+        return None

@@ -1,0 +1,105 @@
+"""Store-and-forward, ordering, competing consumers, topics and drain (000 seed; AMQP 1.0 §2.6.7, §3.5.3)."""
+
+import pytest
+
+from harness.wait import wait_for
+
+
+@pytest.mark.spec("BROKER-SAF-1", "BROKER-SAF-2", "BROKER-ORDER-1")
+@pytest.mark.requires("store-and-forward")
+def test_producer_first_consumer_later_drains_everything_in_order(connect, queue, details):
+    sender = connect().sender(queue)
+    sender.wait_credit(1)  # a broker gives credit with nobody consuming: it stores
+    total = 50
+    sender.send(total)
+    outcomes = sender.wait_outcomes(total)
+    assert {o.outcome for o in outcomes.values()} == {"accepted"}, sender.outcome_counts()
+    receiver = connect().receiver(queue)
+    got = receiver.wait_received(total)
+    receiver.conn.sync()
+    details.update(stored=total, received=receiver.count)
+    assert [m.seq for m in got] == list(range(total)), "every stored message, once, in the order sent"
+
+
+@pytest.mark.spec("BROKER-ANYCAST-1", "BROKER-OUTCOME-ACCEPTED")
+@pytest.mark.requires("competing-consumers")
+def test_competing_consumers_share_a_queue_each_message_once(connect, queue, details):
+    receivers = [connect().receiver(queue, credit=10) for _ in range(3)]
+    sender = connect().sender(queue)
+    total = 90
+    sender.send(total)
+    sender.wait_outcomes(total)
+    seqs = []
+    wait_for(lambda: sum(r.count for r in receivers) >= total, 10, f"{total} messages across 3 consumers",
+             describe=lambda: str([r.count for r in receivers]))
+    for r in receivers:
+        seqs.extend(r.seqs(sender.name))
+    details.update(received=[r.count for r in receivers])
+    assert sorted(seqs) == list(range(total)), "each message to exactly one consumer"
+    assert sum(1 for r in receivers if r.count) >= 2, "competing consumers should all get a share"
+
+
+@pytest.mark.spec("BROKER-OUTCOME-ACCEPTED")
+@pytest.mark.requires("store-and-forward")
+def test_accepted_messages_are_not_delivered_again(connect, queue):
+    sender = connect().sender(queue)
+    sender.send(5)
+    sender.wait_outcomes(5)
+    first = connect().receiver(queue)
+    first.wait_received(5)
+    first.conn.sync()
+    first.detach()
+    second = connect().receiver(queue)
+    second.conn.sync()
+    second.conn.sync()
+    assert second.count == 0, "accepted messages were removed from the queue"
+
+
+@pytest.mark.spec("BROKER-MULTICAST-1")
+@pytest.mark.requires("multicast-subscription")
+def test_every_subscriber_of_a_topic_gets_a_copy(connect, address, details):
+    topic = address("news")
+    subscribers = [connect().receiver(topic, capabilities=("topic",)) for _ in range(2)]
+    sender = connect().sender(topic)
+    sender.send(5)
+    sender.wait_outcomes(5)
+    for s in subscribers:
+        s.wait_received(5)
+    details.update(received=[s.count for s in subscribers])
+    for s in subscribers:
+        assert s.seqs(sender.name) == list(range(5))
+
+
+@pytest.mark.spec("BROKER-MULTICAST-2")
+@pytest.mark.requires("multicast-subscription", "durable")
+def test_durable_subscription_keeps_messages_while_detached(clients, connect, address, details):
+    topic = address("news")
+    name = clients.unique("durable-sub-")
+    subscriber = connect().receiver(topic, name=name, capabilities=("topic",), durable=True)
+    subscriber.detach(close=False)  # detach, not close: the subscription stays
+    sender = connect().sender(topic)
+    sender.send(3)
+    sender.wait_outcomes(3)
+    again = connect().receiver(topic, name=name, capabilities=("topic",), durable=True)
+    got = again.wait_received(3)
+    details.update(received_after_reattach=len(got))
+    assert [m.seq for m in got] == [0, 1, 2]
+    again.detach(close=True)  # closing ends the subscription
+
+
+@pytest.mark.spec("BROKER-DRAIN-1")
+@pytest.mark.requires("drain")
+def test_drain_delivers_what_is_there_then_returns_the_credit(connect, queue, details):
+    sender = connect().sender(queue)
+    sender.send(2)
+    sender.wait_outcomes(2)
+    receiver = connect().receiver(queue, credit=0, auto_credit=False)
+    receiver.drain(10)
+    receiver.wait_received(2)
+    wait_for(lambda: receiver.credit == 0, 5, "the broker to hand back unused credit after draining",
+             describe=lambda: f"credit {receiver.credit}")
+    receiver.drain(5)  # nothing left: the credit must come straight back
+    wait_for(lambda: receiver.credit == 0, 5, "an empty queue to hand back drained credit at once",
+             describe=lambda: f"credit {receiver.credit}")
+    details.update(received=receiver.count)
+    assert receiver.count == 2
