@@ -486,7 +486,8 @@ def _parse_settings(w: _Where, raw: Any) -> BrokerSettings:
     if not isinstance(auto_create, bool):
         raise w.expected("settings.auto_create", "true or false", auto_create)
     return BrokerSettings(
-        max_delivery_attempts=w.integer(raw, "max_delivery_attempts", "settings.max_delivery_attempts", -1, 10**6, None),
+        max_delivery_attempts=w.integer(raw, "max_delivery_attempts", "settings.max_delivery_attempts",
+                                        -1, 10**6, None),
         redelivery_delay_ms=w.integer(raw, "redelivery_delay_ms", "settings.redelivery_delay_ms", 0, 10**7, 0),
         auto_create=auto_create, **optional)
 
