@@ -434,10 +434,8 @@ def test_config_error_pickles() -> None:
 # --- check_supported ---------------------------------------------------------------------------
 
 UNSUPPORTED = [
-    ("router {\n  mode: interior\n}\n", 1, "router.interior", "router: mode 'interior'"),
     ("router { mode: edge }\n", 1, "router.edge", "router: mode 'edge'"),
     ("router { defaultDistribution: multicast }\n", 1, "router.default-distribution", "defaultDistribution"),
-    ("\nlistener { role: inter-router }\n", 2, "listener.inter-router", "listener: role 'inter-router'"),
     ("listener { role: edge }\n", 1, "listener.edge", "listener: role 'edge'"),
     ("listener { role: route-container }\n", 1, "listener.route-container", "role 'route-container'"),
     ("listener { authenticatePeer: yes saslMechanisms: PLAIN }\n", 1, "listener.authenticate-peer",
@@ -471,6 +469,11 @@ def test_check_supported_rejects(text: str, line: int, feature: str, what: str) 
     assert what in info.value.message
     assert info.value.message.endswith(f"(feature '{feature}') is not supported yet by the reference router")
     assert feature in KNOWN_FEATURES
+
+
+def test_check_supported_accepts_router_networks() -> None:
+    check_supported(parse_config("router { mode: interior id: R1 }\nlistener { role: inter-router port: 0 }\n"
+                                 "connector { name: r2 role: inter-router port: 1 cost: 3 }\n"))
 
 
 def test_check_supported_accepts_anonymous_authenticate_peer() -> None:

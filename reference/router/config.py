@@ -774,7 +774,10 @@ def load_config(path: str | os.PathLike[str]) -> RouterConfig:
 
 SUPPORTED_FEATURES: frozenset[str] = frozenset({
     "router.standalone",
+    "router.interior",
     "listener.normal",
+    "listener.inter-router",
+    "connector.inter-router",
     "address",
     "address.distribution.balanced",
     "address.distribution.closest",

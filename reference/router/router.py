@@ -27,13 +27,16 @@ from proton import Condition, Delivery, Endpoint, Link, Message, symbol
 
 from .addressing import AddressTable
 from .config import AddressSection, RouterConfig
+from .connectors import Connectors
 from .distribution import BALANCED, MULTICAST, RoundRobin, pick_anycast
+from .interrouter import CONTROL_CREDIT, DESTS, TO, Mesh
 from .settlement import ACCEPTED, MODIFIED, REJECTED, RELEASED, combine_multicast
 
 log = logging.getLogger("ROUTER")
 msglog = logging.getLogger("MESSAGE")
 
 DEFAULT_LINK_CAPACITY = 250
+CONTROL_LOW_CREDIT = 500
 DEFAULT_MESSAGE_PRIORITY = 4  # AMQP 1.0 §3.2.1 header.priority default
 
 _TERMINAL = {
@@ -52,6 +55,7 @@ class Producer:
     capacity: int
     undelivered: int = 0  # inbound deliveries with copies not yet sent on: they hold back credit
     closed: bool = False
+    from_neighbour: bool = False  # the data link from a neighbour router
 
 
 @dataclass(eq=False)
@@ -63,6 +67,7 @@ class Consumer:
     in_flight: set = field(default_factory=set)  # Outbound copies sent and not yet settled
     cost: int = 0  # a local consumer; router networks add path costs
     closed: bool = False
+    neighbour: bool = False  # the data link to a neighbour router, not a client
 
     @property
     def outstanding(self) -> int:
@@ -89,13 +94,24 @@ class Outbound:
     priority: int
     seq: int
     delivery: Delivery | None = None
+    dests: tuple = ()  # remote routers this copy is for (copies sent to a neighbour)
 
 
 @dataclass(eq=False)
 class ConnectionState:
+    role: str = "normal"  # normal | inter-router | route-container | edge
     producers: set = field(default_factory=set)
     consumers: set = field(default_factory=set)
     closed: bool = False
+
+
+@dataclass(eq=False)
+class RemotePath:
+    """The way to a remote router, as a destination anycast can choose (cost = path cost)."""
+
+    router_id: str
+    cost: int
+    outstanding: int = 0
 
 
 class Router:
@@ -116,6 +132,14 @@ class Router:
         self._tags = itertools.count()
         self.stats = {"routed": 0, "no_route": 0}
         self._connections: set = set()
+        self.listener_of: dict = {}  # acceptor -> listener section (set by the server)
+        self.connectors = Connectors(self, config.connectors)
+        self.mesh = Mesh(self) if config.router.mode == "interior" else None
+        self.remote_paths: dict[str, RemotePath] = {}
+        self._reachable_remote: set[str] = set()
+
+    def on_reactor_init(self, event):
+        self.connectors.start(event.container)
 
     # ---- shutdown ---------------------------------------------------------------------------------------
 
@@ -137,15 +161,29 @@ class Router:
     # ---- connection and session lifecycle -------------------------------------------------------------
 
     def on_connection_init(self, event):
-        self._connections.add(event.connection)
-        event.connection.container = self.router_id
-        event.connection.offered_capabilities = symbol("ANONYMOUS-RELAY")
+        conn = event.connection
+        self._connections.add(conn)
+        conn.container = self.router_id
+        conn.offered_capabilities = symbol("ANONYMOUS-RELAY")
+        listener = self.listener_of.get(getattr(conn, "_acceptor", None))
+        role = getattr(conn, "router_role", None) or (listener.role if listener else "normal")
+        _state_of(conn, create=True).role = role
+        conn.router_cost = listener.cost if listener else self._dialer_cost(conn)
+
+    def _dialer_cost(self, conn) -> int:
+        dialer = getattr(conn, "router_dialer", None)
+        return dialer.config.cost if dialer is not None else 1
 
     def on_connection_remote_open(self, event):
         conn = event.connection
         if conn.state & Endpoint.LOCAL_UNINIT:
             conn.open()
-        log.info("Connection from %s opened (container %s)", _peer_of(conn), conn.remote_container)
+        self.connectors.opened(conn)
+        state = _state_of(conn, create=True)
+        log.info("Connection from %s opened (container %s, role %s)", _peer_of(conn), conn.remote_container,
+                 state.role)
+        if state.role == "inter-router" and self.mesh is not None:
+            self.mesh.connection_up(conn, conn.router_cost)
 
     def on_session_remote_open(self, event):
         if event.session.state & Endpoint.LOCAL_UNINIT:
@@ -165,6 +203,7 @@ class Router:
     def on_transport_closed(self, event):
         if event.connection is not None:
             self._connection_gone(event.connection)
+            self.connectors.closed(event.connection)
 
     def on_connection_final(self, event):
         self._connections.discard(event.connection)
@@ -179,6 +218,8 @@ class Router:
             self._drop_consumer(consumer)
         for producer in list(state.producers):
             self._drop_producer(producer)
+        if state.role == "inter-router" and self.mesh is not None:
+            self.mesh.connection_lost(conn)
         log.info("Connection from %s closed", _peer_of(conn))
 
     # ---- link attach and detach ------------------------------------------------------------------------
@@ -189,7 +230,11 @@ class Router:
             return
         link.snd_settle_mode = link.remote_snd_settle_mode
         link.rcv_settle_mode = link.remote_rcv_settle_mode
-        if link.is_sender:
+        role = _state_of(link.connection, create=True).role
+        if role == "inter-router":
+            if self.mesh is None or not self.mesh.attach(link):
+                _refuse(link, "amqp:not-allowed", "unexpected link on an inter-router connection")
+        elif link.is_sender:
             self._attach_consumer(link)
         else:
             self._attach_producer(link)
@@ -217,6 +262,7 @@ class Router:
         if first:
             for producer in self.producers.get(address, ()):
                 self._top_up(producer)
+            self._advertise()
 
     def _attach_producer(self, link):
         target = link.remote_target
@@ -262,9 +308,11 @@ class Router:
         remaining = self.consumers.get(consumer.address, [])
         if consumer in remaining:
             remaining.remove(consumer)
-        if not remaining:
+        if not remaining and not consumer.neighbour:
             self.consumers.pop(consumer.address, None)
-            self._revoke_credit(consumer.address)
+            self._advertise()
+            if not self._reachable(consumer.address):
+                self._revoke_credit(consumer.address)
         stranded, in_doubt = list(consumer.pending), list(consumer.in_flight)
         consumer.pending.clear()
         consumer.in_flight.clear()
@@ -273,8 +321,9 @@ class Router:
             self._copy_final(out, RELEASED)
         for out in in_doubt:
             self._copy_final(out, MODIFIED)
-        log.info("Consumer detached from %r: %d released, %d modified (in doubt)",
-                 consumer.address, len(stranded), len(in_doubt))
+        log.info("%s detached from %r: %d released, %d modified (in doubt)",
+                 "Neighbour data link" if consumer.neighbour else "Consumer", consumer.address, len(stranded),
+                 len(in_doubt))
 
     def _drop_producer(self, producer: Producer):
         if producer.closed:
@@ -293,7 +342,49 @@ class Router:
     # ---- credit ------------------------------------------------------------------------------------------
 
     def _reachable(self, address: str) -> bool:
-        return bool(self.consumers.get(address))
+        return bool(self.consumers.get(address)) or address in self._reachable_remote
+
+    # ---- the router network --------------------------------------------------------------------------------
+
+    def _advertise(self) -> None:
+        """Tell the network which addresses have consumers here (mobile addresses, §12.1.1.2)."""
+        if self.mesh is not None:
+            self.mesh.publish_addresses(self.consumers.keys())
+
+    def network_changed(self) -> None:
+        """Paths or remote addresses changed: refresh remote paths, then open or close producer credit."""
+        routes = self.mesh.routes() if self.mesh is not None else {}
+        for rid in list(self.remote_paths):
+            if rid not in routes:
+                del self.remote_paths[rid]
+        for rid, route in routes.items():
+            path = self.remote_paths.setdefault(rid, RemotePath(rid, route.cost))
+            path.cost = route.cost
+        before, self._reachable_remote = self._reachable_remote, (
+            self.mesh.state.reachable_addresses() if self.mesh is not None else set())
+        for address in before ^ self._reachable_remote:
+            if self._reachable(address):
+                for producer in self.producers.get(address, ()):
+                    self._top_up(producer)
+            else:
+                self._revoke_credit(address)
+
+    def add_neighbour_sender(self, conn, link) -> Consumer:
+        """Our data link towards a neighbour: the pump serves it like a consumer link."""
+        state = _state_of(conn, create=True)
+        consumer = Consumer(link=link, address="", conn=state, neighbour=True)
+        link.router_consumer = consumer
+        state.consumers.add(consumer)
+        return consumer
+
+    def add_neighbour_receiver(self, link) -> None:
+        """The neighbour's data link to us: an anonymous producer whose messages say where they go."""
+        state = _state_of(link.connection, create=True)
+        producer = Producer(link=link, address=None, capacity=self.link_capacity, from_neighbour=True)
+        link.router_producer = producer
+        state.producers.add(producer)
+        link.open()
+        self._top_up(producer)
 
     def _top_up(self, producer: Producer):
         """Keep a producer's credit window full while its address can be delivered to."""
@@ -325,6 +416,9 @@ class Router:
 
     def on_delivery(self, event):
         dlv, link = event.delivery, event.link
+        if getattr(link, "control_from", False):
+            self._control(link, dlv)
+            return
         producer = getattr(link, "router_producer", None)
         if producer is not None:
             self._receive(producer, dlv)
@@ -352,7 +446,12 @@ class Router:
             self._top_up(producer)
             return
         presettled = dlv.settled
-        address = producer.address or message.address
+        dests = None
+        if producer.from_neighbour:  # routed to us by a neighbour: the annotations say where it goes
+            annotations = message.annotations or {}
+            address, dests = annotations.get(TO), set(annotations.get(DESTS) or ())
+        else:
+            address = producer.address or message.address
         if not address:
             if not presettled:
                 _finish(dlv, REJECTED, condition=Condition(
@@ -364,8 +463,9 @@ class Router:
         section = self.address_config.lookup(address)
         distribution = section.distribution if section else BALANCED
         priority = _effective_priority(section, message)
-        consumers = self.consumers.get(address)
-        if not consumers:
+        local, remote, unroutable = self._plan(address, distribution, dests)
+        multicast = distribution == MULTICAST
+        if not local and not remote or (unroutable and not multicast):
             # No route: a router stores nothing, so an unsettled message goes back released.
             self.stats["no_route"] += 1
             if presettled:
@@ -374,22 +474,78 @@ class Router:
                 _finish(dlv, RELEASED)
             self._top_up(producer)
             return
-        inbound = Inbound(delivery=dlv, producer=producer, presettled=presettled,
-                          multicast=distribution == MULTICAST)
+        inbound = Inbound(delivery=dlv, producer=producer, presettled=presettled, multicast=multicast)
         if presettled:
             dlv.settle()  # the router settles pre-settled deliveries itself (§12.1.1.4)
-        targets = list(consumers) if inbound.multicast else [
-            pick_anycast(distribution, consumers, self._ties.setdefault(address, RoundRobin()))]
-        inbound.copies = inbound.unsent = len(targets)
+        inbound.copies = len(local) + len(remote) + unroutable
+        inbound.unsent = len(local) + len(remote)
+        inbound.outcomes.extend([RELEASED] * unroutable)  # destinations gone meanwhile: reached none there
         producer.undelivered += 1
-        for consumer in targets:
+        for consumer in local:
             consumer.pending.append(Outbound(inbound, consumer, data, priority, next(self._seq)))
             self._dirty.add(consumer.conn)
+        for next_hop, routers in remote.items():
+            neighbour = self.mesh.neighbours[next_hop].data_consumer
+            message.annotations = {**(message.annotations or {}), TO: address, DESTS: sorted(routers)}
+            neighbour.pending.append(Outbound(inbound, neighbour, message.encode(), priority, next(self._seq),
+                                              dests=tuple(routers)))
+            for rid in routers:
+                self.remote_paths[rid].outstanding += 1
+            self._dirty.add(neighbour.conn)
         self.stats["routed"] += 1
         self._top_up(producer)
         if msglog.isEnabledFor(logging.DEBUG):
-            msglog.debug("Routed %r (%s, priority %d) to %d consumer(s)", address, distribution,
-                         priority, len(targets))
+            msglog.debug("Routed %r (%s, priority %d): %d local, %d via neighbours", address, distribution,
+                         priority, len(local), len(remote))
+
+    def _plan(self, address: str, distribution: str, dests: set | None):
+        """Where one message goes: (local consumers, {next hop: [router ids]}, destinations now unreachable).
+
+        At the ingress router (`dests` None) anycast picks one destination among local consumers (cost 0)
+        and remote routers with consumers (their path cost); multicast takes all of them. A message from a
+        neighbour carries the routers it must still reach; this router delivers locally if it is one of
+        them and splits the rest by next hop, so every destination router gets exactly one copy.
+        """
+        consumers = [c for c in self.consumers.get(address, ()) if not c.closed]
+        ties = self._ties.setdefault(address, RoundRobin())
+        routes = self.mesh.routes() if self.mesh is not None else {}
+        if dests is None:
+            remote_ids = self.mesh.state.routers_with(address) if self.mesh is not None else set()
+            candidates = consumers + [self.remote_paths[r] for r in sorted(remote_ids) if r in self.remote_paths]
+            if not candidates:
+                return [], {}, 0
+            if distribution == MULTICAST:
+                chosen = candidates
+            else:
+                chosen = [pick_anycast(distribution, candidates, ties)]
+            local = [c for c in chosen if isinstance(c, Consumer)]
+            targets = [c.router_id for c in chosen if isinstance(c, RemotePath)]
+        else:
+            local = []
+            if self.router_id in dests and consumers:
+                local = consumers if distribution == MULTICAST else [pick_anycast(distribution, consumers, ties)]
+            targets = sorted(dests - {self.router_id})
+        remote: dict[str, list[str]] = {}
+        unroutable = 0 if dests is None or self.router_id not in dests or consumers else 1
+        for rid in targets:
+            route = routes.get(rid)
+            if route is None or route.next_hop not in self.mesh.neighbours:
+                unroutable += 1
+            else:
+                remote.setdefault(route.next_hop, []).append(rid)
+        return local, remote, unroutable
+
+    def _control(self, link, dlv: Delivery):
+        if dlv.partial or not dlv.readable:
+            return
+        data = link.recv(dlv.pending)
+        link.advance()
+        dlv.settle()
+        if link.credit < CONTROL_LOW_CREDIT:
+            link.flow(CONTROL_CREDIT - link.credit)
+        message = Message()
+        message.decode(data)
+        self.mesh.control_message(link, message)
 
     def _consumer_disposition(self, out: Outbound, dlv: Delivery):
         state = dlv.remote_state
@@ -457,6 +613,10 @@ class Router:
     # ---- outcomes back to the producer (§12.1.1.4) --------------------------------------------------------------
 
     def _copy_final(self, out: Outbound, outcome: str, remote=None):
+        for rid in out.dests:
+            path = self.remote_paths.get(rid)
+            if path is not None:
+                path.outstanding -= 1
         inbound = out.inbound
         if inbound.presettled or inbound.done:
             return

@@ -82,6 +82,7 @@ class RouterServer:
             host = listener.host or "0.0.0.0"
             try:
                 port = self.server.listen(host, listener.port)
+                self.router.listener_of[self.server.acceptors[-1]] = listener
             except OSError as exc:
                 raise ConfigError(self.config.path, listener.line,
                                   f"listener {listener.name or ''!r}: cannot listen on {host}:{listener.port}: "

@@ -1,0 +1,85 @@
+"""Outgoing connections a router keeps up: `connector` sections, redialled whenever they drop.
+
+qdrouterd retries a failed connector for as long as it runs (003_9cdc7c48796dae4f.txt §12.1.4.2 note: it
+"automatically attempts to reestablish the connection"). The delay starts short, so a restarted peer is
+picked up quickly in tests, and backs off to a ceiling so a peer that stays away costs little.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from .config import Connector
+
+log = logging.getLogger("ROUTER")
+
+FIRST_RETRY_S = 0.1
+MAX_RETRY_S = 2.0
+
+
+@dataclass(eq=False)
+class Dialer:
+    """One connector: its config, its current connection (if any) and its retry delay."""
+
+    config: Connector
+    connection: object = None
+    delay: float = FIRST_RETRY_S
+    stopped: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.config.name or f"{self.config.host}:{self.config.port}"
+
+
+class Connectors:
+    def __init__(self, router, configs: list[Connector]):
+        self.router = router
+        self.dialers = [Dialer(c) for c in configs]
+        self.container = None
+
+    def start(self, container) -> None:
+        self.container = container
+        for dialer in self.dialers:
+            self._dial(dialer)
+
+    def stop(self) -> None:
+        for dialer in self.dialers:
+            dialer.stopped = True
+
+    def _dial(self, dialer: Dialer) -> None:
+        if dialer.stopped:
+            return
+        cfg = dialer.config
+        conn = self.container.connect(f"amqp://{cfg.host}:{cfg.port}", reconnect=False, allowed_mechs="ANONYMOUS")
+        conn.router_dialer = dialer
+        conn.router_role = cfg.role
+        dialer.connection = conn
+
+    def opened(self, conn) -> None:
+        """The peer answered: reset the backoff."""
+        dialer = getattr(conn, "router_dialer", None)
+        if dialer is not None:
+            dialer.delay = FIRST_RETRY_S
+            log.info("Connector %r (%s) connected", dialer.name, dialer.config.role)
+
+    def closed(self, conn) -> None:
+        """The connection dropped or never came up: dial again after the current delay."""
+        dialer = getattr(conn, "router_dialer", None)
+        if dialer is None or dialer.connection != conn or dialer.stopped:
+            return
+        dialer.connection = None
+        log.info("Connector %r lost; redialling in %.1fs", dialer.name, dialer.delay)
+        self.container.schedule(dialer.delay, _Redial(self, dialer))
+        dialer.delay = min(dialer.delay * 2, MAX_RETRY_S)
+
+    def by_name(self, name: str) -> Dialer | None:
+        return next((d for d in self.dialers if d.config.name == name), None)
+
+
+class _Redial:
+    def __init__(self, connectors: Connectors, dialer: Dialer):
+        self.connectors, self.dialer = connectors, dialer
+
+    def on_timer_task(self, _event):
+        self.connectors._dial(self.dialer)
