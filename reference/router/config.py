@@ -732,7 +732,9 @@ def _check_across_sections(cfg: RouterConfig) -> None:
             raise ConfigError(path, conn.line, f"{_kind(conn)}: name '{conn.name}' already used by the "
                                                f"{_kind(names[conn.name])} of line {names[conn.name].line}")
         names[conn.name] = conn
-    for ref in sorted([*cfg.link_routes, *cfg.auto_links], key=lambda r: r.line):
+    # A linkRoute may name a connection this router does not have: 003 §12.2.3 recommends giving every
+    # router of the network the same link-route configuration, though only one holds the broker connection.
+    for ref in sorted(cfg.auto_links, key=lambda r: r.line):
         if ref.connection is not None and ref.connection not in names:
             raise ConfigError(path, ref.line, f"{_kind(ref)}: connection '{ref.connection}' does not name "
                                               f"any listener or connector")
@@ -778,6 +780,9 @@ SUPPORTED_FEATURES: frozenset[str] = frozenset({
     "listener.normal",
     "listener.inter-router",
     "connector.inter-router",
+    "connector.route-container",
+    "listener.route-container",
+    "link-route",
     "address",
     "address.distribution.balanced",
     "address.distribution.closest",

@@ -30,6 +30,7 @@ from .config import AddressSection, RouterConfig
 from .connectors import Connectors
 from .distribution import BALANCED, MULTICAST, RoundRobin, pick_anycast
 from .interrouter import CONTROL_CREDIT, DESTS, TO, Mesh
+from .linkroutes import LinkRouter
 from .settlement import ACCEPTED, MODIFIED, REJECTED, RELEASED, combine_multicast
 
 log = logging.getLogger("ROUTER")
@@ -137,6 +138,7 @@ class Router:
         self.mesh = Mesh(self) if config.router.mode == "interior" else None
         self.remote_paths: dict[str, RemotePath] = {}
         self._reachable_remote: set[str] = set()
+        self.link_router = LinkRouter(self, config.link_routes)
 
     def on_reactor_init(self, event):
         self.connectors.start(event.container)
@@ -169,6 +171,18 @@ class Router:
         role = getattr(conn, "router_role", None) or (listener.role if listener else "normal")
         _state_of(conn, create=True).role = role
         conn.router_cost = listener.cost if listener else self._dialer_cost(conn)
+        dialer = getattr(conn, "router_dialer", None)
+        conn.router_name = dialer.config.name if dialer is not None else (listener.name if listener else None)
+
+    def open_connections(self):
+        return [c for c in self._connections if c.state & Endpoint.LOCAL_ACTIVE and c.state & Endpoint.REMOTE_ACTIVE]
+
+    def links_of(self, conn):
+        return list(_links_of(conn))
+
+    def _advertise_link_routes(self) -> None:
+        if self.mesh is not None:
+            self.mesh.publish_link_routes(self.link_router.local_keys())
 
     def _dialer_cost(self, conn) -> int:
         dialer = getattr(conn, "router_dialer", None)
@@ -184,6 +198,8 @@ class Router:
                  state.role)
         if state.role == "inter-router" and self.mesh is not None:
             self.mesh.connection_up(conn, conn.router_cost)
+        if state.role == "route-container":
+            self._advertise_link_routes()
 
     def on_session_remote_open(self, event):
         if event.session.state & Endpoint.LOCAL_UNINIT:
@@ -220,20 +236,40 @@ class Router:
             self._drop_producer(producer)
         if state.role == "inter-router" and self.mesh is not None:
             self.mesh.connection_lost(conn)
+        self._routed_links_lost(conn)
+        if state.role == "route-container":
+            self._advertise_link_routes()
         log.info("Connection from %s closed", _peer_of(conn))
+
+    def _routed_links_lost(self, conn) -> None:
+        """Link-routed pairs with one end on a lost connection: tell the other end."""
+        self.link_router.connection_lost(conn)
+        for link in _links_of(conn):
+            pair = getattr(link, "router_pair", None)
+            if pair is not None and link == pair.near and not pair.closed:
+                pair.closed = True
+                if pair.far.state & Endpoint.LOCAL_ACTIVE:
+                    pair.far.close()
 
     # ---- link attach and detach ------------------------------------------------------------------------
 
     def on_link_remote_open(self, event):
         link = event.link
+        if getattr(link, "router_pair", None) is not None and link.state & Endpoint.LOCAL_ACTIVE:
+            self.link_router.far_attached(link)
+            return
         if not link.state & Endpoint.LOCAL_UNINIT:
             return
         link.snd_settle_mode = link.remote_snd_settle_mode
         link.rcv_settle_mode = link.remote_rcv_settle_mode
         role = _state_of(link.connection, create=True).role
-        if role == "inter-router":
-            if self.mesh is None or not self.mesh.attach(link):
-                _refuse(link, "amqp:not-allowed", "unexpected link on an inter-router connection")
+        if role == "inter-router" and self.mesh is not None and self.mesh.attach(link):
+            return
+        routed = self.link_router.match(link)
+        if routed is not None:
+            self.link_router.attach(link, *routed)
+        elif role == "inter-router":
+            _refuse(link, "amqp:not-allowed", "unexpected link on an inter-router connection")
         elif link.is_sender:
             self._attach_consumer(link)
         else:
@@ -284,11 +320,22 @@ class Router:
 
     def on_link_remote_close(self, event):
         link = event.link
+        if getattr(link, "router_pair", None) is not None:
+            self.link_router.detached(link, closed=True)
+            if link.state & Endpoint.LOCAL_ACTIVE:
+                link.close()
+            return
         self._link_gone(link)
         if not link.state & Endpoint.LOCAL_CLOSED:
             link.close()
 
     def on_link_remote_detach(self, event):
+        link = event.link
+        if getattr(link, "router_pair", None) is not None:
+            self.link_router.detached(link, closed=False)
+            if link.state & Endpoint.LOCAL_ACTIVE:
+                link.detach()
+            return
         self.on_link_remote_close(event)
 
     def _link_gone(self, link):
@@ -408,6 +455,10 @@ class Router:
                 link.drain(0)
 
     def on_link_flow(self, event):
+        pair = getattr(event.link, "router_pair", None)
+        if pair is not None:
+            self.link_router.flow(pair)
+            return
         consumer = getattr(event.link, "router_consumer", None)
         if consumer is not None and not consumer.closed:
             self._dirty.add(consumer.conn)
@@ -418,6 +469,9 @@ class Router:
         dlv, link = event.delivery, event.link
         if getattr(link, "control_from", False):
             self._control(link, dlv)
+            return
+        if getattr(link, "router_pair", None) is not None:
+            self.link_router.delivery(link, dlv)
             return
         producer = getattr(link, "router_producer", None)
         if producer is not None:

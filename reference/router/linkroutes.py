@@ -1,0 +1,280 @@
+"""Link routing (003_9cdc7c48796dae4f.txt §12.2): the router routes the *attach*, then relays the link.
+
+A client attach whose address matches a `linkRoute` (direction `in` for client senders, `out` for client
+receivers) is not message-routed. The router opens a twin link towards the broker: on the route-container
+connection named by the link route when this router holds it, else towards the neighbour on the lowest-cost
+path to a router that advertises the route. Once the far end answers, the client's link is opened with the
+terminus the far end gave, and from then on the pair relays transfers, credit (the receiver's credit
+reaches the sender, §12.2.1.1), drain, dispositions, settlement and detach, in both directions.
+
+Errors, named as the real router names them so clients behave the same:
+* no holder anywhere: the attach is refused with `qd:no-route-to-dest`;
+* the broker connection fails: routed links are detached with `qd:routed-link-lost`; the client's
+  connection stays open and it can attach again once the broker is back (§12.2.2).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass, field
+
+from proton import Condition, Delivery, Endpoint, Link, Terminus
+
+from .addressing import AddressTable, pattern_matches
+from .config import LinkRoute
+
+log = logging.getLogger("ROUTER")
+
+NO_ROUTE = "qd:no-route-to-dest"
+ROUTED_LINK_LOST = "qd:routed-link-lost"
+COORDINATOR = "$coordinator"
+
+
+def route_key(direction: str, pattern: str) -> str:
+    return f"{direction}:{pattern}"
+
+
+@dataclass(eq=False)
+class LinkPair:
+    """A client-side link and its twin towards the broker; `rx` receives, `tx` sends (router's view)."""
+
+    near: Link  # the link whose attach we are routing
+    far: Link  # the twin we opened
+    rx: Link
+    tx: Link
+    deliveries: dict = field(default_factory=dict)  # rx delivery tag -> tx delivery, and back
+    closed: bool = False
+
+
+class LinkRouter:
+    def __init__(self, router, sections: list[LinkRoute]):
+        self.router = router
+        self.tables = {"in": AddressTable(), "out": AddressTable()}
+        for section in sections:
+            self.tables[section.direction].add(section.match_pattern, section)
+        self.sections = sections
+        self._tags = itertools.count(1)
+        self._advertised: dict[str, AddressTable] = {"in": AddressTable(), "out": AddressTable()}
+
+    # ---- which link routes this router can serve --------------------------------------------------------
+
+    def local_keys(self) -> set[str]:
+        """Link routes whose broker connection is up here: what we advertise to the network."""
+        return {route_key(s.direction, s.match_pattern) for s in self.sections if self._holder(s) is not None}
+
+    def _holder(self, section: LinkRoute):
+        """The open connection to the broker this link route names, if any."""
+        for conn in self.router.open_connections():
+            state = getattr(conn, "router_state", None)
+            if state is None or state.role not in ("route-container", "normal") or state.closed:
+                continue
+            if section.connection and section.connection == getattr(conn, "router_name", None):
+                return conn
+            if section.container_id and section.container_id == conn.remote_container:
+                return conn
+        return None
+
+    # ---- attaches ---------------------------------------------------------------------------------------------
+
+    def match(self, link) -> tuple[str, str] | None:
+        """(direction, address) when this attach is link-routed (own config or advertised routes)."""
+        direction = "in" if link.is_receiver else "out"  # client sender -> router receiver -> direction in
+        terminus = link.remote_target if link.is_receiver else link.remote_source
+        if terminus.type == Terminus.COORDINATOR:
+            address = COORDINATOR
+        else:
+            address = terminus.address
+        if not address:
+            return None
+        if self.tables[direction].lookup(address) is not None or self._advertised_match(direction, address):
+            return direction, address
+        return None
+
+    def _advertised_match(self, direction: str, address: str) -> str | None:
+        mesh = self.router.mesh
+        if mesh is None:
+            return None
+        for _origin, (_seq, keys) in mesh.state.link_routes.items():
+            for key in keys:
+                d, _, pattern = key.partition(":")
+                if d == direction and pattern_matches(pattern, address):
+                    return key
+        return None
+
+    def attach(self, link, direction: str, address: str) -> None:
+        """Route one attach: to the broker if we hold it, else one hop towards a router that does."""
+        section = self.tables[direction].lookup(address)
+        target_conn = self._holder(section) if section is not None else None
+        if target_conn is None:
+            target_conn = self._next_hop(direction, address, section)
+        if target_conn is None:
+            _refuse(link, NO_ROUTE, f"no route to a broker for {address!r} (link route, direction {direction})")
+            return
+        session = getattr(target_conn, "router_lr_session", None)
+        if session is None or not session.state & Endpoint.LOCAL_ACTIVE:
+            session = target_conn.session()
+            session.open()
+            target_conn.router_lr_session = session
+        far = session.receiver(link.name) if link.is_sender else session.sender(link.name)
+        far.source.copy(link.remote_source)
+        far.target.copy(link.remote_target)
+        if section is not None and address != COORDINATOR:
+            external = _external_address(section, address)
+            (far.target if link.is_receiver else far.source).address = external
+        far.snd_settle_mode = link.remote_snd_settle_mode
+        far.rcv_settle_mode = link.remote_rcv_settle_mode
+        pair = LinkPair(near=link, far=far, rx=far if far.is_receiver else link, tx=link if far.is_receiver else far)
+        link.router_pair = far.router_pair = pair
+        far.open()
+        log.info("Link route: attach %r (%s) routed to %s", address, direction, getattr(target_conn, "router_name",
+                                                                                     target_conn.remote_container))
+
+    def _next_hop(self, direction: str, address: str, section: LinkRoute | None):
+        mesh = self.router.mesh
+        if mesh is None:
+            return None
+        key = route_key(direction, section.match_pattern) if section is not None else self._advertised_match(
+            direction, address)
+        if key is None:
+            return None
+        routes = mesh.routes()
+        holders = [rid for rid in mesh.state.routers_with_link_route(key) if rid in routes]
+        if not holders:
+            return None
+        best = min(holders, key=lambda rid: (routes[rid].cost, rid))
+        neighbour = mesh.neighbours.get(routes[best].next_hop)
+        return neighbour.connection if neighbour is not None else None
+
+    def far_attached(self, link) -> None:
+        """The far end answered our twin's attach: open the client's link with what it said."""
+        pair = link.router_pair
+        near = pair.near
+        if link.remote_condition is not None or (link.remote_source.type == Terminus.UNSPECIFIED
+                                                 and link.remote_target.type == Terminus.UNSPECIFIED):
+            return  # refused: the detach that follows carries the reason to the client
+        near.source.copy(link.remote_source)
+        near.target.copy(link.remote_target)
+        if near.is_receiver and near.remote_target.type != Terminus.COORDINATOR:
+            near.target.address = near.remote_target.address  # the client sees its own address, not the external one
+        elif near.is_sender:
+            near.source.address = near.remote_source.address
+        near.open()
+        self.flow(pair)
+
+    # ---- relaying ---------------------------------------------------------------------------------------------
+
+    def flow(self, pair: LinkPair) -> None:
+        """The receiving side's credit reaches the sending side (§12.2.1.1)."""
+        if pair.closed:
+            return
+        rx, tx = pair.rx, pair.tx
+        if not rx.state & Endpoint.LOCAL_ACTIVE:
+            return
+        want = tx.credit - rx.credit - rx.queued
+        if want > 0:
+            rx.flow(want)
+        if tx.drain_mode and not rx.drain_mode:
+            rx.drain(0)
+        if tx.drain_mode and rx.credit == 0 and rx.queued == 0 and tx.credit > 0:
+            tx.drained()
+            rx.drain_mode = False
+
+    def delivery(self, link, dlv: Delivery) -> None:
+        pair = link.router_pair
+        if pair.closed:
+            return
+        if link == pair.rx:
+            self._transfer(pair, dlv)
+        else:
+            self._disposition(pair, dlv)
+
+    def _transfer(self, pair: LinkPair, dlv: Delivery) -> None:
+        twin = pair.deliveries.get(dlv.tag)
+        if twin is not None:  # a delivery we relayed already: the sender settled it after the outcome
+            if dlv.settled:
+                twin.settle()
+                dlv.settle()
+                pair.deliveries.pop(dlv.tag, None)
+            return
+        if dlv.aborted:
+            dlv.settle()
+            return
+        if dlv.partial or not dlv.readable:
+            return  # relay whole messages; proton holds the partial bytes until the rest arrives
+        data = pair.rx.recv(dlv.pending)
+        pair.rx.advance()
+        twin = pair.tx.delivery(dlv.tag)
+        pair.tx.stream(data)
+        pair.tx.advance()
+        twin.router_twin = dlv
+        if dlv.settled:
+            twin.settle()
+            dlv.settle()
+        else:
+            pair.deliveries[dlv.tag] = twin
+        self.flow(pair)
+
+    def _disposition(self, pair: LinkPair, twin: Delivery) -> None:
+        dlv = getattr(twin, "router_twin", None)
+        if dlv is None:
+            return
+        state = twin.remote_state
+        if state:
+            remote, local = twin.remote, dlv.local
+            if state == Delivery.MODIFIED:
+                local.failed, local.undeliverable = remote.failed, remote.undeliverable
+                if remote.annotations:
+                    local.annotations = remote.annotations
+            elif state == Delivery.REJECTED and remote.condition is not None:
+                local.condition = remote.condition
+            dlv.update(state)
+        if twin.settled:
+            dlv.settle()
+            twin.settle()
+            pair.deliveries.pop(dlv.tag, None)
+
+    # ---- detach -----------------------------------------------------------------------------------------------
+
+    def detached(self, link, closed: bool) -> None:
+        """One side detached: pass the detach (and its error) to the other side."""
+        pair = getattr(link, "router_pair", None)
+        if pair is None or pair.closed:
+            return
+        pair.closed = True
+        other = pair.far if link == pair.near else pair.near
+        if other.state & Endpoint.LOCAL_ACTIVE or other.state & Endpoint.LOCAL_UNINIT:
+            if link.remote_condition is not None:
+                other.condition = link.remote_condition
+            if other.state & Endpoint.LOCAL_UNINIT:
+                other.open()  # a refused attach is still answered before the detach
+            other.close() if closed else other.detach()
+
+    def connection_lost(self, conn) -> None:
+        """The broker (or neighbour) connection dropped: detach the client side of its routed links."""
+        for link in self.router.links_of(conn):
+            pair = getattr(link, "router_pair", None)
+            if pair is None or pair.closed or link != pair.far:
+                continue
+            pair.closed = True
+            near = pair.near
+            near.condition = Condition(ROUTED_LINK_LOST, "the connection to the broker behind this link route was lost")
+            if near.state & Endpoint.LOCAL_UNINIT:
+                near.open()
+            if not near.state & Endpoint.LOCAL_CLOSED:
+                near.close()
+
+
+def _external_address(section: LinkRoute, address: str) -> str:
+    if section.del_external_prefix and address.startswith(section.del_external_prefix):
+        address = address[len(section.del_external_prefix):]
+    if section.add_external_prefix:
+        address = section.add_external_prefix + address
+    return address
+
+
+def _refuse(link, name: str, description: str) -> None:
+    link.condition = Condition(name, description)
+    link.open()
+    link.close()
+    log.warning("Refused link %r: %s", link.name, description)
