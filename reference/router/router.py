@@ -29,7 +29,9 @@ from .addressing import AddressTable
 from .config import AddressSection, RouterConfig
 from .connectors import Connectors
 from .distribution import BALANCED, MULTICAST, RoundRobin, pick_anycast
+from .autolinks import AutoLinks
 from .interrouter import CONTROL_CREDIT, DESTS, TO, Mesh
+from .keys import FALLBACK, PHASE1, plain_address
 from .linkroutes import LinkRouter
 from .settlement import ACCEPTED, MODIFIED, REJECTED, RELEASED, combine_multicast
 
@@ -57,6 +59,8 @@ class Producer:
     undelivered: int = 0  # inbound deliveries with copies not yet sent on: they hold back credit
     closed: bool = False
     from_neighbour: bool = False  # the data link from a neighbour router
+    route_key: str | None = None  # where its messages go; the address, or a phase-1 key for in-autolinks
+    allow_fallback: bool = True  # in-autolinks must not send back to a fallback destination
 
 
 @dataclass(eq=False)
@@ -139,6 +143,7 @@ class Router:
         self.remote_paths: dict[str, RemotePath] = {}
         self._reachable_remote: set[str] = set()
         self.link_router = LinkRouter(self, config.link_routes)
+        self.autolinks = AutoLinks(self, config.auto_links)
 
     def on_reactor_init(self, event):
         self.connectors.start(event.container)
@@ -200,6 +205,7 @@ class Router:
             self.mesh.connection_up(conn, conn.router_cost)
         if state.role == "route-container":
             self._advertise_link_routes()
+        self.autolinks.connection_up(conn)
 
     def on_session_remote_open(self, event):
         if event.session.state & Endpoint.LOCAL_UNINIT:
@@ -258,6 +264,9 @@ class Router:
         if getattr(link, "router_pair", None) is not None and link.state & Endpoint.LOCAL_ACTIVE:
             self.link_router.far_attached(link)
             return
+        if self.autolinks.is_autolink(link):
+            self.autolinks.attached(link)
+            return
         if not link.state & Endpoint.LOCAL_UNINIT:
             return
         link.snd_settle_mode = link.remote_snd_settle_mode
@@ -287,18 +296,27 @@ class Router:
         link.source.copy(source)
         link.source.address = address
         link.target.copy(link.remote_target)
+        link.open()
+        self.add_consumer(link, self._consumer_key(address))
+
+    def _consumer_key(self, address: str) -> str:
+        section = self.address_config.lookup(address)
+        return PHASE1 + address if section is not None and section.waypoint else address
+
+    def add_consumer(self, link, key: str) -> Consumer:
+        """Register an open sending link as a destination for `key` (clients and out-autolinks alike)."""
         conn_state = _state_of(link.connection, create=True)
-        consumer = Consumer(link=link, address=address, conn=conn_state)
+        consumer = Consumer(link=link, address=key, conn=conn_state)
         link.router_consumer = consumer
         conn_state.consumers.add(consumer)
-        first = address not in self.consumers
-        self.consumers.setdefault(address, []).append(consumer)
-        link.open()
-        log.info("Consumer attached on %r (%d now)", address, len(self.consumers[address]))
+        first = key not in self.consumers
+        self.consumers.setdefault(key, []).append(consumer)
+        log.info("Consumer attached on %r (%d now)", key, len(self.consumers[key]))
         if first:
-            for producer in self.producers.get(address, ()):
-                self._top_up(producer)
+            self._credit_changed(key)
             self._advertise()
+        self._dirty.add(conn_state)
+        return consumer
 
     def _attach_producer(self, link):
         target = link.remote_target
@@ -308,15 +326,21 @@ class Router:
         address = target.address or None
         link.target.copy(target)
         link.source.copy(link.remote_source)
+        link.open()
+        self.add_producer(link, address)
+
+    def add_producer(self, link, key: str | None, allow_fallback: bool = True) -> Producer:
+        """Register an open receiving link as a source of messages for `key` (None: routed per message)."""
         conn_state = _state_of(link.connection, create=True)
-        producer = Producer(link=link, address=address, capacity=self.link_capacity)
+        producer = Producer(link=link, address=key, capacity=self.link_capacity, route_key=key,
+                            allow_fallback=allow_fallback)
         link.router_producer = producer
         conn_state.producers.add(producer)
-        if address is not None:
-            self.producers.setdefault(address, set()).add(producer)
-        link.open()
-        log.info("Producer attached on %s", repr(address) if address else "anonymous link")
+        if key is not None:
+            self.producers.setdefault(key, set()).add(producer)
+        log.info("Producer attached on %s", repr(key) if key else "anonymous link")
         self._top_up(producer)
+        return producer
 
     def on_link_remote_close(self, event):
         link = event.link
@@ -358,8 +382,7 @@ class Router:
         if not remaining and not consumer.neighbour:
             self.consumers.pop(consumer.address, None)
             self._advertise()
-            if not self._reachable(consumer.address):
-                self._revoke_credit(consumer.address)
+            self._credit_changed(consumer.address)
         stranded, in_doubt = list(consumer.pending), list(consumer.in_flight)
         consumer.pending.clear()
         consumer.in_flight.clear()
@@ -388,8 +411,25 @@ class Router:
 
     # ---- credit ------------------------------------------------------------------------------------------
 
-    def _reachable(self, address: str) -> bool:
-        return bool(self.consumers.get(address)) or address in self._reachable_remote
+    def _reachable(self, key: str, fallback: bool = True) -> bool:
+        if self.consumers.get(key) or key in self._reachable_remote:
+            return True
+        if fallback and key == plain_address(key):
+            section = self.address_config.lookup(key)
+            if section is not None and section.enable_fallback:
+                return self._reachable(FALLBACK + key, fallback=False)
+        return False
+
+    def _credit_changed(self, key: str) -> None:
+        """Destinations for `key` came or went: open or withdraw credit of the producers it concerns."""
+        affected = set(self.producers.get(key, ()))
+        if key.startswith(FALLBACK):
+            affected |= self.producers.get(plain_address(key), set())
+        for producer in affected:
+            if self._reachable(producer.route_key, producer.allow_fallback):
+                self._top_up(producer)
+            else:
+                self._revoke_one(producer)
 
     # ---- the router network --------------------------------------------------------------------------------
 
@@ -409,12 +449,8 @@ class Router:
             path.cost = route.cost
         before, self._reachable_remote = self._reachable_remote, (
             self.mesh.state.reachable_addresses() if self.mesh is not None else set())
-        for address in before ^ self._reachable_remote:
-            if self._reachable(address):
-                for producer in self.producers.get(address, ()):
-                    self._top_up(producer)
-            else:
-                self._revoke_credit(address)
+        for key in before ^ self._reachable_remote:
+            self._credit_changed(key)
 
     def add_neighbour_sender(self, conn, link) -> Consumer:
         """Our data link towards a neighbour: the pump serves it like a consumer link."""
@@ -438,7 +474,7 @@ class Router:
         link = producer.link
         if producer.closed or not link.state & Endpoint.LOCAL_ACTIVE:
             return
-        if producer.address is not None and not self._reachable(producer.address):
+        if producer.route_key is not None and not self._reachable(producer.route_key, producer.allow_fallback):
             return
         want = producer.capacity - producer.undelivered - link.credit
         # Grant in batches (a quarter window at least) unless the producer ran dry.
@@ -447,12 +483,11 @@ class Router:
                 link.drain_mode = False
             link.flow(want)
 
-    def _revoke_credit(self, address: str):
-        """The last consumer left: ask producers to give back unused credit (drain), so none is sent on."""
-        for producer in self.producers.get(address, ()):
-            link = producer.link
-            if not producer.closed and link.state & Endpoint.LOCAL_ACTIVE and link.credit > 0:
-                link.drain(0)
+    def _revoke_one(self, producer: Producer):
+        """No destination left: ask the producer to give back unused credit (drain), so none is sent on."""
+        link = producer.link
+        if not producer.closed and link.state & Endpoint.LOCAL_ACTIVE and link.credit > 0:
+            link.drain(0)
 
     def on_link_flow(self, event):
         pair = getattr(event.link, "router_pair", None)
@@ -503,10 +538,10 @@ class Router:
         dests = None
         if producer.from_neighbour:  # routed to us by a neighbour: the annotations say where it goes
             annotations = message.annotations or {}
-            address, dests = annotations.get(TO), set(annotations.get(DESTS) or ())
+            key, dests = annotations.get(TO), set(annotations.get(DESTS) or ())
         else:
-            address = producer.address or message.address
-        if not address:
+            key = producer.route_key or message.address
+        if not key:
             if not presettled:
                 _finish(dlv, REJECTED, condition=Condition(
                     "amqp:invalid-field", "anonymous link: the message has no 'to' address"))
@@ -514,10 +549,14 @@ class Router:
                 dlv.settle()
             self._top_up(producer)
             return
+        address = plain_address(key)
         section = self.address_config.lookup(address)
         distribution = section.distribution if section else BALANCED
         priority = _effective_priority(section, message)
-        local, remote, unroutable = self._plan(address, distribution, dests)
+        if dests is None and producer.allow_fallback and section is not None and section.enable_fallback \
+                and not self._has_destinations(key):
+            key = FALLBACK + key  # no consumer reachable: divert to the fallback destinations (§12.1.4.3)
+        local, remote, unroutable = self._plan(key, distribution, dests)
         multicast = distribution == MULTICAST
         if not local and not remote or (unroutable and not multicast):
             # No route: a router stores nothing, so an unsettled message goes back released.
@@ -540,7 +579,7 @@ class Router:
             self._dirty.add(consumer.conn)
         for next_hop, routers in remote.items():
             neighbour = self.mesh.neighbours[next_hop].data_consumer
-            message.annotations = {**(message.annotations or {}), TO: address, DESTS: sorted(routers)}
+            message.annotations = {**(message.annotations or {}), TO: key, DESTS: sorted(routers)}
             neighbour.pending.append(Outbound(inbound, neighbour, message.encode(), priority, next(self._seq),
                                               dests=tuple(routers)))
             for rid in routers:
@@ -549,8 +588,11 @@ class Router:
         self.stats["routed"] += 1
         self._top_up(producer)
         if msglog.isEnabledFor(logging.DEBUG):
-            msglog.debug("Routed %r (%s, priority %d): %d local, %d via neighbours", address, distribution,
+            msglog.debug("Routed %r (%s, priority %d): %d local, %d via neighbours", key, distribution,
                          priority, len(local), len(remote))
+
+    def _has_destinations(self, key: str) -> bool:
+        return bool(self.consumers.get(key)) or (self.mesh is not None and bool(self.mesh.state.routers_with(key)))
 
     def _plan(self, address: str, distribution: str, dests: set | None):
         """Where one message goes: (local consumers, {next hop: [router ids]}, destinations now unreachable).

@@ -1,0 +1,78 @@
+"""Autolinks: links the router itself keeps attached to a broker queue (003_9cdc7c48796dae4f.txt §12.1.4).
+
+* An `out` autolink is a sending link to the broker: to the router it is one more consumer of the address
+  (phase 0 of a waypoint address, or the fallback destination of an `enableFallback` address), so
+  messages producers send are stored on the broker queue.
+* An `in` autolink is a receiving link from the broker queue: to the router it is one more producer,
+  whose messages go to the address's client consumers (phase 1 of a waypoint), never back to the broker.
+  Like any producer it is given credit only while some consumer is reachable, so the broker keeps the
+  messages until then (store and forward) and a consumer that comes back drains them in order.
+
+Each autolink is attached when the connection it names (connector/listener name, or the broker's
+container id) comes up, and attached again after every reconnect. A lost connection drops the autolink
+like any consumer: copies never sent come back released, copies in flight come back modified.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from proton import Endpoint
+
+from .config import AutoLink
+from .keys import FALLBACK, PHASE1
+
+log = logging.getLogger("ROUTER")
+
+
+class AutoLinks:
+    def __init__(self, router, configs: list[AutoLink]):
+        self.router = router
+        self.configs = configs
+
+    def connection_up(self, conn) -> None:
+        for config in self.configs:
+            if self._names(config, conn):
+                self._attach(config, conn)
+
+    def _names(self, config: AutoLink, conn) -> bool:
+        if config.connection:
+            return config.connection == getattr(conn, "router_name", None)
+        return bool(config.container_id) and config.container_id == conn.remote_container
+
+    def _attach(self, config: AutoLink, conn) -> None:
+        session = conn.session()
+        session.open()
+        external = config.external_address or config.address
+        name = f"{self.router.router_id}.autolink.{config.address}.{config.direction}"
+        if config.direction == "out":
+            link = session.sender(name)
+            link.target.address = external
+        else:
+            link = session.receiver(name)
+            link.source.address = external
+        link.router_autolink = config
+        link.open()
+        log.info("Autolink %s %r -> %r attaching on %s", config.direction, config.address, external,
+                 getattr(conn, "router_name", conn.remote_container))
+
+    def attached(self, link) -> None:
+        """The broker answered our attach: start routing through the autolink (or log its refusal)."""
+        config: AutoLink = link.router_autolink
+        terminus = link.remote_target if link.is_sender else link.remote_source
+        if link.remote_condition is not None or terminus.address is None and not terminus.dynamic:
+            log.warning("Autolink %s %r refused by the broker: %s", config.direction, config.address,
+                        link.remote_condition)
+            return
+        router = self.router
+        section = router.address_config.lookup(config.address)
+        if config.direction == "out":
+            key = FALLBACK + config.address if config.fallback else config.address
+            router.add_consumer(link, key)
+        else:
+            key = PHASE1 + config.address if section is not None and section.waypoint else config.address
+            router.add_producer(link, key, allow_fallback=False)
+        log.info("Autolink %s %r active (routing key %r)", config.direction, config.address, key)
+
+    def is_autolink(self, link) -> bool:
+        return getattr(link, "router_autolink", None) is not None and link.state & Endpoint.LOCAL_ACTIVE
