@@ -149,20 +149,20 @@ def test_a_typo_on_a_later_line_reports_that_line(start_router):
     assert line.startswith("router.conf:10: address: unknown attribute 'distrbution'"), line
 
 
-def test_link_route_is_refused_as_not_supported_yet(start_router):
+def test_unimplemented_section_is_refused_as_not_supported_yet(start_router):
     router = start_router("""
         listener {
             host: 127.0.0.1
             port: 0
         }
-        linkRoute {
-            prefix: queue
-            direction: in
+        listener {
+            port: 0
+            sslProfile: tls
         }
     """)
     line = one_error_line(router)
     assert line.startswith("router.conf:5: "), line
-    assert "linkRoute" in line and "not supported yet" in line
+    assert "TLS" in line and "not supported yet" in line
 
 
 def test_missing_config_file_is_one_line(tmp_path):
