@@ -79,6 +79,23 @@ class Peer(abc.ABC):
     @abc.abstractmethod
     def is_running(self) -> bool: ...
 
+    # Process faults. Providers that can do them override these; the others say so clearly.
+    def pause(self) -> None:
+        """Freeze the peer (SIGSTOP or equivalent): its sockets stay open but it answers nothing until resume()."""
+        raise NotImplementedError(f"peer {self.name}: the {self.info.provider} provider of {self.info.vendor} "
+                                  "cannot pause a peer")
+
+    def resume(self) -> None:
+        """Let a paused peer run again (SIGCONT or equivalent)."""
+        raise NotImplementedError(f"peer {self.name}: the {self.info.provider} provider of {self.info.vendor} "
+                                  "cannot resume a peer")
+
+    def restart(self, timeout: float = 30.0, *, kill: bool = False) -> None:
+        """Stop the peer (gracefully, or abruptly with `kill=True`) and start it again on the same ports;
+        return once it accepts connections again."""
+        raise NotImplementedError(f"peer {self.name}: the {self.info.provider} provider of {self.info.vendor} "
+                                  "cannot restart a peer")
+
     @abc.abstractmethod
     def logs(self) -> str:
         """Everything the peer has logged so far."""

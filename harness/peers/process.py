@@ -93,6 +93,62 @@ class ProcessPeer(Peer):
     def returncode(self) -> int | None:
         return None if self._proc is None else self._proc.poll()
 
+    # ---- process faults -----------------------------------------------------------------------------------
+
+    def pause(self) -> None:
+        """SIGSTOP: the process keeps its sockets (the kernel still accepts connections into the backlog and
+        buffers bytes) but reads and answers nothing until resume()."""
+        proc = self._running_process("pause")
+        proc.send_signal(signal.SIGSTOP)
+        wait_for(lambda: _process_state(proc.pid) in ("T", "t", None), 10.0,
+                 f"{self.name} (pid {proc.pid}) to stop on SIGSTOP", describe=lambda: _process_state(proc.pid))
+
+    def resume(self) -> None:
+        """SIGCONT: a paused process runs again and catches up with what arrived meanwhile."""
+        proc = self._running_process("resume")
+        proc.send_signal(signal.SIGCONT)
+        wait_for(lambda: _process_state(proc.pid) not in ("T", "t"), 10.0,
+                 f"{self.name} (pid {proc.pid}) to run again on SIGCONT", describe=lambda: _process_state(proc.pid))
+
+    def restart(self, timeout: float = 30.0, *, kill: bool = False) -> None:
+        """Stop (SIGTERM, or SIGKILL with `kill=True`; a paused process is continued first so that it can act
+        on SIGTERM) and start again on the same ports; returns once the peer is ready again.
+
+        The log of the earlier run moves to `previous_logs`, so readiness is judged on the new run's log.
+        """
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            if kill:
+                self.kill()
+            else:
+                proc.send_signal(signal.SIGCONT)
+                self.stop()
+        if proc is not None and proc.stdout is not None:
+            wait_for(lambda: proc.stdout.closed, 10.0, f"the log of {self.name}'s stopped process to be read")
+        self._prepare_restart()
+        with self._log_lock:
+            self.previous_logs: list[str] = [*getattr(self, "previous_logs", []), *self._log_lines]
+            self._log_lines = []
+        self.start(timeout)
+
+    def _prepare_restart(self) -> None:
+        """Pin what the next start needs to come back the same (ports); nothing by default."""
+
+    def _running_process(self, action: str) -> subprocess.Popen:
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            raise PeerStartError(f"cannot {action} {self.name}: it is not running")
+        return proc
+
+
+def _process_state(pid: int) -> str | None:
+    """The state letter of a process from /proc (R, S, T for stopped, ...), None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return None
+
 
 def _accepts(host: str, port: int) -> bool:
     try:
@@ -138,6 +194,42 @@ class ReferenceRouterPeer(ProcessPeer):
     def _last_log_line(self) -> str:
         lines = self.logs().splitlines()
         return lines[-1] if lines else "(no output yet)"
+
+    def _prepare_restart(self) -> None:
+        """Write the ports the listeners got into the config, so a listener that asked for port 0 comes back
+        on the same port after a restart."""
+        if self.endpoints:
+            pinned = _pin_listener_ports(self.config_path.read_text(), list(self.endpoints.values()))
+            self.config_path.write_text(pinned)
+
+
+_LISTENER_BLOCK = re.compile(r"(?<![\w.])listener\s*\{[^{}]*\}")
+_PORT_ATTR = re.compile(r"(?<![\w.])(port\s*:\s*)([\"']?)([^\s}#\"']+)\2")
+_NAME_ATTR = re.compile(r"(?<![\w.])name\s*:\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s}#]+))")
+
+
+def _pin_listener_ports(text: str, endpoints: list[Endpoint]) -> str:
+    """qdrouterd.conf text with every `port: 0` of a listener section replaced by the port that listener got.
+
+    A named listener is matched to the endpoint of that name; unnamed ones by their order (the router logs
+    its listeners in the order of the file).
+    """
+    by_name = {ep.name: ep for ep in endpoints if ep.name}
+    blocks = list(_LISTENER_BLOCK.finditer(text))
+    out, last = [], 0
+    for index, block in enumerate(blocks):
+        body = block.group(0)
+        name_match = _NAME_ATTR.search(body)
+        name = next((g for g in name_match.groups() if g is not None), None) if name_match else None
+        endpoint = by_name.get(name) if name else (endpoints[index] if len(blocks) == len(endpoints) else None)
+        port_match = _PORT_ATTR.search(body)
+        if endpoint is not None and port_match is not None and port_match.group(3) == "0":
+            body = body[:port_match.start(3)] + str(endpoint.port) + body[port_match.end(3):]
+        out.append(text[last:block.start()])
+        out.append(body)
+        last = block.end()
+    out.append(text[last:])
+    return "".join(out)
 
 
 class NativeQdrouterdPeer(ProcessPeer):

@@ -1,0 +1,599 @@
+"""The fault proxy's data plane: TCP proxies whose connections run through chains of toxics.
+
+Everything here runs on one asyncio event loop. A `Proxy` listens on one address and forwards every
+accepted connection to its upstream; a `Connection` is one client socket and one upstream socket; a `Link`
+is one direction of a connection (upstream: client to server, downstream: server to client).
+
+Speed: a link with no toxic forwards the bytes it reads straight to the other socket's transport, from a
+256 KB receive buffer that is reused while the other side keeps up (asyncio's BufferedProtocol: one
+recv_into and one send per chunk, no copy). Only a link with toxics copies chunks into its chain of stages
+(`toxics.Stage`). Toxics added, updated or removed through the API apply to open connections at once: the
+proxy tells every link of the stream, which appends, restarts or removes the stage; a removed stage hands
+its queue on, so no byte is lost or reordered.
+
+Disabling a proxy closes its open connections and stops accepting, but keeps the listening socket bound:
+`shutdown()` on a listening socket takes it out of LISTEN (new connections are refused, ECONNREFUSED) while
+it stays bound, so nobody else gets the port and enabling listens on it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import struct
+import time
+
+from . import toxics as tx
+from .toxics import DATA, EOF, Item, Stage, ToxicError, ToxicSpec
+
+log = logging.getLogger("interop.faults")
+
+READ_SIZE = 256 * 1024
+QUEUE_HIGH = 4 * 1024 * 1024  # bytes waiting in a toxic chain before reading from the source pauses
+QUEUE_LOW = 1 * 1024 * 1024
+CONNECT_TIMEOUT = 10.0
+
+
+class ApiError(Exception):
+    """An API request refused with a Toxiproxy error answer."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+def split_address(text: str, what: str) -> tuple[str, int]:
+    """'host:port' (IPv6 as '[::1]:port') -> (host, port); '' host means all interfaces, as in Go."""
+    if not isinstance(text, str) or ":" not in text:
+        raise ApiError(f"{what} must be host:port, got {text!r}", 400)
+    host, _, port = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        number = int(port)
+    except ValueError:
+        raise ApiError(f"{what} must be host:port, got {text!r}", 400) from None
+    if not 0 <= number <= 65535:
+        raise ApiError(f"{what}: port out of range in {text!r}", 400)
+    return host, number
+
+
+def join_address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class _Side(asyncio.BufferedProtocol):
+    """One socket of a proxied connection, as an asyncio protocol."""
+
+    def __init__(self, conn: Connection, name: str):
+        self.conn = conn
+        self.name = name  # "client" or "upstream"
+        self.transport: asyncio.Transport | None = None
+        self.out: Link | None = None  # the link this side reads into
+        self.into: Link | None = None  # the link that writes to this side
+        self._buffer = memoryview(bytearray(READ_SIZE))
+        self._pause_reasons: set[str] = set()
+        self.closed = False
+
+    # reading
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        if not self.conn.ready:
+            self.pause("starting")
+
+    def get_buffer(self, sizehint: int):
+        return self._buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        link = self.out
+        if link.direct:
+            if link.dst.closed:
+                return
+            dst = link.dst.transport
+            dst.write(self._buffer[:nbytes])
+            if dst.get_write_buffer_size():
+                # The transport kept part of the chunk (Python 3.12+ keeps a view, not a copy): never reuse it.
+                self._buffer = memoryview(bytearray(READ_SIZE))
+        else:
+            link.feed(bytes(self._buffer[:nbytes]))
+
+    def eof_received(self) -> bool:
+        self.out.feed_eof()
+        return True  # keep the socket open for writing: half-close is passed on
+
+    def connection_lost(self, exc) -> None:
+        self.closed = True
+        self.conn.side_lost(self, exc)
+
+    # flow control: this side's socket cannot take more -> stop reading from the side that feeds it
+    def pause_writing(self) -> None:
+        self.into.src.pause("dst-full")
+
+    def resume_writing(self) -> None:
+        self.into.src.resume("dst-full")
+
+    def pause(self, reason: str) -> None:
+        if not self._pause_reasons and self.transport is not None and not self.closed:
+            self.transport.pause_reading()
+        self._pause_reasons.add(reason)
+
+    def resume(self, reason: str) -> None:
+        if reason not in self._pause_reasons:
+            return
+        self._pause_reasons.discard(reason)
+        if not self._pause_reasons and self.transport is not None and not self.closed:
+            self.transport.resume_reading()
+
+
+class Link:
+    """One direction of a connection: bytes read from `src`, through the toxic stages, written to `dst`."""
+
+    def __init__(self, conn: Connection, stream: str, src: _Side, dst: _Side):
+        self.conn, self.stream, self.src, self.dst = conn, stream, src, dst
+        src.out, dst.into = self, self
+        self.stages: list[Stage] = []
+        self.direct = True
+        self.queued = 0
+        self.finished = False  # the end of this direction was passed on
+
+    # toxics
+    def add_toxic(self, spec: ToxicSpec) -> None:
+        stage = Stage(self, spec)
+        self.stages.append(stage)
+        self.direct = False
+        stage.start()
+
+    def update_toxic(self, spec: ToxicSpec) -> None:
+        for stage in self.stages:
+            if stage.spec.name == spec.name:
+                stage.cancel()
+                stage.spec = spec
+                stage.start()
+
+    def remove_toxic(self, name: str) -> None:
+        for i, stage in enumerate(self.stages):
+            if stage.spec.name != name:
+                continue
+            stage.cancel()
+            del self.stages[i]
+            # Everything the stage still holds comes after what it already passed on: hand it on in order.
+            pending = list(stage.queue)
+            stage.queue.clear()
+            self.queued -= sum(item.size for item in pending)
+            for item in pending:
+                self._deliver(i, item)
+            if not self.stages:
+                self.direct = True
+            if stage.spec.type == "timeout" and stage.active:
+                self.conn.close()  # it swallowed bytes: the stream is broken (Toxiproxy closes it too)
+            return
+
+    def stop(self) -> None:
+        for stage in self.stages:
+            stage.cancel()
+
+    # data
+    def feed(self, data: bytes) -> None:
+        self.stages[0].put(Item(time.monotonic(), data))
+
+    def feed_eof(self) -> None:
+        if self.direct:
+            self._output(Item(time.monotonic(), None, EOF))
+        else:
+            self.stages[0].put(Item(time.monotonic(), None, EOF))
+
+    def emit_after(self, stage: Stage, item: Item) -> None:
+        index = self.stages.index(stage) + 1 if stage in self.stages else len(self.stages)
+        self._deliver(index, item)
+
+    def _deliver(self, index: int, item: Item) -> None:
+        if index < len(self.stages):
+            self.stages[index].put(item)
+        else:
+            self._output(item)
+
+    def _output(self, item: Item) -> None:
+        dst = self.dst
+        if dst.closed or self.finished:
+            return
+        if item.kind == DATA:
+            dst.transport.write(item.data)
+        elif item.kind == EOF:
+            self.finished = True
+            if dst.transport.can_write_eof():
+                dst.transport.write_eof()
+            self.conn.direction_finished()
+        else:
+            self.finished = True
+            self.conn.close()
+
+    def queued_add(self, n: int) -> None:
+        self.queued += n
+        if self.queued > QUEUE_HIGH:
+            self.src.pause("chain-full")
+        elif self.queued < QUEUE_LOW:
+            self.src.resume("chain-full")
+
+
+class Connection:
+    """A client socket accepted by a proxy and its socket to the upstream."""
+
+    def __init__(self, proxy: Proxy, peer: str):
+        self.proxy = proxy
+        self.peer = peer
+        self.ready = False
+        self.client = _Side(self, "client")
+        self.upstream = _Side(self, "upstream")
+        self.links = {
+            tx.UPSTREAM: Link(self, tx.UPSTREAM, self.client, self.upstream),
+            tx.DOWNSTREAM: Link(self, tx.DOWNSTREAM, self.upstream, self.client),
+        }
+        self.closed = False
+
+    def start(self, toxics: list[ToxicSpec]) -> None:
+        for spec in toxics:
+            self.links[spec.stream].add_toxic(spec)
+        self.ready = True
+        self.client.resume("starting")
+        self.upstream.resume("starting")
+
+    def direction_finished(self) -> None:
+        if all(link.finished for link in self.links.values()):
+            self.close()
+
+    def side_lost(self, side: _Side, exc) -> None:
+        # One socket is gone (closed by its peer with an error, or by us): the connection is over. Data the
+        # other socket still has to send is flushed by a graceful close.
+        self.close()
+
+    def close(self) -> None:
+        """Close both sockets after flushing what they have to send (FIN)."""
+        if self.closed:
+            return
+        self.closed = True
+        for link in self.links.values():
+            link.stop()
+        for side in (self.client, self.upstream):
+            if side.transport is not None and not side.closed:
+                side.transport.close()
+        self.proxy.connections.discard(self)
+
+    def abort(self) -> None:
+        """Drop both sockets now, discarding what was not sent yet."""
+        self.closed = True
+        for link in self.links.values():
+            link.stop()
+        for side in (self.client, self.upstream):
+            if side.transport is not None and not side.closed:
+                side.transport.abort()
+        self.proxy.connections.discard(self)
+
+    def reset(self) -> None:
+        """Close both sockets with a TCP RST (SO_LINGER 0): each peer sees ECONNRESET."""
+        for side in (self.client, self.upstream):
+            sock = side.transport.get_extra_info("socket") if side.transport is not None else None
+            if sock is not None and not side.closed:
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                except OSError:
+                    pass
+        self.abort()
+
+
+class Proxy:
+    """One named proxy: a listening socket, an upstream address, toxics, open connections."""
+
+    def __init__(self, name: str, listen: str, upstream: str):
+        self.name = name
+        self.listen = listen
+        self.upstream = upstream
+        self.enabled = False
+        self.toxics: dict[str, ToxicSpec] = {}
+        self.connections: set[Connection] = set()
+        self._sock: socket.socket | None = None
+        self._accept_task: asyncio.Task | None = None
+
+    def as_json(self) -> dict:
+        return {"name": self.name, "listen": self.listen, "upstream": self.upstream, "enabled": self.enabled,
+                "toxics": [t.as_json() for t in self.toxic_list()]}
+
+    def toxic_list(self) -> list[ToxicSpec]:
+        return [t for stream in tx.STREAMS for t in self.toxics.values() if t.stream == stream]
+
+    # listening
+    def bind(self) -> None:
+        """Bind the listen address (once; it stays bound while the proxy exists) and note the real port."""
+        if self._sock is not None:
+            return
+        host, port = split_address(self.listen, "listen")
+        self._sock = _bind_reserved(host, port)
+        self.listen = join_address(host or "0.0.0.0", self._sock.getsockname()[1])
+
+    def start(self) -> None:
+        """Enable: listen and accept. Raises OSError when the address cannot be had."""
+        if self.enabled:
+            return
+        self.bind()
+        self._sock.listen(128)
+        self._accept_task = asyncio.get_running_loop().create_task(self._accept_loop())
+        self.enabled = True
+        log.info("proxy %s: listening on %s, upstream %s", self.name, self.listen, self.upstream)
+
+    def stop(self) -> None:
+        """Disable: refuse new connections (the port stays bound) and drop the open ones."""
+        if not self.enabled:
+            return
+        self.enabled = False
+        if self._accept_task is not None:
+            self._accept_task.cancel()
+            self._accept_task = None
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)  # out of LISTEN, still bound
+        except OSError:
+            pass
+        self.drop_connections()
+        log.info("proxy %s: disabled", self.name)
+
+    def close(self) -> None:
+        """Delete: stop and release the port."""
+        self.stop()
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def drop_connections(self) -> None:
+        for conn in list(self.connections):
+            conn.abort()
+
+    async def _accept_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        sock = self._sock
+        while True:
+            try:
+                client, addr = await loop.sock_accept(sock)
+            except asyncio.CancelledError:
+                raise
+            except OSError as exc:
+                log.warning("proxy %s: accept failed: %s", self.name, exc)
+                if not self.enabled:
+                    return
+                await asyncio.sleep(0.05)
+                continue
+            loop.create_task(self._serve(client, addr))
+
+    async def _serve(self, client: socket.socket, addr) -> None:
+        loop = asyncio.get_running_loop()
+        peer = join_address(str(addr[0]), addr[1]) if isinstance(addr, tuple) else str(addr)
+        conn = Connection(self, peer)
+        try:
+            host, port = split_address(self.upstream, "upstream")
+            await asyncio.wait_for(loop.create_connection(lambda: conn.upstream, host, port), CONNECT_TIMEOUT)
+        except (OSError, ApiError, TimeoutError) as exc:
+            log.warning("proxy %s: client %s: cannot reach upstream %s: %s", self.name, peer, self.upstream, exc)
+            client.close()
+            return
+        if not self.enabled or conn.upstream.closed:
+            conn.upstream.transport.abort()
+            client.close()
+            return
+        client.setblocking(False)
+        try:
+            await loop.connect_accepted_socket(lambda: conn.client, client)
+        except OSError:
+            conn.upstream.transport.abort()
+            client.close()
+            return
+        self.connections.add(conn)
+        conn.start(self.toxic_list())
+        log.debug("proxy %s: client %s connected to %s", self.name, peer, self.upstream)
+
+    # toxics
+    def add_toxic(self, spec: ToxicSpec) -> None:
+        if spec.name in self.toxics:
+            raise ToxicError("toxic already exists", 409)
+        self.toxics[spec.name] = spec
+        for conn in list(self.connections):
+            conn.links[spec.stream].add_toxic(spec)
+
+    def update_toxic(self, name: str, body) -> ToxicSpec:
+        current = self.toxics.get(name)
+        if current is None:
+            raise ToxicError("toxic not found", 404)
+        spec = current.updated(body)
+        self.toxics[name] = spec
+        for conn in list(self.connections):
+            conn.links[spec.stream].update_toxic(spec)
+        return spec
+
+    def remove_toxic(self, name: str) -> None:
+        spec = self.toxics.pop(name, None)
+        if spec is None:
+            raise ToxicError("toxic not found", 404)
+        for conn in list(self.connections):
+            conn.links[spec.stream].remove_toxic(name)
+
+    def reset_toxics(self) -> None:
+        for name in list(self.toxics):
+            self.remove_toxic(name)
+
+
+def _bind_reserved(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (host, port) such that shutting it down later keeps the port.
+
+    Linux keeps a shut-down listening socket's port only if it was bound to an explicit port; for port 0 we
+    let the kernel pick one with a helper socket and bind ours to that same port (both with SO_REUSEADDR,
+    neither listening, which Linux allows), then close the helper.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    host = host or ("::" if family == socket.AF_INET6 else "0.0.0.0")
+    if host == "localhost":
+        host = "127.0.0.1"
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setblocking(False)
+    try:
+        if port:
+            sock.bind((host, port))
+            return sock
+        helper = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            helper.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            helper.bind((host, 0))
+            sock.bind((host, helper.getsockname()[1]))
+        finally:
+            helper.close()
+        return sock
+    except OSError:
+        sock.close()
+        raise
+
+
+class ProxyCollection:
+    """All proxies of one server, by name, with the operations the HTTP API offers."""
+
+    def __init__(self) -> None:
+        self.proxies: dict[str, Proxy] = {}
+
+    def get(self, name: str) -> Proxy:
+        proxy = self.proxies.get(name)
+        if proxy is None:
+            raise ApiError("proxy not found", 404)
+        return proxy
+
+    def create(self, body) -> Proxy:
+        fields = _proxy_fields(body)
+        if not fields.get("name"):
+            raise ApiError("missing required field: name", 400)
+        if not fields.get("upstream"):
+            raise ApiError("missing required field: upstream", 400)
+        if fields["name"] in self.proxies:
+            raise ApiError("proxy already exists", 409)
+        proxy = self._start_new(fields)
+        self.proxies[proxy.name] = proxy
+        return proxy
+
+    def _start_new(self, fields: dict) -> Proxy:
+        proxy = Proxy(fields["name"], fields.get("listen") or "127.0.0.1:0", fields["upstream"])
+        split_address(proxy.upstream, "upstream")
+        try:
+            proxy.bind()
+            if fields.get("enabled", True):
+                proxy.start()
+        except OSError as exc:
+            proxy.close()
+            raise ApiError(f"listen tcp {proxy.listen}: {exc.strerror or exc}", 500) from None
+        return proxy
+
+    def update(self, name: str, body) -> Proxy:
+        proxy = self.get(name)
+        fields = _proxy_fields(body)
+        listen = fields.get("listen") or proxy.listen
+        upstream = fields.get("upstream") or proxy.upstream
+        enabled = fields.get("enabled", proxy.enabled)
+        if upstream != proxy.upstream:
+            split_address(upstream, "upstream")
+            proxy.upstream = upstream
+            proxy.drop_connections()  # connections go to the new upstream from now on
+            log.info("proxy %s: upstream is now %s", name, upstream)
+        if listen != proxy.listen:
+            host, port = split_address(listen, "listen")
+            old_host, old_port = split_address(proxy.listen, "listen")
+            if (host, port) not in ((old_host, old_port), (old_host, 0)):
+                was_enabled = proxy.enabled
+                proxy.close()
+                proxy.listen = listen
+                try:
+                    proxy.bind()
+                    if was_enabled and enabled:
+                        proxy.start()
+                except OSError as exc:
+                    raise ApiError(f"listen tcp {listen}: {exc.strerror or exc}", 500) from None
+        try:
+            if enabled and not proxy.enabled:
+                proxy.start()
+            elif not enabled and proxy.enabled:
+                proxy.stop()
+        except OSError as exc:
+            raise ApiError(f"listen tcp {proxy.listen}: {exc.strerror or exc}", 500) from None
+        return proxy
+
+    def delete(self, name: str) -> None:
+        proxy = self.get(name)
+        proxy.close()
+        proxy.reset_toxics()
+        del self.proxies[name]
+
+    def reset(self) -> None:
+        for proxy in self.proxies.values():
+            try:
+                proxy.start()
+            except OSError as exc:
+                raise ApiError(f"listen tcp {proxy.listen}: {exc.strerror or exc}", 500) from None
+            proxy.reset_toxics()
+
+    def populate(self, body) -> list[Proxy]:
+        """Create or replace proxies from a list; a proxy with the same listen and upstream is kept as is.
+
+        The whole list is checked before anything changes (Toxiproxy 2.12 does the same).
+        """
+        if not isinstance(body, list):
+            raise ApiError("bad request body: expected a JSON array of proxies", 400)
+        items, names = [], set()
+        for i, entry in enumerate(body, 1):
+            fields = _proxy_fields(entry)
+            if not fields.get("name"):
+                raise ApiError(f"missing required field: name at proxy {i}", 400)
+            if not fields.get("upstream"):
+                raise ApiError(f"missing required field: upstream at proxy {i}", 400)
+            if fields["name"] in names:
+                raise ApiError(f"duplicate proxy name {fields['name']!r}", 400)
+            names.add(fields["name"])
+            split_address(fields["upstream"], "upstream")
+            if fields.get("listen"):
+                split_address(fields["listen"], "listen")
+            items.append(fields)
+        result = []
+        for fields in items:
+            existing = self.proxies.get(fields["name"])
+            if existing is not None and not _differs(existing, fields):
+                result.append(existing)
+                continue
+            if existing is not None:
+                existing.close()
+                del self.proxies[existing.name]
+            proxy = self._start_new(fields)
+            self.proxies[proxy.name] = proxy
+            result.append(proxy)
+        return result
+
+    def close(self) -> None:
+        for proxy in self.proxies.values():
+            proxy.close()
+
+
+def _proxy_fields(body) -> dict:
+    if not isinstance(body, dict):
+        raise ApiError("bad request body: expected a JSON object", 400)
+    fields = {}
+    for key in ("name", "listen", "upstream"):
+        value = body.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ApiError(f"bad request body: {key} must be a string, got {value!r}", 400)
+        if value is not None:
+            fields[key] = value
+    if body.get("enabled") is not None:
+        if not isinstance(body["enabled"], bool):
+            raise ApiError(f"bad request body: enabled must be true or false, got {body['enabled']!r}", 400)
+        fields["enabled"] = body["enabled"]
+    return fields
+
+
+def _differs(proxy: Proxy, fields: dict) -> bool:
+    if fields["upstream"] != proxy.upstream:
+        return True
+    listen = fields.get("listen")
+    if not listen:
+        return False
+    host, port = split_address(listen, "listen")
+    old_host, old_port = split_address(proxy.listen, "listen")
+    return (host, port) not in ((old_host, old_port), (old_host, 0))

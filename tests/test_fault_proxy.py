@@ -1,0 +1,650 @@
+"""The fault proxy, driven as users drive Toxiproxy: the unmodified `toxiproxy-python` client for every endpoint
+and every toxic, with each effect observed on real TCP traffic; raw HTTP (urllib) for status codes and
+error bodies; the server's command line.
+
+One server process for the module (as the harness starts it: `start_fault_proxy`); each test starts from an
+empty server. Upstreams are small threaded TCP servers in this process. Times are measured with
+time.monotonic; bounds are generous on the slow side and meaningful on the other (a 300 ms latency toxic
+must make a round trip take at least 280 ms).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+toxiproxy = pytest.importorskip("toxiproxy", reason="the toxiproxy-python client is not installed")
+from toxiproxy.api import APIConsumer  # noqa: E402
+from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists  # noqa: E402
+
+from harness.faults import start_fault_proxy  # noqa: E402
+from harness.wait import wait_for  # noqa: E402
+
+IO_TIMEOUT = 5.0
+
+
+# ---- upstream servers ---------------------------------------------------------------------------------------
+
+
+class Upstream:
+    """A threaded TCP server on loopback; `handler(conn)` runs per accepted connection."""
+
+    def __init__(self, handler):
+        self.handler = handler
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(32)
+        self.port = self.sock.getsockname()[1]
+        self.address = f"127.0.0.1:{self.port}"
+        self.accepted = 0
+        self.echoed = 0
+        self.events: list[str] = []  # what handlers observed, e.g. "reset", "eof"
+        self._conns: list[socket.socket] = []
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            self._conns.append(conn)
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn):
+        try:
+            self.handler(self, conn)
+        except ConnectionResetError:
+            self.events.append("reset")
+        except OSError:
+            self.events.append("error")
+        finally:
+            conn.close()
+
+    def close(self):
+        self.sock.close()
+        for conn in self._conns:
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+
+def echo(prefix: bytes = b""):
+    def handler(server, conn):
+        while True:
+            data = conn.recv(65536)
+            if not data:
+                server.events.append("eof")
+                return
+            conn.sendall(prefix + data if prefix else data)
+            server.echoed += len(data)
+    return handler
+
+
+def sender(payload: bytes, then_close: bool = True):
+    """Sends `payload` on connect, then closes (or waits for the client to close)."""
+    def handler(server, conn):
+        conn.sendall(payload)
+        if not then_close:
+            while conn.recv(65536):
+                pass
+    return handler
+
+
+def sink(server, conn):
+    total = 0
+    while True:
+        data = conn.recv(65536)
+        if not data:
+            server.events.append(f"eof after {total}")
+            return
+        total += len(data)
+
+
+@pytest.fixture
+def upstreams():
+    started: list[Upstream] = []
+
+    def start(handler) -> Upstream:
+        up = Upstream(handler)
+        started.append(up)
+        return up
+    yield start
+    for up in started:
+        up.close()
+
+
+# ---- the fault proxy ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server():
+    handle = start_fault_proxy(prefer_toxiproxy=False)
+    assert handle.kind == "interop"
+    yield handle
+    assert handle.stop() == 0, handle.logs()
+
+
+@pytest.fixture
+def client(server):
+    client = server.client()
+    yield client
+    client.destroy_all()
+
+
+def port_of(proxy) -> int:
+    return int(proxy.listen.rsplit(":", 1)[1])
+
+
+def connect(proxy) -> socket.socket:
+    conn = socket.create_connection(("127.0.0.1", port_of(proxy)), timeout=IO_TIMEOUT)
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return conn
+
+
+def recv_exactly(conn: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        part = conn.recv(n - len(data))
+        if not part:
+            raise AssertionError(f"connection closed after {len(data)} of {n} bytes")
+        data += part
+    return data
+
+
+def recv_all(conn: socket.socket) -> bytes:
+    """Everything until the peer closes."""
+    chunks = []
+    while True:
+        part = conn.recv(65536)
+        if not part:
+            return b"".join(chunks)
+        chunks.append(part)
+
+
+def round_trip(conn: socket.socket, message: bytes = b"ping") -> float:
+    t0 = time.monotonic()
+    conn.sendall(message)
+    assert recv_exactly(conn, len(message)) == message
+    return time.monotonic() - t0
+
+
+def http(server, method: str, path: str, body=None, raw: bytes | None = None) -> tuple[int, object]:
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    request = urllib.request.Request(server.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=IO_TIMEOUT) as response:
+            status, payload = response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        status, payload = exc.code, exc.read()
+    try:
+        return status, json.loads(payload) if payload else None
+    except ValueError:
+        return status, payload.decode()
+
+
+def toxics_of(server, name: str) -> list[dict]:
+    status, body = http(server, "GET", f"/proxies/{name}/toxics")
+    assert status == 200
+    return body
+
+
+# ---- proxies ------------------------------------------------------------------------------------------------
+
+
+def test_version_and_running(client):
+    assert client.running()
+    assert json.loads(client.version()) == {"version": "2.12.0"}
+
+
+def test_create_list_show_and_destroy_a_proxy(server, client, upstreams):
+    up = upstreams(echo())
+    proxy = client.create(upstream=up.address, name="echo")
+    assert proxy.name == "echo" and proxy.upstream == up.address and proxy.enabled is True
+    assert proxy.listen.startswith("127.0.0.1:") and port_of(proxy) > 0  # port 0 became a real port
+
+    proxies = client.proxies()
+    assert list(proxies) == ["echo"] and proxies["echo"].listen == proxy.listen
+    assert client.get_proxy("echo").upstream == up.address
+    status, body = http(server, "GET", "/proxies")
+    assert status == 200
+    assert body == {"echo": {"name": "echo", "listen": proxy.listen, "upstream": up.address, "enabled": True,
+                             "toxics": []}}
+    assert http(server, "GET", "/proxies/echo") == (200, body["echo"])
+
+    with connect(proxy) as conn:
+        assert round_trip(conn, b"hello through the proxy") < 1.0
+
+    assert client.destroy(proxy) is True
+    assert client.proxies() == {}
+    assert http(server, "GET", "/proxies/echo")[0] == 404
+    with pytest.raises(OSError):  # the port is released
+        socket.create_connection(("127.0.0.1", port_of(proxy)), timeout=IO_TIMEOUT)
+
+
+def test_create_answers_201_and_a_duplicate_409(server, client, upstreams):
+    up = upstreams(echo())
+    status, body = http(server, "POST", "/proxies", {"name": "p", "upstream": up.address, "listen": "127.0.0.1:0"})
+    assert status == 201 and body["name"] == "p" and body["enabled"] is True and body["toxics"] == []
+    assert http(server, "POST", "/proxies", {"name": "p", "upstream": up.address}) == (
+        409, {"error": "proxy already exists", "status": 409})
+    with pytest.raises(ProxyExists):
+        client.create(upstream=up.address, name="p")
+    status, body = http(server, "POST", "/proxies", {"name": "off", "upstream": up.address, "enabled": False})
+    assert status == 201 and body["enabled"] is False
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", int(body["listen"].rsplit(":", 1)[1])), timeout=IO_TIMEOUT)
+
+
+def test_disable_drops_open_connections_refuses_new_ones_and_keeps_the_port(client, upstreams):
+    up = upstreams(echo())
+    proxy = client.create(upstream=up.address, name="echo")
+    conn = connect(proxy)
+    round_trip(conn)
+
+    proxy.disable()
+    assert client.get_proxy("echo").enabled is False
+    try:
+        assert conn.recv(10) == b""  # dropped
+    except ConnectionResetError:
+        pass
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port_of(proxy)), timeout=IO_TIMEOUT)
+    with socket.socket() as other, pytest.raises(OSError) as taken:
+        other.bind(("127.0.0.1", port_of(proxy)))
+    assert taken.value.errno == errno.EADDRINUSE
+
+    proxy.enable()
+    with connect(proxy) as again:
+        round_trip(again)
+    with proxy.down():
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port_of(proxy)), timeout=IO_TIMEOUT)
+    with connect(proxy) as again:
+        round_trip(again)
+    conn.close()
+
+
+def test_changing_the_upstream_reroutes_new_connections(server, client, upstreams):
+    a, b = upstreams(echo(b"A:")), upstreams(echo(b"B:"))
+    proxy = client.create(upstream=a.address, name="switch")
+    old = connect(proxy)
+    old.sendall(b"x")
+    assert recv_exactly(old, 3) == b"A:x"
+
+    status, body = http(server, "POST", "/proxies/switch", {"upstream": b.address})
+    assert status == 200 and body["upstream"] == b.address and body["listen"] == proxy.listen
+    with connect(proxy) as new:
+        new.sendall(b"y")
+        assert recv_exactly(new, 3) == b"B:y"
+    try:
+        assert old.recv(10) == b""  # connections to the old upstream were dropped
+    except ConnectionResetError:
+        pass
+    old.close()
+    # PATCH does the same (Toxiproxy 2.6+), and can move the listen address
+    new_port = socket.socket()
+    new_port.bind(("127.0.0.1", 0))
+    listen = f"127.0.0.1:{new_port.getsockname()[1]}"
+    new_port.close()
+    status, body = http(server, "PATCH", "/proxies/switch", {"upstream": a.address, "listen": listen})
+    assert status == 200 and body["listen"] == listen
+    with socket.create_connection(("127.0.0.1", int(listen.rsplit(":", 1)[1])), timeout=IO_TIMEOUT) as conn:
+        conn.sendall(b"z")
+        assert recv_exactly(conn, 3) == b"A:z"
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port_of(proxy)), timeout=IO_TIMEOUT)
+
+
+def test_reset_enables_every_proxy_and_removes_every_toxic(server, client, upstreams):
+    up = upstreams(echo())
+    one = client.create(upstream=up.address, name="one")
+    two = client.create(upstream=up.address, name="two")
+    one.add_toxic(type="latency", attributes={"latency": 1000})
+    two.disable()
+    assert client.reset() is True
+    assert http(server, "POST", "/reset")[0] == 204
+    assert all(p.enabled for p in client.proxies().values())
+    assert one.toxics() == {} and two.toxics() == {}
+    for proxy in (one, two):
+        with connect(proxy) as conn:
+            assert round_trip(conn) < 0.5
+
+
+def test_populate_creates_keeps_and_replaces(server, client, upstreams):
+    a, b = upstreams(echo(b"A:")), upstreams(echo(b"B:"))
+    created = client.populate([{"name": "p1", "upstream": a.address, "listen": "127.0.0.1:0"},
+                               {"name": "p2", "upstream": a.address, "listen": "127.0.0.1:0"}])
+    assert sorted(p.name for p in created) == ["p1", "p2"]
+    p1 = client.get_proxy("p1")
+
+    status, body = http(server, "POST", "/populate", [
+        {"name": "p1", "upstream": a.address, "listen": p1.listen},  # unchanged: kept as is
+        {"name": "p2", "upstream": b.address},                        # changed: replaced
+        {"name": "p3", "upstream": b.address, "enabled": False}])     # new
+    assert status == 201
+    assert [p["name"] for p in body["proxies"]] == ["p1", "p2", "p3"]
+    assert body["proxies"][0]["listen"] == p1.listen
+    assert body["proxies"][1]["upstream"] == b.address and body["proxies"][2]["enabled"] is False
+    with connect(client.get_proxy("p2")) as conn:
+        conn.sendall(b"q")
+        assert recv_exactly(conn, 3) == b"B:q"
+
+    status, body = http(server, "POST", "/populate", [{"name": "p4"}])
+    assert status == 400 and body["status"] == 400 and "upstream" in body["error"]
+    assert "p4" not in client.proxies()
+
+
+# ---- toxics: the API --------------------------------------------------------------------------------------
+
+
+def test_toxic_list_show_update_and_delete(server, client, upstreams):
+    up = upstreams(echo())
+    proxy = client.create(upstream=up.address, name="t")
+    proxy.add_toxic(type="latency", attributes={"latency": 10})
+    proxy.add_toxic(type="limit_data", stream="upstream", name="cap", toxicity=0.5, attributes={"bytes": 9})
+    status, body = http(server, "POST", "/proxies/t/toxics", {"type": "slicer", "attributes": {"average_size": 5}})
+    assert status == 200
+    assert body == {"attributes": {"average_size": 5, "size_variation": 0, "delay": 0}, "name": "slicer_downstream",
+                    "type": "slicer", "stream": "downstream", "toxicity": 1}
+
+    listed = toxics_of(server, "t")  # upstream chain first, then downstream, each in creation order
+    assert [(t["name"], t["stream"]) for t in listed] == [
+        ("cap", "upstream"), ("latency_downstream", "downstream"), ("slicer_downstream", "downstream")]
+    assert listed[0] == {"attributes": {"bytes": 9}, "name": "cap", "type": "limit_data", "stream": "upstream",
+                         "toxicity": 0.5}
+    toxics = proxy.toxics()
+    assert set(toxics) == {"cap", "latency_downstream", "slicer_downstream"}
+    assert toxics["latency_downstream"].attributes == {"latency": 10, "jitter": 0}
+    assert proxy.get_toxic("cap").toxicity == 0.5
+    assert http(server, "GET", "/proxies/t/toxics/cap") == (200, listed[0])
+    assert http(server, "GET", "/proxies/t")[1]["toxics"] == listed
+
+    # update: attributes merge, toxicity replaces; POST and PATCH both work
+    status, body = http(server, "POST", "/proxies/t/toxics/latency_downstream", {"attributes": {"jitter": 3}})
+    assert status == 200 and body["attributes"] == {"latency": 10, "jitter": 3}
+    status, body = http(server, "PATCH", "/proxies/t/toxics/cap", {"toxicity": 1, "attributes": {"bytes": 99}})
+    assert status == 200 and body["toxicity"] == 1 and body["attributes"] == {"bytes": 99}
+    APIConsumer.post("/proxies/t/toxics/cap", json={"attributes": {"bytes": 7}})  # the client's own transport
+    assert proxy.get_toxic("cap").attributes == {"bytes": 7}
+
+    assert proxy.destroy_toxic("cap") is True
+    assert http(server, "DELETE", "/proxies/t/toxics/slicer_downstream") == (204, None)
+    assert [t["name"] for t in toxics_of(server, "t")] == ["latency_downstream"]
+    assert http(server, "GET", "/proxies/t/toxics/cap") == (404, {"error": "toxic not found", "status": 404})
+
+
+def test_error_answers(server, client, upstreams):
+    up = upstreams(echo())
+    client.create(upstream=up.address, name="e")
+    http(server, "POST", "/proxies/e/toxics", {"type": "latency"})
+    not_found = {"error": "proxy not found", "status": 404}
+    for method, path in [("GET", "/proxies/nope"), ("POST", "/proxies/nope"), ("DELETE", "/proxies/nope"),
+                         ("GET", "/proxies/nope/toxics"), ("POST", "/proxies/nope/toxics"),
+                         ("GET", "/proxies/nope/toxics/x"), ("DELETE", "/proxies/nope/toxics/x")]:
+        assert http(server, method, path, {} if method == "POST" else None) == (404, not_found), (method, path)
+    toxic_not_found = (404, {"error": "toxic not found", "status": 404})
+    assert http(server, "GET", "/proxies/e/toxics/nope") == toxic_not_found
+    assert http(server, "POST", "/proxies/e/toxics/nope", {"toxicity": 1}) == toxic_not_found
+    assert http(server, "DELETE", "/proxies/e/toxics/nope") == toxic_not_found
+    assert http(server, "POST", "/proxies/e/toxics", {"type": "latency"}) == (
+        409, {"error": "toxic already exists", "status": 409})
+
+    def bad(method, path, body=None, raw=None):
+        status, answer = http(server, method, path, body, raw)
+        assert status == 400 and answer["status"] == 400 and set(answer) == {"error", "status"}, answer
+        return answer["error"]
+
+    assert bad("POST", "/proxies", raw=b"{not json").startswith("bad request body")
+    assert bad("POST", "/proxies", {"upstream": up.address}) == "missing required field: name"
+    assert bad("POST", "/proxies", {"name": "x"}) == "missing required field: upstream"
+    assert bad("POST", "/proxies/e/toxics", {"type": "nonsense"}) == "invalid toxic type"
+    assert bad("POST", "/proxies/e/toxics", {"type": "latency", "name": "l3", "stream": "sideways"}) == (
+        "stream was invalid, can be either upstream or downstream")
+    assert "latency" in bad("POST", "/proxies/e/toxics", {"type": "latency", "name": "l4",
+                                                          "attributes": {"latency": "slow"}})
+    assert bad("POST", "/proxies/e/toxics", raw=b"[1, 2").startswith("bad request body")
+    assert http(server, "GET", "/nothing/here")[0] == 404
+    assert http(server, "PUT", "/proxies")[0] == 405
+
+    with pytest.raises(NotFound):
+        APIConsumer.get("/proxies/nope")
+    with pytest.raises(ProxyExists):
+        client.get_proxy("e").add_toxic(type="latency")
+    with pytest.raises(InvalidToxic):
+        client.get_proxy("e").add_toxic(type="nonsense")
+
+
+# ---- toxics: their effect on traffic ------------------------------------------------------------------------
+
+
+def test_latency_applies_to_open_connections_and_goes_away(client, upstreams):
+    proxy = client.create(upstream=upstreams(echo()).address, name="lat")
+    with connect(proxy) as conn:
+        assert round_trip(conn) < 0.25
+        proxy.add_toxic(type="latency", attributes={"latency": 300})  # on the open connection
+        assert round_trip(conn) >= 0.28
+        proxy.add_toxic(type="latency", stream="upstream", attributes={"latency": 200})
+        assert round_trip(conn) >= 0.48  # latencies of both directions add up
+        proxy.destroy_toxic("latency_downstream")
+        proxy.destroy_toxic("latency_upstream")
+        assert round_trip(conn) < 0.25
+
+
+def test_latency_jitter_spreads_round_trips(client, upstreams):
+    proxy = client.create(upstream=upstreams(echo()).address, name="jit")
+    proxy.add_toxic(type="latency", attributes={"latency": 100, "jitter": 80})
+    with connect(proxy) as conn:
+        samples = [round_trip(conn) for _ in range(8)]
+    assert all(0.015 <= s < 0.5 for s in samples), samples
+    assert max(samples) - min(samples) >= 0.01, samples
+
+
+def test_removing_a_toxic_delivers_what_it_held_in_order(client, upstreams):
+    up = upstreams(echo())
+    proxy = client.create(upstream=up.address, name="hold")
+    proxy.add_toxic(type="latency", attributes={"latency": 5000})
+    with connect(proxy) as conn:
+        messages = [f"m{i:03d};".encode() for i in range(50)]
+        for m in messages:
+            conn.sendall(m)
+        total = sum(map(len, messages))
+        wait_for(lambda: up.echoed >= total, IO_TIMEOUT, "the upstream to echo every message",
+                 describe=lambda: f"{up.echoed} bytes echoed")
+        t0 = time.monotonic()
+        proxy.destroy_toxic("latency_downstream")
+        assert recv_exactly(conn, total) == b"".join(messages)
+        assert time.monotonic() - t0 < 2.0
+
+
+def test_bandwidth_limits_the_rate(client, upstreams):
+    payload = bytes(range(256)) * 200  # 51,200 bytes
+    proxy = client.create(upstream=upstreams(sender(payload)).address, name="bw")
+    proxy.add_toxic(type="bandwidth", attributes={"rate": 100})  # 100 KB/s -> ~0.51 s
+    with connect(proxy) as conn:
+        t0 = time.monotonic()
+        data = recv_all(conn)
+        elapsed = time.monotonic() - t0
+    assert data == payload
+    assert 0.4 <= elapsed < 3.0, elapsed
+    assert 60 <= len(payload) / elapsed / 1000 <= 130, f"{len(payload) / elapsed / 1000:.0f} KB/s"
+
+
+def test_bandwidth_upstream(client, upstreams):
+    up = upstreams(sink)
+    proxy = client.create(upstream=up.address, name="bwup")
+    proxy.add_toxic(type="bandwidth", stream="upstream", attributes={"rate": 200})
+    with connect(proxy) as conn:
+        t0 = time.monotonic()
+        conn.sendall(b"u" * 60_000)  # 0.3 s at 200 KB/s
+        conn.shutdown(socket.SHUT_WR)
+        assert recv_all(conn) == b""
+        elapsed = time.monotonic() - t0
+    wait_for(lambda: "eof after 60000" in up.events, IO_TIMEOUT, "the sink to get every byte",
+             describe=lambda: up.events)
+    assert elapsed >= 0.25, elapsed
+
+
+def test_slow_close_delays_the_close_not_the_data(client, upstreams):
+    proxy = client.create(upstream=upstreams(sender(b"bye")).address, name="slow")
+    proxy.add_toxic(type="slow_close", attributes={"delay": 300})
+    with connect(proxy) as conn:
+        t0 = time.monotonic()
+        assert recv_exactly(conn, 3) == b"bye"
+        got_data = time.monotonic() - t0
+        assert conn.recv(10) == b""
+        closed = time.monotonic() - t0
+    assert got_data < 0.2 and closed >= 0.28, (got_data, closed)
+
+
+def test_timeout_zero_holds_data_until_removed(client, upstreams):
+    up = upstreams(echo())
+    proxy = client.create(upstream=up.address, name="hold0")
+    with connect(proxy) as conn:
+        round_trip(conn)
+        proxy.add_toxic(type="timeout", attributes={"timeout": 0})
+        conn.sendall(b"lost?")
+        conn.settimeout(0.4)
+        with pytest.raises(TimeoutError):  # no data, and no close either: the connection hangs
+            conn.recv(10)
+        conn.settimeout(IO_TIMEOUT)
+        proxy.destroy_toxic("timeout_downstream")  # it swallowed bytes: Toxiproxy closes the connection
+        assert conn.recv(10) == b""
+
+
+def test_timeout_closes_after_its_time(client, upstreams):
+    proxy = client.create(upstream=upstreams(echo()).address, name="to")
+    proxy.add_toxic(type="timeout", stream="upstream", attributes={"timeout": 250})
+    t0 = time.monotonic()
+    with connect(proxy) as conn:
+        conn.sendall(b"never arrives")
+        try:
+            assert conn.recv(10) == b""
+        except ConnectionResetError:
+            pass
+    elapsed = time.monotonic() - t0
+    assert 0.23 <= elapsed < 2.0, elapsed
+
+
+def test_reset_peer_resets_both_sides(client, upstreams):
+    up = upstreams(echo())
+    proxy = client.create(upstream=up.address, name="rst")
+    with connect(proxy) as conn:
+        round_trip(conn)
+        proxy.add_toxic(type="reset_peer", stream="upstream", attributes={"timeout": 0})
+        conn.sendall(b"boom")
+        with pytest.raises(ConnectionResetError):
+            conn.recv(10)
+    wait_for(lambda: "reset" in up.events, IO_TIMEOUT, "the upstream to see the reset", describe=lambda: up.events)
+
+
+def test_reset_peer_after_a_timeout(client, upstreams):
+    proxy = client.create(upstream=upstreams(echo()).address, name="rst2")
+    proxy.add_toxic(type="reset_peer", attributes={"timeout": 200})
+    with connect(proxy) as conn:
+        t0 = time.monotonic()
+        conn.sendall(b"x")  # its echo arms the downstream toxic
+        with pytest.raises(ConnectionResetError):
+            conn.recv(10)
+        elapsed = time.monotonic() - t0
+    assert 0.18 <= elapsed < 2.0, elapsed
+
+
+def test_slicer_cuts_writes_into_small_pieces(client, upstreams):
+    payload = bytes(range(100))
+    proxy = client.create(upstream=upstreams(sender(payload)).address, name="slice")
+    proxy.add_toxic(type="slicer", attributes={"average_size": 10, "size_variation": 0, "delay": 20_000})
+    pieces = []
+    with connect(proxy) as conn:
+        while True:
+            part = conn.recv(65536)
+            if not part:
+                break
+            pieces.append(part)
+    assert b"".join(pieces) == payload
+    assert len(pieces) >= 8 and max(map(len, pieces)) <= 10, [len(p) for p in pieces]
+
+
+def test_limit_data_cuts_the_stream(client, upstreams):
+    payload = b"0123456789" * 500
+    proxy = client.create(upstream=upstreams(sender(payload, then_close=False)).address, name="cap")
+    proxy.add_toxic(type="limit_data", attributes={"bytes": 1234})
+    with connect(proxy) as conn:
+        assert recv_all(conn) == payload[:1234]
+
+    up = upstreams(sink)
+    proxy2 = client.create(upstream=up.address, name="capup")
+    proxy2.add_toxic(type="limit_data", stream="upstream", attributes={"bytes": 100})
+    with connect(proxy2) as conn:
+        conn.sendall(b"u" * 100)
+        try:
+            conn.sendall(b"v" * 1000)
+            assert recv_all(conn) == b""
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+    wait_for(lambda: "eof after 100" in up.events, IO_TIMEOUT, "the sink to get exactly 100 bytes",
+             describe=lambda: up.events)
+
+
+def test_toxicity_zero_never_and_one_always(server, client, upstreams):
+    proxy = client.create(upstream=upstreams(echo()).address, name="tox")
+    proxy.add_toxic(type="latency", toxicity=0.0, attributes={"latency": 300})
+    for _ in range(3):
+        with connect(proxy) as conn:
+            assert round_trip(conn) < 0.2
+    with connect(proxy) as conn:
+        status, _ = http(server, "PATCH", "/proxies/tox/toxics/latency_downstream", {"toxicity": 1.0})
+        assert status == 200
+        assert round_trip(conn) >= 0.28  # an update applies to open connections too
+    with connect(proxy) as conn:
+        assert round_trip(conn) >= 0.28
+
+
+def test_toxic_update_changes_an_open_connection(server, client, upstreams):
+    proxy = client.create(upstream=upstreams(echo()).address, name="upd")
+    proxy.add_toxic(type="latency", attributes={"latency": 300})
+    with connect(proxy) as conn:
+        assert round_trip(conn) >= 0.28
+        assert http(server, "POST", "/proxies/upd/toxics/latency_downstream", {"attributes": {"latency": 0}})[0] == 200
+        assert round_trip(conn) < 0.25
+
+
+# ---- the server as a command ----------------------------------------------------------------------------------
+
+
+def test_server_command_busy_port_is_one_line_and_sigterm_exits_0(server):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "harness.faults", "--port", str(port)],
+                                capture_output=True, text=True, timeout=20)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and f"127.0.0.1:{port}" in lines[0] and "in use" in lines[0], lines
+
+    proc = subprocess.Popen([sys.executable, "-m", "harness.faults", "--port", "0"], stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        line = proc.stderr.readline()
+        assert "API listening on http://127.0.0.1:" in line and line.rstrip().endswith("; ready"), line
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
