@@ -1,0 +1,968 @@
+"""The broker.xml parser of the reference broker (reference/broker/config.py).
+
+* A full stock `broker.xml`, as `artemis create` writes it for Artemis 2.3x, and what the reference does
+  with each of its elements (the stock file does NOT run unchanged: see `STOCK_REFUSED`).
+* Every error path, each with the exact line it names and on one line.
+* Address-setting merge by specificity, and Artemis's match syntax, checked against a transcription of
+  Artemis's own `Match` / `MatchComparator` (artemis-server, core/settings/impl) as an oracle.
+* The files `harness.render.artemis.render_broker_xml` writes for the topologies parse.
+
+Cases marked `xfail(strict=True)` are known divergences from Artemis or from the parser's own contract (its
+docstring: "refused ...: anything else that would change behaviour"). They are strict: when the reference
+is fixed, pytest reports XPASS as a failure, and the mark comes off.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from harness.render.artemis import render_broker_xml
+from harness.topology import TOPOLOGIES_DIR, load_topology, topology_path
+from reference.broker.config import (
+    ANYCAST,
+    DEFAULT_SETTINGS,
+    MULTICAST,
+    AddressDef,
+    ConfigError,
+    QueueDef,
+    load_config,
+    match_address,
+    parse_config,
+)
+
+# ---- a stock broker.xml ------------------------------------------------------------------------------------------
+#
+# What `artemis create mybroker` (2.3x, defaults: NIO-capable host, fsync on, all protocol acceptors) writes to
+# etc/broker.xml, placeholders filled in. Each part is (key, text); a key names a part the reference refuses,
+# so that `stock(without=...)` can leave it out. Comments are ours, abridged; element names and values are
+# the stock ones.
+
+_STOCK_PARTS: list[tuple[str | None, str]] = [
+    (None, """\
+<?xml version='1.0'?>
+<!-- Licensed to the Apache Software Foundation (ASF) under the Apache License, Version 2.0. -->
+
+<configuration xmlns="urn:activemq"
+               xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+               xmlns:xi="http://www.w3.org/2001/XInclude"
+               xsi:schemaLocation="urn:activemq /schema/artemis-configuration.xsd">
+
+   <core xmlns="urn:activemq:core" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+         xsi:schemaLocation="urn:activemq:core ">
+
+      <name>mybroker</name>
+
+
+      <persistence-enabled>true</persistence-enabled>
+
+"""),
+    ("max-redelivery-records", """\
+      <!-- keep 1: the fewest redelivery records in the journal -->
+      <max-redelivery-records>1</max-redelivery-records>
+
+"""),
+    (None, """\
+      <!-- ASYNCIO (libaio), MAPPED (mmap) or NIO (plain Java files) -->
+      <journal-type>ASYNCIO</journal-type>
+
+      <paging-directory>data/paging</paging-directory>
+
+      <bindings-directory>data/bindings</bindings-directory>
+
+      <journal-directory>data/journal</journal-directory>
+
+      <large-messages-directory>data/large-messages</large-messages-directory>
+
+      <!-- journal retention, commented out by default:
+      <journal-retention-directory period="7" unit="DAYS"
+                                   storage-limit="10G">data/retention</journal-retention-directory>
+      -->
+
+      <journal-datasync>true</journal-datasync>
+
+      <journal-min-files>2</journal-min-files>
+
+      <journal-pool-files>10</journal-pool-files>
+
+      <journal-device-block-size>4096</journal-device-block-size>
+
+      <journal-file-size>10M</journal-file-size>
+
+      <!-- computed by `artemis create` from a short write benchmark of this disk -->
+      <journal-buffer-timeout>12000</journal-buffer-timeout>
+
+      <!-- with ASYNCIO: the libaio queue depth -->
+      <journal-max-io>4096</journal-max-io>
+
+      <!-- network health check, commented out by default:
+      <network-check-NIC>theNicName</network-check-NIC>
+      <network-check-period>10000</network-check-period>
+      <network-check-list>10.0.0.1</network-check-list>
+      -->
+
+      <!-- disk monitoring period in ms -->
+      <disk-scan-period>5000</disk-scan-period>
+
+      <!-- block producers once the disk is this full (percent) -->
+      <max-disk-usage>90</max-disk-usage>
+
+      <!-- detect dead locks and other issues -->
+      <critical-analyzer>true</critical-analyzer>
+
+      <critical-analyzer-timeout>120000</critical-analyzer-timeout>
+
+      <critical-analyzer-check-period>60000</critical-analyzer-check-period>
+
+      <critical-analyzer-policy>HALT</critical-analyzer-policy>
+
+
+      <page-sync-timeout>1628000</page-sync-timeout>
+
+
+      <!-- global-max-size defaults to half of -Xmx:
+      <global-max-size>100Mb</global-max-size> -->
+
+      <global-max-messages>-1</global-max-messages>
+
+      <acceptors>
+
+         <!-- useEpoll: Netty epoll on Linux; amqpCredits / amqpLowCredits: AMQP producer credit and top-up mark;
+              amqpDuplicateDetection; amqpMinLargeMessageSize: bytes from which a message is stored as a file -->
+
+         <!-- Acceptor for every supported protocol -->
+         <acceptor name="artemis">tcp://0.0.0.0:61616?tcpSendBufferSize=1048576;tcpReceiveBufferSize=1048576;amqpMinLargeMessageSize=102400;protocols=CORE,AMQP,STOMP,HORNETQ,MQTT,OPENWIRE;useEpoll=true;amqpCredits=1000;amqpLowCredits=300;amqpDuplicateDetection=true;supportAdvisory=false;suppressInternalManagementObjects=false</acceptor>
+
+         <!-- AMQP Acceptor. Listens on default AMQP port for AMQP traffic. -->
+         <acceptor name="amqp">tcp://0.0.0.0:5672?tcpSendBufferSize=1048576;tcpReceiveBufferSize=1048576;protocols=AMQP;useEpoll=true;amqpCredits=1000;amqpLowCredits=300;amqpMinLargeMessageSize=102400;amqpDuplicateDetection=true</acceptor>
+
+"""),
+    ("stomp-acceptor", """\
+         <!-- STOMP Acceptor. -->
+         <acceptor name="stomp">tcp://0.0.0.0:61613?tcpSendBufferSize=1048576;tcpReceiveBufferSize=1048576;protocols=STOMP;useEpoll=true</acceptor>
+
+"""),
+    ("hornetq-acceptor", """\
+         <!-- HornetQ Compatibility Acceptor. Enables HornetQ Core and STOMP for legacy HornetQ clients. -->
+         <acceptor name="hornetq">tcp://0.0.0.0:5445?anycastPrefix=jms.queue.;multicastPrefix=jms.topic.;protocols=HORNETQ,STOMP;useEpoll=true</acceptor>
+
+"""),
+    ("mqtt-acceptor", """\
+         <!-- MQTT Acceptor -->
+         <acceptor name="mqtt">tcp://0.0.0.0:1883?tcpSendBufferSize=1048576;tcpReceiveBufferSize=1048576;protocols=MQTT;useEpoll=true</acceptor>
+
+"""),
+    (None, """\
+      </acceptors>
+
+
+"""),
+    ("security-settings", """\
+      <security-settings>
+         <security-setting match="#">
+            <permission type="createNonDurableQueue" roles="amq"/>
+            <permission type="deleteNonDurableQueue" roles="amq"/>
+            <permission type="createDurableQueue" roles="amq"/>
+            <permission type="deleteDurableQueue" roles="amq"/>
+            <permission type="createAddress" roles="amq"/>
+            <permission type="deleteAddress" roles="amq"/>
+            <permission type="consume" roles="amq"/>
+            <permission type="browse" roles="amq"/>
+            <permission type="send" roles="amq"/>
+            <!-- needed by `artemis data imp` -->
+            <permission type="manage" roles="amq"/>
+         </security-setting>
+      </security-settings>
+
+"""),
+    (None, """\
+      <address-settings>
+         <!-- if you define auto-create on certain queues, management has to be auto-create -->
+         <address-setting match="activemq.management#">
+            <dead-letter-address>DLQ</dead-letter-address>
+            <expiry-address>ExpiryQueue</expiry-address>
+            <redelivery-delay>0</redelivery-delay>
+            <!-- with -1 only the global-max-size is in use for limiting -->
+            <max-size-bytes>-1</max-size-bytes>
+            <message-counter-history-day-limit>10</message-counter-history-day-limit>
+            <address-full-policy>PAGE</address-full-policy>
+            <auto-create-queues>true</auto-create-queues>
+            <auto-create-addresses>true</auto-create-addresses>
+         </address-setting>
+         <!--default for catch all-->
+         <address-setting match="#">
+            <dead-letter-address>DLQ</dead-letter-address>
+            <expiry-address>ExpiryQueue</expiry-address>
+            <redelivery-delay>0</redelivery-delay>
+
+            <!-- paging starts at whichever of the two limits is hit first; -1: unlimited -->
+            <max-size-bytes>-1</max-size-bytes>
+
+            <max-size-messages>-1</max-size-messages>
+
+            <!-- the size of each page file -->
+            <page-size-bytes>10M</page-size-bytes>
+
+"""),
+    ("max-read-page", """\
+            <!-- how many messages / bytes are read from paging into the queue -->
+            <max-read-page-messages>-1</max-read-page-messages>
+
+            <max-read-page-bytes>20M</max-read-page-bytes>
+
+"""),
+    (None, """\
+            <message-counter-history-day-limit>10</message-counter-history-day-limit>
+            <address-full-policy>PAGE</address-full-policy>
+            <auto-create-queues>true</auto-create-queues>
+            <auto-create-addresses>true</auto-create-addresses>
+            <auto-delete-queues>false</auto-delete-queues>
+            <auto-delete-addresses>false</auto-delete-addresses>
+         </address-setting>
+      </address-settings>
+
+      <addresses>
+         <address name="DLQ">
+            <anycast>
+               <queue name="DLQ" />
+            </anycast>
+         </address>
+         <address name="ExpiryQueue">
+            <anycast>
+               <queue name="ExpiryQueue" />
+            </anycast>
+         </address>
+
+      </addresses>
+
+
+      <!-- Uncomment to log broker events with the LoggingActiveMQServerPlugin
+      <broker-plugins>
+         <broker-plugin class-name="org.apache.activemq.artemis.core.server.plugin.impl.LoggingActiveMQServerPlugin">
+            <property key="LOG_ALL_EVENTS" value="true"/>
+         </broker-plugin>
+      </broker-plugins>
+      -->
+
+   </core>
+</configuration>
+"""),
+]
+
+# The stock elements the reference refuses, in file order: (part key, the text on the line the error names,
+# what the error says, why). These make the stock file fail to start; the first one is what a user sees.
+STOCK_REFUSED = [
+    ("max-redelivery-records", "<max-redelivery-records>", "unknown element <max-redelivery-records> in <core>",
+     "Artemis 2.29+ writes it; it only tunes how redelivery counts are journaled, yet the parser does not list "
+     "it (neither implemented nor ignored), so it is 'unknown'"),
+    ("stomp-acceptor", '<acceptor name="stomp">', "acceptor 'stomp': protocols=STOMP does not include AMQP",
+     "the reference speaks AMQP only and refuses any acceptor that does not offer AMQP"),
+    ("hornetq-acceptor", '<acceptor name="hornetq">',
+     "acceptor 'hornetq': protocols=HORNETQ,STOMP does not include AMQP", "same"),
+    ("mqtt-acceptor", '<acceptor name="mqtt">', "acceptor 'mqtt': protocols=MQTT does not include AMQP", "same"),
+    ("security-settings", "<security-settings>", "<security-settings> is not supported yet by the reference broker",
+     "no authentication or authorisation in the reference (security-enabled defaults to true in Artemis)"),
+    ("max-read-page", "<max-read-page-messages>",
+     "address-setting '#': <max-read-page-messages> is not supported yet by the reference broker",
+     "a paging knob (2.28+), like max-size-bytes which is ignored, but missing from _IGNORED_SETTING"),
+]
+# <max-read-page-bytes> (the line after) is refused the same way; it is reached only once the line above is gone.
+
+_STOCK_KEYS = [key for key, _ in _STOCK_PARTS if key]
+
+
+def stock(*, without: tuple[str, ...] | list[str] = ()) -> str:
+    unknown = set(without) - set(_STOCK_KEYS)
+    assert not unknown, unknown
+    return "".join(text for key, text in _STOCK_PARTS if key is None or key not in without)
+
+
+def line_of(text: str, needle: str, nth: int = 1) -> int:
+    """1-based line number of the nth line that contains `needle`."""
+    hits = [i for i, line in enumerate(text.splitlines(), 1) if needle in line]
+    assert len(hits) >= nth, f"{needle!r} occurs {len(hits)} time(s)"
+    return hits[nth - 1]
+
+
+def error_of(text: str, path: str = "broker.xml") -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, path)
+    err = info.value
+    assert "\n" not in str(err), f"not one line: {err}"
+    assert str(err) == f"{err.path}:{err.line}: {err.message}"
+    return err
+
+
+# ---- the stock file ----------------------------------------------------------------------------------------------
+
+
+def test_stock_file_is_refused_at_its_first_unsupported_element():
+    """A stock Artemis broker.xml does NOT run unchanged on the reference broker (six refusals, see below)."""
+    text = stock()
+    err = error_of(text)
+    _key, needle, message, _why = STOCK_REFUSED[0]
+    assert (err.path, err.line) == ("broker.xml", line_of(text, needle))
+    assert err.message.startswith(message), err.message
+
+
+@pytest.mark.parametrize("key, needle, message, why", STOCK_REFUSED, ids=[r[0] for r in STOCK_REFUSED])
+def test_each_refused_stock_element_is_named_with_its_line(key, needle, message, why):
+    # Leave out every other refused part: this one alone then decides the outcome.
+    text = stock(without=[k for k, *_ in STOCK_REFUSED if k != key])
+    err = error_of(text)
+    assert err.line == line_of(text, needle), (err, why)
+    assert err.message.startswith(message), err.message
+
+
+def test_stock_max_read_page_bytes_is_refused_too():
+    text = stock(without=[k for k, *_ in STOCK_REFUSED if k != "max-read-page"])
+    text = text.replace("<max-read-page-messages>-1</max-read-page-messages>", "")
+    err = error_of(text)
+    assert err.line == line_of(text, "<max-read-page-bytes>")
+    assert "<max-read-page-bytes> is not supported yet" in err.message
+
+
+def test_stock_file_without_its_refused_elements_parses_with_stock_values():
+    cfg = parse_config(stock(without=[k for k, *_ in STOCK_REFUSED]), "etc/broker.xml")
+    assert cfg.path == "etc/broker.xml"
+    assert cfg.name == "mybroker"
+    assert cfg.persistence_enabled is True
+    assert cfg.journal_directory == "data/journal"
+    assert cfg.journal_datasync is True
+    # Long acceptor query strings: only host, port and `protocols` matter; the rest is Netty/AMQP tuning.
+    assert [(a.name, a.host, a.port) for a in cfg.acceptors] == [("artemis", "0.0.0.0", 61616),
+                                                                  ("amqp", "0.0.0.0", 5672)]
+    assert cfg.addresses == [
+        AddressDef("DLQ", (ANYCAST,), (QueueDef("DLQ", ANYCAST, True),), cfg.addresses[0].line),
+        AddressDef("ExpiryQueue", (ANYCAST,), (QueueDef("ExpiryQueue", ANYCAST, True),), cfg.addresses[1].line),
+    ]
+    text = stock(without=[k for k, *_ in STOCK_REFUSED])
+    assert [a.line for a in cfg.addresses] == [line_of(text, '<address name="DLQ">'),
+                                               line_of(text, '<address name="ExpiryQueue">')]
+    assert [s.match for s in cfg.address_settings] == ["activemq.management#", "#"]
+    # Paging, message-counter and auto-delete knobs are accepted and dropped: only behaviour-relevant values stay.
+    assert cfg.address_settings[1].values == {
+        "dead-letter-address": "DLQ", "expiry-address": "ExpiryQueue", "redelivery-delay": 0,
+        "auto-create-queues": True, "auto-create-addresses": True,
+    }
+    assert cfg.settings_for("orders") == {
+        **DEFAULT_SETTINGS, "dead-letter-address": "DLQ", "expiry-address": "ExpiryQueue",
+        "max-delivery-attempts": 10, "default-address-routing-type": MULTICAST,
+    }
+
+
+def test_stock_file_without_security_settings_runs_with_security_off():
+    """Finding: the stock file has no <security-enabled>, so Artemis runs it with security ON (its default)
+    once <security-settings> is removed (every client then needs a user); the reference accepts that file
+    and serves anonymous clients. Today's behaviour, pinned here; see the strict xfail below for the fix."""
+    cfg = parse_config(stock(without=[k for k, *_ in STOCK_REFUSED]), "broker.xml")
+    assert cfg.acceptors
+
+
+@pytest.mark.xfail(strict=True, reason="Artemis's security-enabled defaults to true; the reference treats a "
+                   "missing <security-enabled> as false instead of refusing it like an explicit true")
+def test_missing_security_enabled_is_refused_like_artemis_default_true():
+    text = stock(without=[k for k, *_ in STOCK_REFUSED])
+    err = error_of(text)
+    assert "security" in err.message
+
+
+def test_stock_file_from_disk_names_the_file(tmp_path):
+    path = tmp_path / "broker.xml"
+    path.write_text(stock())
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}:{line_of(stock(), '<max-redelivery-records>')}: ")
+
+
+# ---- error paths, each on its exact line -------------------------------------------------------------------------
+
+
+def doc(core: str, *, acceptor: bool = True, before_core: str = "") -> str:
+    """A broker.xml around `core`'s lines; line 1 is the XML declaration, line 4 the first line of `core`."""
+    acc = '<acceptors><acceptor name="clients">tcp://127.0.0.1:0?protocols=AMQP</acceptor></acceptors>\n'
+    return ('<?xml version="1.0"?>\n'
+            '<configuration xmlns="urn:activemq">\n'
+            f'{before_core}<core xmlns="urn:activemq:core">\n'
+            f"{core}"
+            f"{acc if acceptor else ''}"
+            "</core>\n"
+            "</configuration>\n")
+
+
+def test_minimal_document_parses_with_defaults():
+    cfg = parse_config(doc(""), "b.xml")
+    assert cfg.name == "reference-broker" and cfg.persistence_enabled and cfg.journal_datasync
+    assert cfg.journal_directory == "data/journal"
+    assert [(a.name, a.host, a.port, a.line) for a in cfg.acceptors] == [("clients", "127.0.0.1", 0, 4)]
+    assert cfg.addresses == [] and cfg.address_settings == []
+    assert cfg.settings_for("anything") == DEFAULT_SETTINGS
+
+
+@pytest.mark.xfail(strict=True, raises=ConfigError,
+                   reason="config.parse_config picks a root <core> as the core, then checks the root's children "
+                   "as if they were <configuration>'s, so every core element is refused as a top-level one")
+def test_a_bare_core_root_is_accepted():
+    text = ('<core xmlns="urn:activemq:core">\n'
+            '<acceptors><acceptor name="a">tcp://127.0.0.1:0</acceptor></acceptors>\n</core>\n')
+    assert parse_config(text).acceptors[0].name == "a"
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("", 1, "not well-formed XML: no element found"),
+    ('<?xml version="1.0"?>\n<configuration>\n  <core>\n    <name>x</nam>\n  </core>\n</configuration>\n', 4,
+     "not well-formed XML: mismatched tag"),
+    ('<?xml version="1.0"?>\n<configuration>\n  <core>\n    <name>x</name>\n', 5,
+     "not well-formed XML: no element found"),
+    ('<configuration>\n<core>\n</core>\n</configuration>\n<configuration/>\n', 5,
+     "not well-formed XML: junk after document element"),
+    ('<configuration>\n<core>\n<name a="1" a="2">x</name>\n</core>\n</configuration>\n', 3,
+     "not well-formed XML: duplicate attribute"),
+    ('<configuration>\n<core>\n<name>&nbsp;</name>\n</core>\n</configuration>\n', 3,
+     "not well-formed XML: undefined entity"),
+], ids=["empty", "mismatched", "unclosed", "two-roots", "duplicate-attribute", "undefined-entity"])
+def test_malformed_xml_names_the_line(text, line, message):
+    err = error_of(text, "b.xml")
+    assert (err.path, err.line, err.message) == ("b.xml", line, message)
+
+
+def test_unknown_element_in_core_lists_the_known_ones():
+    err = error_of(doc("<name>b</name>\n<persistance-enabled>true</persistance-enabled>\n"))
+    assert err.line == 5
+    assert err.message.startswith("unknown element <persistance-enabled> in <core> (expected one of: ")
+    assert "persistence-enabled" in err.message
+
+
+def test_no_core_element():
+    err = error_of('<?xml version="1.0"?>\n<configuration xmlns="urn:activemq">\n</configuration>\n')
+    assert (err.line, err.message) == (2, "expected a <core> element (urn:activemq:core) in <configuration>")
+
+
+def test_other_top_level_elements_are_refused_but_jms_is_tolerated():
+    assert parse_config(doc("", before_core="<jms xmlns=\"urn:activemq:jms\"/>\n")).acceptors
+    err = error_of(doc("", before_core="<xi:include xmlns:xi=\"http://www.w3.org/2001/XInclude\" href=\"x.xml\"/>\n"))
+    assert (err.line, err.message) == (3, "<include> is not supported by the reference broker")
+
+
+@pytest.mark.parametrize("tag", [
+    "cluster-connections", "diverts", "bridges", "ha-policy", "broker-connections", "connectors",
+    "broadcast-groups", "discovery-groups", "federations", "broker-plugins", "security-settings",
+    "resource-limit-settings", "wildcard-addresses", "store", "metrics", "connection-routers",
+])
+def test_behaviour_changing_core_elements_are_refused_by_name(tag):
+    text = doc(f"<name>b</name>\n\n<{tag}>\n  <nested-anything/>\n</{tag}>\n")
+    err = error_of(text)
+    assert (err.line, err.message) == (6, f"<{tag}> is not supported yet by the reference broker")
+
+
+def test_a_divert_deep_in_a_realistic_file_names_its_line():
+    text = stock(without=[k for k, *_ in STOCK_REFUSED]).replace("      <addresses>", """\
+      <diverts>
+         <divert name="order-divert">
+            <address>orders</address>
+            <forwarding-address>spy</forwarding-address>
+            <exclusive>false</exclusive>
+         </divert>
+      </diverts>
+
+      <addresses>""")
+    err = error_of(text)
+    assert (err.line, err.message) == (line_of(text, "<diverts>"),
+                                       "<diverts> is not supported yet by the reference broker")
+
+
+def test_cluster_connections_in_a_realistic_file_names_its_line():
+    text = stock(without=[k for k, *_ in STOCK_REFUSED]).replace("      <address-settings>", """\
+      <cluster-user>cluster-admin</cluster-user>
+      <cluster-connections>
+         <cluster-connection name="my-cluster">
+            <connector-ref>artemis</connector-ref>
+            <message-load-balancing>ON_DEMAND</message-load-balancing>
+            <max-hops>1</max-hops>
+         </cluster-connection>
+      </cluster-connections>
+      <address-settings>""", 1)
+    err = error_of(text)
+    assert (err.line, err.message) == (line_of(text, "<cluster-user>"),
+                                       "<cluster-user> is not supported yet by the reference broker")
+    err = error_of(text.replace("      <cluster-user>cluster-admin</cluster-user>\n", ""))
+    assert err.line == line_of(text, "<cluster-connections>") - 1
+    assert err.message == "<cluster-connections> is not supported yet by the reference broker"
+
+
+def test_ignored_core_elements_change_nothing():
+    ignored = """\
+<journal-type>NIO</journal-type>
+<journal-file-size>10M</journal-file-size>
+<journal-buffer-timeout>12000</journal-buffer-timeout>
+<journal-max-io>1</journal-max-io>
+<global-max-size>100Mb</global-max-size>
+<critical-analyzer-policy>LOG</critical-analyzer-policy>
+<jmx-management-enabled>true</jmx-management-enabled>
+<page-sync-timeout>1628000</page-sync-timeout>
+"""
+    assert parse_config(doc(ignored)) == parse_config(doc("\n" * ignored.count("\n")))
+
+
+@pytest.mark.parametrize("core, line, message", [
+    ("<acceptors>\n<acceptor name=\"core\">tcp://127.0.0.1:0?protocols=CORE,OPENWIRE</acceptor>\n</acceptors>\n",
+     5, "acceptor 'core': protocols=CORE,OPENWIRE does not include AMQP"),
+    ("<acceptors>\n<acceptor name=\"in-vm\">vm://0</acceptor>\n</acceptors>\n",
+     5, "acceptor 'in-vm': expected tcp://HOST:PORT?protocols=AMQP, got 'vm://0'"),
+    ("<acceptors>\n<acceptor name=\"noport\">tcp://127.0.0.1?protocols=AMQP</acceptor>\n</acceptors>\n",
+     5, "acceptor 'noport': expected tcp://HOST:PORT?protocols=AMQP, got 'tcp://127.0.0.1?protocols=AMQP'"),
+    ("<acceptors>\n<acceptor name=\"empty\"></acceptor>\n</acceptors>\n", 5, "<acceptor> needs a value"),
+    ("<acceptors>\n<connector name=\"c\">tcp://127.0.0.1:0</connector>\n</acceptors>\n",
+     5, "<acceptors>: expected <acceptor>, got <connector>"),
+    ("<acceptors/>\n", 3, "no <acceptors>: the broker needs at least one AMQP acceptor"),
+])
+def test_acceptor_errors(core, line, message):
+    err = error_of(doc(core, acceptor=False))
+    assert (err.line, err.message) == (line, message)
+
+
+def test_acceptor_protocols_are_case_insensitive_and_default_to_all():
+    cfg = parse_config(doc("", acceptor=False).replace("</core>", """\
+<acceptors>
+<acceptor name="lower">tcp://127.0.0.1:5672?protocols=amqp</acceptor>
+<acceptor name="all">tcp://127.0.0.1:5673</acceptor>
+<acceptor name="semicolons">tcp://localhost:5674?useEpoll=true;protocols=MQTT,AMQP;amqpCredits=1000</acceptor>
+<acceptor>tcp://127.0.0.1:0?protocols=AMQP</acceptor>
+</acceptors>
+</core>"""))
+    assert [(a.name, a.host, a.port, a.line) for a in cfg.acceptors] == [
+        ("lower", "127.0.0.1", 5672, 5), ("all", "127.0.0.1", 5673, 6), ("semicolons", "localhost", 5674, 7),
+        ("acceptor", "127.0.0.1", 0, 8)]
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError,
+                   reason="config.py _acceptor: urlsplit(...).port raises ValueError on a bad port; it escapes as a "
+                   "traceback instead of a FILE:LINE ConfigError")
+@pytest.mark.parametrize("url", ["tcp://127.0.0.1:99999?protocols=AMQP", "tcp://127.0.0.1:56x72?protocols=AMQP"])
+def test_a_bad_acceptor_port_is_a_config_error(url):
+    err = error_of(doc(f"<acceptors>\n<acceptor name=\"a\">{url}</acceptor>\n</acceptors>\n", acceptor=False))
+    assert err.line == 5 and "acceptor 'a'" in err.message
+
+
+@pytest.mark.xfail(strict=True, reason="acceptor URL parameters that change behaviour (sslEnabled, anycastPrefix, "
+                   "multicastPrefix, ...) are silently ignored; the parser's contract says they are refused")
+@pytest.mark.parametrize("params", ["sslEnabled=true", "anycastPrefix=jms.queue.", "multicastPrefix=jms.topic."])
+def test_behaviour_changing_acceptor_parameters_are_refused(params):
+    url = f"tcp://127.0.0.1:0?protocols=AMQP;{params}"
+    error_of(doc(f"<acceptors>\n<acceptor name=\"a\">{url}</acceptor>\n</acceptors>\n", acceptor=False))
+
+
+@pytest.mark.parametrize("element, value", [
+    ("persistence-enabled", "yes"), ("journal-datasync", "1"), ("security-enabled", "no"),
+    ("persistence-enabled", ""),
+])
+def test_bad_core_booleans(element, value):
+    err = error_of(doc(f"<name>b</name>\n<{element}>{value}</{element}>\n"))
+    assert err.line == 5
+    if value:
+        assert err.message == f"<{element}>: expected true or false, got {value!r}"
+    else:
+        assert err.message == f"<{element}> needs a value"
+
+
+def test_booleans_are_case_insensitive_and_trimmed():
+    cfg = parse_config(doc("<persistence-enabled>\n  FALSE\n</persistence-enabled>\n"
+                           "<journal-datasync> False </journal-datasync>\n"))
+    assert cfg.persistence_enabled is False and cfg.journal_datasync is False
+
+
+def test_security_enabled_true_is_refused_and_false_accepted():
+    assert parse_config(doc("<security-enabled>false</security-enabled>\n")).acceptors
+    err = error_of(doc("\n<security-enabled>true</security-enabled>\n"))
+    assert (err.line, err.message) == (5, "<security-enabled>true is not supported yet (expected false)")
+
+
+def test_empty_name_needs_a_value():
+    err = error_of(doc("<name>  </name>\n"))
+    assert (err.line, err.message) == (4, "<name> needs a value")
+
+
+def settings_doc(body: str, match: str = "#") -> str:
+    """address-settings with one setting whose children are `body`; the setting starts on line 5."""
+    return doc(f"<address-settings>\n<address-setting match=\"{match}\">\n{body}</address-setting>\n"
+               "</address-settings>\n")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("<max-delivery-attempts>ten</max-delivery-attempts>\n", "<max-delivery-attempts>: expected an integer, got 'ten'"),
+    ("<redelivery-delay>1.5</redelivery-delay>\n", "<redelivery-delay>: expected an integer, got '1.5'"),
+    ("<auto-create-queues>on</auto-create-queues>\n", "<auto-create-queues>: expected true or false, got 'on'"),
+    ("<auto-create-addresses/>\n", "<auto-create-addresses> needs a value"),
+    ("<dead-letter-address></dead-letter-address>\n", "<dead-letter-address> needs a value"),
+    ("<default-address-routing-type>BROADCAST</default-address-routing-type>\n",
+     "<default-address-routing-type>: expected ANYCAST or MULTICAST, got 'broadcast'"),
+    ("<last-value-queue>true</last-value-queue>\n",
+     "address-setting '#': <last-value-queue> is not supported yet by the reference broker"),
+])
+def test_address_setting_value_errors(body, message):
+    err = error_of(settings_doc(body))
+    assert (err.line, err.message) == (6, message)
+
+
+def test_address_setting_needs_a_match():
+    err = error_of(doc("<address-settings>\n\n<address-setting>\n</address-setting>\n</address-settings>\n"))
+    assert (err.line, err.message) == (6, "<address-setting> needs a match attribute")
+
+
+def test_address_setting_values_are_typed():
+    cfg = parse_config(settings_doc("""\
+<max-delivery-attempts>-1</max-delivery-attempts>
+<redelivery-delay>250</redelivery-delay>
+<auto-create-queues>false</auto-create-queues>
+<default-queue-routing-type>ANYCAST</default-queue-routing-type>
+<default-address-routing-type>multicast</default-address-routing-type>
+<dead-letter-address>DLQ</dead-letter-address>
+<max-size-bytes>10M</max-size-bytes>
+<address-full-policy>BLOCK</address-full-policy>
+"""))
+    (setting,) = cfg.address_settings
+    assert (setting.match, setting.line) == ("#", 5)
+    assert setting.values == {"max-delivery-attempts": -1, "redelivery-delay": 250, "auto-create-queues": False,
+                              "default-queue-routing-type": ANYCAST, "default-address-routing-type": MULTICAST,
+                              "dead-letter-address": "DLQ"}
+
+
+def addresses_doc(body: str) -> str:
+    """<addresses> with `body` starting on line 5."""
+    return doc(f"<addresses>\n{body}</addresses>\n")
+
+
+@pytest.mark.parametrize("body, line, message", [
+    ('<address name="orders">\n<anycast>\n<queue name="orders">\n<filter string="color=\'red\'"/>\n</queue>\n'
+     "</anycast>\n</address>\n", 8, "queue 'orders': <filter> is not supported yet"),
+    ('<address name="orders">\n<anycast>\n<queue name="orders">\n<durable>maybe</durable>\n</queue>\n'
+     "</anycast>\n</address>\n", 8, "<durable>: expected true or false, got 'maybe'"),
+    ('<address name="orders">\n<anycast>\n<queue name="orders">\n<user>bob</user>\n</queue>\n</anycast>\n'
+     "</address>\n", 8, "queue 'orders': unknown element <user>"),
+    ('<address name="orders">\n<anycast>\n<queue/>\n</anycast>\n</address>\n', 7,
+     "address 'orders': <queue> needs a name attribute"),
+    ('<address name="orders">\n<anycast>\n<divert/>\n</anycast>\n</address>\n', 7,
+     "<anycast>: expected <queue>, got <divert>"),
+    ('<address name="orders">\n<queues/>\n</address>\n', 6,
+     "address 'orders': expected <anycast> or <multicast>, got <queues>"),
+    ("<address>\n<anycast/>\n</address>\n", 5, "<address> needs a name attribute"),
+    ('<queue name="orders"/>\n', 5, "<addresses>: expected <address>, got <queue>"),
+], ids=["queue-filter", "bad-durable", "queue-user", "queue-no-name", "bad-queue-child", "artemis-1-queues",
+        "address-no-name", "queue-outside-address"])
+def test_address_errors(body, line, message):
+    err = error_of(addresses_doc(body))
+    assert (err.line, err.message) == (line, message)
+
+
+@pytest.mark.xfail(strict=True, reason="queue attributes that change behaviour (max-consumers, exclusive, "
+                   "last-value-key, purge-on-no-consumers, ...) are ignored without a word; the parser's contract "
+                   "says what would change behaviour is refused")
+@pytest.mark.parametrize("attribute", ['max-consumers="1"', 'exclusive="true"', 'last-value-key="k"',
+                                       'purge-on-no-consumers="true"'])
+def test_behaviour_changing_queue_attributes_are_refused(attribute):
+    err = error_of(addresses_doc(f'<address name="orders">\n<anycast>\n<queue name="orders" {attribute}/>\n'
+                                 "</anycast>\n</address>\n"))
+    assert err.line == 7
+
+
+DUPLICATE = ('<address name="orders"><anycast/></address>\n<address name="news"><multicast/></address>\n\n'
+             '<address name="orders"><multicast/></address>\n')
+
+
+def test_duplicate_address_is_refused():
+    err = error_of(addresses_doc(DUPLICATE))
+    assert err.line in (5, 8) and err.message.startswith("address 'orders' is declared twice"), err
+
+
+@pytest.mark.xfail(strict=True, reason="config.parse_config reports the FIRST declaration's line (5), which is "
+                   "valid; the router's parser names the repeated one and says where the first was")
+def test_duplicate_address_names_the_second_declaration():
+    err = error_of(addresses_doc(DUPLICATE))
+    assert err.line == 8, err
+
+
+def test_addresses_and_queues():
+    cfg = parse_config(addresses_doc("""\
+<address name="orders">
+  <anycast>
+    <queue name="orders"/>
+    <queue name="orders.audit"><durable>false</durable></queue>
+  </anycast>
+</address>
+<address name="news">
+  <multicast>
+    <queue name="news.archive"/>
+  </multicast>
+</address>
+<address name="both"><anycast/><multicast/></address>
+<address name="bare"/>
+"""))
+    assert cfg.addresses == [
+        AddressDef("orders", (ANYCAST,), (QueueDef("orders", ANYCAST, True), QueueDef("orders.audit", ANYCAST, False)),
+                   5),
+        AddressDef("news", (MULTICAST,), (QueueDef("news.archive", MULTICAST, True),), 11),
+        AddressDef("both", (ANYCAST, MULTICAST), (), 16),
+        AddressDef("bare", (ANYCAST,), (), 17),  # Artemis: no routing element means anycast
+    ]
+
+
+def test_the_same_queue_name_on_two_addresses_is_accepted():
+    """Finding: Artemis queue names are broker-wide; the reference accepts the same queue on two addresses and
+    the broker's queue table then keeps only the last one (Broker.__init__ -> _create_queue overwrites)."""
+    cfg = parse_config(addresses_doc('<address name="a"><anycast><queue name="q"/></anycast></address>\n'
+                                     '<address name="b"><anycast><queue name="q"/></anycast></address>\n'))
+    assert [q.name for a in cfg.addresses for q in a.queues] == ["q", "q"]
+
+
+def test_missing_file_is_line_0(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "nope.xml")
+    assert str(info.value).startswith(f"{tmp_path / 'nope.xml'}:0: cannot read: ")
+
+
+# ---- Artemis match syntax --------------------------------------------------------------------------------------
+
+
+def artemis_match(pattern: str, address: str) -> bool:
+    """Artemis's own rule, transcribed from core/settings/impl/Match.java (delimiter '.', '#', '*')."""
+    if "#" not in pattern and "*" not in pattern:
+        return pattern == address  # HierarchicalObjectRepository keeps wildcard-free matches as exact ones
+    if pattern == "#":
+        regex = ".*"
+    else:
+        regex = pattern.replace(".#", "#").replace(".", r"\.").replace("$", r"\$")
+        regex = regex.replace("*", r"[^\.]+").replace("#", r"(\..+)*")
+    return re.fullmatch(regex, address) is not None
+
+
+def artemis_valid(pattern: str) -> bool:
+    """Match.verify: '#' may only be the last character."""
+    return "#" not in pattern or pattern.index("#") == len(pattern) - 1
+
+
+PATTERNS = ["#", "orders", "orders.#", "orders.*", "*", "*.eu", "orders.*.x", "*.#", "*.*", "orders.eu.#",
+            "orders.eu", "a.b.c.#", "news.europe.#", "news.*.sport"]
+ADDRESSES = ["orders", "orders.eu", "orders.eu.x", "orders.us.x", "ordersx", "x.orders", "eu", "x.eu", "a.b.c",
+             "a.b", "a.b.c.d", "news.europe", "news.europe.sport", "news.usaeurope", "news.europe.fr.sport",
+             "news.usa.sport"]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_matching_agrees_with_artemis(pattern):
+    assert artemis_valid(pattern)
+    got = {a for a in ADDRESSES if match_address(pattern, a)}
+    want = {a for a in ADDRESSES if artemis_match(pattern, a)}
+    assert got == want
+
+
+@pytest.mark.parametrize("pattern, address, matches", [
+    # Artemis's documented examples (wildcard syntax chapter)
+    ("news.europe.#", "news.europe", True), ("news.europe.#", "news.europe.sport", True),
+    ("news.europe.#", "news.europe.politics.regional", True), ("news.europe.#", "news.usaeurope", False),
+    ("news.*", "news.europe", True), ("news.*", "news.europe.sport", False), ("news.*", "news", False),
+    ("news.*.sport", "news.europe.sport", True), ("news.*.sport", "news.europe.fr.sport", False),
+    # words, not characters
+    ("my", "myqueue", False), ("orders.#", "ordersx", False), ("#", "", True), ("#", "a.b.c", True),
+    ("*", "a", True), ("*", "a.b", False), ("*", "", False),
+    # regex characters are literal
+    ("a+b", "a+b", True), ("a+b", "aab", False), ("q(1)", "q(1)", True), ("a.b", "axb", False),
+    ("a$b", "a$b", True), ("[x]", "x", False),
+])
+def test_match_examples(pattern, address, matches):
+    assert match_address(pattern, address) is matches
+    assert artemis_match(pattern, address) is matches
+
+
+@pytest.mark.xfail(strict=True, reason="Artemis reads 'activemq.management#' (the stock management match) as "
+                   "'activemq.management.#' (Match.java: '#' -> '(\\..+)*'; ARTEMIS-5553); the reference matches "
+                   "it only literally")
+@pytest.mark.parametrize("address", ["activemq.management", "activemq.management.abc"])
+def test_stock_management_match_matches_like_artemis(address):
+    assert artemis_match("activemq.management#", address)
+    assert match_address("activemq.management#", address)
+
+
+@pytest.mark.xfail(strict=True, reason="Artemis refuses a match with '#' before its end (Match.verify -> "
+                   "invalidMatch); the reference accepts 'a.#.c' and '#.eu' and matches them")
+@pytest.mark.parametrize("match", ["#.eu", "a.#.c"])
+def test_hash_before_the_end_is_refused(match):
+    assert not artemis_valid(match)
+    err = error_of(settings_doc("<max-delivery-attempts>3</max-delivery-attempts>\n", match=match))
+    assert err.line == 5
+
+
+# ---- merge by specificity ---------------------------------------------------------------------------------------
+
+
+def artemis_settings_for(settings: list[tuple[str, dict]], address: str) -> dict:
+    """Artemis's merge (HierarchicalObjectRepository.getMatch): matches sorted by MatchComparator, most
+    specific first; each later (less specific) one only fills values the ones before left unset."""
+    import functools
+
+    def compare(o1: str, o2: str) -> int:
+        if "#" in o1 and "#" not in o2:
+            return 1
+        if "#" not in o1 and "#" in o2:
+            return -1
+        if "#" in o1 and "#" in o2:
+            return len(o2) - len(o1)
+        if "*" in o1 and "*" not in o2:
+            return 1
+        if "*" not in o1 and "*" in o2:
+            return -1
+        if "*" in o1 and "*" in o2:
+            left, right = o1.split("."), o2.split(".")
+            for i, word in enumerate(left):
+                if i >= len(right):
+                    return -1
+                if word == "*" and right[i] != "*":
+                    return 1
+                if word != "*" and right[i] == "*":
+                    return -1
+        return len(o1) - len(o2)
+
+    matching = {m: v for m, v in settings if artemis_match(m, address)}  # a map: a repeated match replaces
+    merged: dict = {}
+    for m in sorted(matching, key=functools.cmp_to_key(compare)):
+        for key, value in matching[m].items():
+            merged.setdefault(key, value)
+    return {**DEFAULT_SETTINGS, **merged}
+
+
+MERGE_SETTINGS = [
+    ("#", {"dead-letter-address": "DLQ", "max-delivery-attempts": 5, "redelivery-delay": 100}),
+    ("orders.#", {"max-delivery-attempts": 3, "expiry-address": "orders.expired"}),
+    ("orders.eu", {"dead-letter-address": "orders.eu.DLQ"}),
+    ("*.us", {"redelivery-delay": 7}),
+    ("orders.*", {"auto-create-queues": False}),
+]
+
+
+def merge_doc(settings: list[tuple[str, dict]]) -> str:
+    def xml(value):
+        return str(value).lower() if isinstance(value, bool) else str(value)
+    body = "".join(f'<address-setting match="{m}">\n'
+                   + "".join(f"<{k}>{xml(v)}</{k}>\n" for k, v in values.items())
+                   + "</address-setting>\n" for m, values in settings)
+    return doc(f"<address-settings>\n{body}</address-settings>\n")
+
+
+@pytest.mark.parametrize("address, expected", [
+    ("orders.eu", {"dead-letter-address": "orders.eu.DLQ", "max-delivery-attempts": 3, "redelivery-delay": 100,
+                   "expiry-address": "orders.expired", "auto-create-queues": False}),
+    ("orders.us", {"dead-letter-address": "DLQ", "max-delivery-attempts": 3, "redelivery-delay": 7,
+                   "expiry-address": "orders.expired", "auto-create-queues": False}),
+    ("orders", {"dead-letter-address": "DLQ", "max-delivery-attempts": 3, "redelivery-delay": 100,
+                "expiry-address": "orders.expired"}),
+    ("orders.eu.x", {"dead-letter-address": "DLQ", "max-delivery-attempts": 3, "redelivery-delay": 100,
+                     "expiry-address": "orders.expired"}),
+    ("billing", {"dead-letter-address": "DLQ", "max-delivery-attempts": 5, "redelivery-delay": 100}),
+    ("billing.us", {"dead-letter-address": "DLQ", "max-delivery-attempts": 5, "redelivery-delay": 7}),
+])
+def test_settings_merge_by_specificity_in_any_file_order(address, expected):
+    want = {**DEFAULT_SETTINGS, **expected}
+    assert artemis_settings_for(MERGE_SETTINGS, address) == want  # the oracle agrees with the hand-written value
+    shuffled = list(MERGE_SETTINGS)
+    for seed in range(6):
+        random.Random(seed).shuffle(shuffled)
+        assert parse_config(merge_doc(shuffled)).settings_for(address) == want, [m for m, _ in shuffled]
+
+
+def test_literal_beats_star_beats_hash_for_one_word():
+    settings = [("#", {"max-delivery-attempts": 1}), ("*", {"max-delivery-attempts": 2}),
+                ("orders", {"max-delivery-attempts": 3})]
+    cfg = parse_config(merge_doc(settings))
+    assert cfg.settings_for("orders")["max-delivery-attempts"] == 3
+    assert cfg.settings_for("billing")["max-delivery-attempts"] == 2
+    assert cfg.settings_for("billing.x")["max-delivery-attempts"] == 1
+    for address in ("orders", "billing", "billing.x"):
+        assert cfg.settings_for(address) == artemis_settings_for(settings, address)
+
+
+def test_longer_hash_match_beats_shorter():
+    settings = [("#", {"redelivery-delay": 1}), ("orders.#", {"redelivery-delay": 2}),
+                ("orders.eu.#", {"redelivery-delay": 3})]
+    cfg = parse_config(merge_doc(settings))
+    for address, delay in [("orders.eu.x", 3), ("orders.eu", 3), ("orders.us", 2), ("x", 1)]:
+        assert cfg.settings_for(address)["redelivery-delay"] == delay
+        assert artemis_settings_for(settings, address)["redelivery-delay"] == delay
+
+
+@pytest.mark.xfail(strict=True, reason="Artemis ranks any match without '#' above any match with '#' "
+                   "(MatchComparator; docs: '*' is more specific than '#'); config._specificity counts literal "
+                   "words first, so 'orders.eu.#' beats 'orders.*' for 'orders.eu'")
+def test_star_beats_a_longer_hash_match():
+    settings = [("orders.*", {"max-delivery-attempts": 2}), ("orders.eu.#", {"max-delivery-attempts": 7})]
+    assert artemis_settings_for(settings, "orders.eu")["max-delivery-attempts"] == 2
+    assert parse_config(merge_doc(settings)).settings_for("orders.eu")["max-delivery-attempts"] == 2
+
+
+@pytest.mark.xfail(strict=True, reason="Artemis compares two '*' matches word by word (a literal word before "
+                   "'*' wins); config._specificity ties 'orders.*.x' and '*.eu.x', so file order decides")
+def test_star_matches_compare_word_by_word():
+    settings = [("orders.*.x", {"max-delivery-attempts": 2}), ("*.eu.x", {"max-delivery-attempts": 7})]
+    assert artemis_settings_for(settings, "orders.eu.x")["max-delivery-attempts"] == 2
+    assert parse_config(merge_doc(settings)).settings_for("orders.eu.x")["max-delivery-attempts"] == 2
+
+
+# ---- rendered files ----------------------------------------------------------------------------------------------
+
+
+def node_settings(topology, name: str) -> dict:
+    """What the providers pass to the renderer (harness/peers/launch.py `_broker_settings`)."""
+    return {"dead_letter_address": None, "expiry_address": None, **topology.node(name).settings.as_dict()}
+
+
+def test_rendered_single_broker_file_parses():
+    topology = load_topology(topology_path("single-broker"))
+    text = render_broker_xml(topology, "B1", {"clients": 0}, node_settings(topology, "B1"))
+    cfg = parse_config(text, "broker.xml")
+    assert cfg.name == "B1" and cfg.persistence_enabled and cfg.journal_datasync
+    assert cfg.journal_directory == "data/journal"
+    assert [(a.name, a.host, a.port) for a in cfg.acceptors] == [("clients", "127.0.0.1", 0)]
+    assert [(a.name, a.routings, tuple(q.name for q in a.queues)) for a in cfg.addresses] == [
+        ("DLQ", (ANYCAST,), ("DLQ",)), ("ExpiryQueue", (ANYCAST,), ("ExpiryQueue",)),
+        ("orders", (ANYCAST,), ("orders",)), ("news", (MULTICAST,), ()),
+    ]
+    for address in ("orders", "interop.q.7", "news"):
+        assert cfg.settings_for(address) == {
+            "dead-letter-address": "DLQ", "expiry-address": "ExpiryQueue", "max-delivery-attempts": 3,
+            "redelivery-delay": 0, "auto-create-queues": True, "auto-create-addresses": True,
+            "default-address-routing-type": ANYCAST, "default-queue-routing-type": ANYCAST,
+        }
+
+
+@pytest.mark.parametrize("settings", [
+    {"persistence": False, "journal_datasync": False},
+    {"dead_letter_address": None, "expiry_address": None, "auto_create": False},
+    {"max_delivery_attempts": -1, "redelivery_delay_ms": 250, "journal_directory": "/var/lib/b1/journal"},
+    {"journal_directory": "journal"},
+])
+def test_rendered_settings_round_trip(settings):
+    topology = load_topology(topology_path("single-broker"))
+    cfg = parse_config(render_broker_xml(topology, "B1", {"clients": 5672}, settings))
+    assert cfg.acceptors[0].port == 5672
+    effective = cfg.settings_for("orders")
+    if "persistence" in settings:
+        assert cfg.persistence_enabled is False and cfg.journal_datasync is False
+    if "auto_create" in settings:
+        assert effective["dead-letter-address"] is None and effective["expiry-address"] is None
+        assert effective["auto-create-queues"] is False and effective["auto-create-addresses"] is False
+        assert [a.name for a in cfg.addresses] == ["orders", "news", "DLQ", "ExpiryQueue"]  # the topology's
+    if "max_delivery_attempts" in settings:
+        assert effective["max-delivery-attempts"] == -1 and effective["redelivery-delay"] == 250
+    if "journal_directory" in settings:
+        assert cfg.journal_directory == settings["journal_directory"]
+
+
+@pytest.mark.parametrize("path", sorted(TOPOLOGIES_DIR.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_broker_node_of_every_topology_renders_to_a_file_the_reference_reads(path):
+    topology = load_topology(path)
+    for node in topology.nodes_with_role("broker"):
+        ports = {ls.name: 0 for ls in topology.listeners_for(node.name)}
+        text = render_broker_xml(topology, node.name, ports, node_settings(topology, node.name))
+        cfg = parse_config(text, f"{node.name}.xml")
+        assert {a.name for a in cfg.acceptors} == set(ports)
+        assert {q.address for q in node.queues} <= {a.name for a in cfg.addresses}

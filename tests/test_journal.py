@@ -1,0 +1,371 @@
+"""The reference broker's journal (reference/broker/journal.py): round trips, torn tails, corruption, compaction.
+
+The record format is the documented one: `length (u32) | crc32 (u32) | body`, body = `type (u8) | payload`.
+The tests read the file with that rule only (`records()`), so they check the format as well as the code.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+
+from reference.broker import journal as journal_module
+from reference.broker.journal import FILE_NAME, Journal, RecoveredQueue
+
+HEADER = struct.Struct(">II")
+ENQUEUE, DELETE, QUEUE, QUEUE_DELETE = 1, 2, 3, 4
+
+
+def records(data: bytes) -> list[tuple[int, int, int]]:
+    """(offset, size, type) of each whole, crc-valid record, by the documented format; stops at the first bad one."""
+    out, offset = [], 0
+    while offset + HEADER.size <= len(data):
+        length, crc = HEADER.unpack_from(data, offset)
+        body = data[offset + HEADER.size: offset + HEADER.size + length]
+        if not body or len(body) < length or zlib.crc32(body) != crc:
+            break
+        out.append((offset, HEADER.size + length, body[0]))
+        offset += HEADER.size + length
+    return out
+
+
+def opened(directory: Path, datasync: bool = True) -> Journal:
+    """A journal ready for writing (recover() opens the file for appending)."""
+    journal = Journal(directory, datasync=datasync)
+    journal.recover()
+    return journal
+
+
+def recover(directory: Path) -> tuple[dict[str, RecoveredQueue], int, int]:
+    journal = Journal(directory)
+    try:
+        return journal.recover()
+    finally:
+        journal.close()
+
+
+def live(queues: dict[str, RecoveredQueue]) -> dict[str, dict[int, bytes]]:
+    return {name: dict(q.messages) for name, q in queues.items()}
+
+
+@pytest.fixture
+def jdir(tmp_path) -> Path:
+    return tmp_path / "data" / "journal"
+
+
+# ---- round trips -------------------------------------------------------------------------------------------------
+
+
+def test_a_new_journal_is_empty_and_creates_its_directory(jdir):
+    assert recover(jdir) == ({}, 0, 0)
+    assert (jdir / FILE_NAME).exists()
+
+
+def test_queue_enqueue_and_delete_records_round_trip(jdir):
+    journal = opened(jdir)
+    journal.add_queue("orders", "orders", "anycast")
+    journal.add_queue("news.sub.1", "news", "multicast")
+    journal.add_queue("empty", "empty-address", "anycast")
+    journal.enqueue(1, "orders", b"first")
+    journal.enqueue(2, "news.sub.1", b"\x00\x53\x70binary\x00")
+    journal.enqueue(3, "orders", b"third")
+    journal.enqueue(4, "orders", b"")
+    journal.delete(1, "orders")
+    assert journal.dirty
+    journal.commit()
+    assert not journal.dirty
+    journal.close()
+
+    queues, highest, torn = recover(jdir)
+    assert (highest, torn) == (4, 0)
+    assert queues == {
+        "orders": RecoveredQueue("orders", "orders", "anycast", {3: b"third", 4: b""}),
+        "news.sub.1": RecoveredQueue("news.sub.1", "news", "multicast", {2: b"\x00\x53\x70binary\x00"}),
+        "empty": RecoveredQueue("empty", "empty-address", "anycast", {}),
+    }
+    assert list(queues["orders"].messages) == [3, 4], "messages come back in their order"
+
+
+def test_deleting_a_queue_drops_it_and_its_messages(jdir):
+    journal = opened(jdir)
+    journal.add_queue("a", "a", "anycast")
+    journal.add_queue("b", "b", "anycast")
+    journal.enqueue(1, "a", b"x")
+    journal.enqueue(2, "b", b"y")
+    journal.delete_queue("a")
+    journal.close()  # close() commits what is pending
+    queues, highest, _ = recover(jdir)
+    assert live(queues) == {"b": {2: b"y"}}
+    assert highest == 2
+
+
+def test_a_queue_deleted_then_recreated_starts_empty(jdir):
+    journal = opened(jdir)
+    journal.add_queue("q", "q", "anycast")
+    journal.enqueue(1, "q", b"old")
+    journal.delete_queue("q")
+    journal.add_queue("q", "q2", "multicast")
+    journal.enqueue(2, "q", b"new")
+    journal.close()
+    queues, _, _ = recover(jdir)
+    assert queues == {"q": RecoveredQueue("q", "q2", "multicast", {2: b"new"})}
+
+
+def test_an_enqueue_without_its_queue_record_recovers_as_an_anycast_queue(jdir):
+    journal = opened(jdir)
+    journal.enqueue(5, "orphan", b"m")
+    journal.close()
+    queues, highest, _ = recover(jdir)
+    assert queues == {"orphan": RecoveredQueue("orphan", "orphan", "anycast", {5: b"m"})}
+    assert highest == 5
+
+
+def test_deletes_for_unknown_queues_and_messages_are_harmless(jdir):
+    journal = opened(jdir)
+    journal.add_queue("q", "q", "anycast")
+    journal.enqueue(1, "q", b"m")
+    journal.delete(9, "q")
+    journal.delete(1, "nope")
+    journal.delete_queue("nope")
+    journal.close()
+    queues, highest, torn = recover(jdir)
+    assert live(queues) == {"q": {1: b"m"}}
+    assert (highest, torn) == (9, 0)
+
+
+def test_names_are_utf8(jdir):
+    journal = opened(jdir)
+    journal.add_queue("Bestellungen.über", "adresse/ü", "anycast")
+    journal.enqueue(1, "Bestellungen.über", "nachricht ✓".encode())
+    journal.close()
+    queues, _, _ = recover(jdir)
+    assert queues["Bestellungen.über"].address == "adresse/ü"
+    assert queues["Bestellungen.über"].messages == {1: "nachricht ✓".encode()}
+
+
+def test_records_follow_the_documented_format(jdir):
+    journal = opened(jdir)
+    journal.add_queue("q", "a", "anycast")
+    journal.enqueue(7, "q", b"hello")
+    journal.delete(7, "q")
+    journal.delete_queue("q")
+    journal.commit()
+    data = (jdir / FILE_NAME).read_bytes()
+    assert [kind for _, _, kind in records(data)] == [QUEUE, ENQUEUE, DELETE, QUEUE_DELETE]
+    assert sum(size for _, size, _ in records(data)) == len(data)
+    offset, size, _ = records(data)[1]
+    body = data[offset + HEADER.size: offset + size]
+    assert body == bytes([ENQUEUE]) + struct.pack(">Q", 7) + struct.pack(">H", 1) + b"q" + b"hello"
+    journal.close()
+
+
+def test_pending_records_are_not_on_disk_before_commit(jdir):
+    journal = opened(jdir)
+    journal.add_queue("q", "q", "anycast")
+    journal.enqueue(1, "q", b"m")
+    assert (jdir / FILE_NAME).read_bytes() == b""
+    journal.commit()
+    assert len(records((jdir / FILE_NAME).read_bytes())) == 2
+    journal.close()
+
+
+# ---- group commit and datasync -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fsyncs(monkeypatch):
+    calls: list[int] = []
+    real = os.fsync
+
+    def counting(fd):
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(journal_module.os, "fsync", counting)
+    return calls
+
+
+def test_one_fsync_per_committed_batch(jdir, fsyncs):
+    journal = opened(jdir, datasync=True)
+    fsyncs.clear()  # recovery's compaction syncs the new file and the directory
+    journal.add_queue("q", "q", "anycast")
+    for i in range(1, 101):
+        journal.enqueue(i, "q", b"m")
+    journal.commit()
+    assert len(fsyncs) == 1, "a batch of 101 records shares one fsync"
+    journal.commit()
+    assert len(fsyncs) == 1, "committing nothing syncs nothing"
+    journal.delete(1, "q")
+    journal.commit()
+    assert len(fsyncs) == 2
+    journal.close()
+
+
+def test_datasync_false_still_writes_without_fsync(jdir, fsyncs):
+    journal = opened(jdir, datasync=False)
+    fsyncs.clear()
+    journal.add_queue("q", "q", "anycast")
+    journal.enqueue(1, "q", b"written")
+    journal.commit()
+    assert fsyncs == []
+    # Written and flushed to the OS: another reader sees it before close().
+    assert len(records((jdir / FILE_NAME).read_bytes())) == 2
+    journal.close()
+    assert fsyncs == []
+    queues, highest, torn = recover(jdir)
+    assert (live(queues), highest, torn) == ({"q": {1: b"written"}}, 1, 0)
+
+
+# ---- torn tails and corruption -------------------------------------------------------------------------------------
+
+
+def _write_three_messages(jdir: Path) -> bytes:
+    journal = opened(jdir)
+    journal.add_queue("q", "q", "anycast")
+    journal.enqueue(1, "q", b"one")
+    journal.enqueue(2, "q", b"two")
+    journal.enqueue(3, "q", b"three, the last record of the file")
+    journal.close()
+    return (jdir / FILE_NAME).read_bytes()
+
+
+def test_torn_tail_at_every_byte_of_the_last_record(jdir):
+    data = _write_three_messages(jdir)
+    last_offset, last_size, kind = records(data)[-1]
+    assert kind == ENQUEUE and last_offset + last_size == len(data)
+    path = jdir / FILE_NAME
+    for cut in range(last_offset, len(data)):
+        path.write_bytes(data[:cut])
+        queues, highest, torn = recover(jdir)
+        assert live(queues) == {"q": {1: b"one", 2: b"two"}}, cut
+        assert torn == cut - last_offset, cut
+        assert highest == 2
+        # Recovery cut the tail off: the file now ends on a whole record and the next recovery is clean.
+        assert records(path.read_bytes())[-1][0] + records(path.read_bytes())[-1][1] == len(path.read_bytes())
+        again, highest_again, torn_again = recover(jdir)
+        assert (live(again), highest_again, torn_again) == ({"q": {1: b"one", 2: b"two"}}, 2, 0), cut
+    path.write_bytes(data)
+    queues, highest, torn = recover(jdir)
+    assert (len(queues["q"].messages), highest, torn) == (3, 3, 0)
+
+
+def test_a_torn_delete_brings_the_message_back(jdir):
+    """At-least-once: a delete that never fully reached the disk did not happen."""
+    journal = opened(jdir)
+    journal.add_queue("q", "q", "anycast")
+    journal.enqueue(1, "q", b"m")
+    journal.delete(1, "q")
+    journal.close()
+    path = jdir / FILE_NAME
+    data = path.read_bytes()
+    offset, size, kind = records(data)[-1]
+    assert kind == DELETE
+    path.write_bytes(data[:offset + size - 1])
+    queues, _, torn = recover(jdir)
+    assert live(queues) == {"q": {1: b"m"}}
+    assert torn == size - 1
+
+
+def test_a_zero_filled_tail_is_torn(jdir):
+    data = _write_three_messages(jdir)
+    (jdir / FILE_NAME).write_bytes(data + bytes(4096))  # a preallocated or half-written block after a crash
+    queues, highest, torn = recover(jdir)
+    assert (len(queues["q"].messages), highest, torn) == (3, 3, 4096)
+    assert recover(jdir)[2] == 0
+
+
+@pytest.mark.parametrize("where", ["body", "crc", "type", "length-longer", "length-shorter"])
+def test_a_corrupt_record_stops_replay_there(jdir, where):
+    data = bytearray(_write_three_messages(jdir))
+    offset, size, _ = records(bytes(data))[2]  # the record of message 2
+    if where == "body":
+        data[offset + size - 1] ^= 0x01
+    elif where == "crc":
+        data[offset + 4] ^= 0x80
+    elif where == "type":
+        data[offset + HEADER.size] = 9
+    else:
+        length = HEADER.unpack_from(data, offset)[0]
+        struct.pack_into(">I", data, offset, length + 1 if where == "length-longer" else length - 1)
+    (jdir / FILE_NAME).write_bytes(bytes(data))
+    queues, highest, torn = recover(jdir)
+    # Replay stops at the bad record: message 1 is back; message 2 and everything after it (message 3) are cut.
+    assert live(queues) == {"q": {1: b"one"}}
+    assert highest == 1
+    assert torn == len(data) - offset
+    assert recover(jdir) == (queues, 1, 0)
+
+
+def test_a_corrupt_first_record_leaves_an_empty_journal(jdir):
+    data = bytearray(_write_three_messages(jdir))
+    data[HEADER.size] ^= 0xFF
+    (jdir / FILE_NAME).write_bytes(bytes(data))
+    assert recover(jdir) == ({}, 0, len(data))
+    assert (jdir / FILE_NAME).read_bytes() == b""
+
+
+# ---- compaction -----------------------------------------------------------------------------------------------------
+
+
+def test_compaction_keeps_only_live_records(jdir):
+    journal = opened(jdir)
+    journal.add_queue("q", "q", "anycast")
+    journal.add_queue("gone", "gone", "anycast")
+    journal.add_queue("idle", "idle", "multicast")
+    for i in range(1, 21):
+        journal.enqueue(i, "q", f"m{i}".encode())
+        journal.enqueue(100 + i, "gone", b"x")
+    for i in range(1, 21, 2):
+        journal.delete(i, "q")
+    journal.delete_queue("gone")
+    journal.close()
+    before = (jdir / FILE_NAME).read_bytes()
+    assert len(records(before)) == 3 + 40 + 10 + 1
+
+    queues, highest, torn = recover(jdir)
+    assert (highest, torn) == (120, 0)
+    after = (jdir / FILE_NAME).read_bytes()
+    kinds = [kind for _, _, kind in records(after)]
+    assert kinds.count(QUEUE) == 2 and kinds.count(ENQUEUE) == 10 and len(kinds) == 12
+    assert sum(size for _, size, _ in records(after)) == len(after) < len(before)
+    assert not list(jdir.glob("*.tmp")), "the compaction's temporary file is renamed into place"
+    assert live(queues) == {"q": {i: f"m{i}".encode() for i in range(2, 21, 2)}, "idle": {}}
+    assert recover(jdir) == (queues, 20, 0), "the compacted file recovers to the same state"
+
+
+def test_appending_after_recovery_continues_the_compacted_file(jdir):
+    _write_three_messages(jdir)
+    journal = opened(jdir)
+    journal.enqueue(4, "q", b"four")
+    journal.delete(1, "q")
+    journal.close()
+    queues, highest, torn = recover(jdir)
+    assert list(queues["q"].messages) == [2, 3, 4]
+    assert (highest, torn) == (4, 0)
+
+
+def test_many_records(jdir):
+    """A sanity bound on volume (no timing asserts): 20,000 messages in 20 group commits, half deleted."""
+    count, batch = 20_000, 1_000
+    body = bytes(range(256)) * 2
+    journal = opened(jdir)
+    journal.add_queue("bulk", "bulk", "anycast")
+    for start in range(1, count + 1, batch):
+        for i in range(start, start + batch):
+            journal.enqueue(i, "bulk", body)
+        journal.commit()
+    for i in range(1, count + 1, 2):
+        journal.delete(i, "bulk")
+    journal.close()
+    size_before = (jdir / FILE_NAME).stat().st_size
+    queues, highest, torn = recover(jdir)
+    assert (highest, torn) == (count, 0)
+    messages = queues["bulk"].messages
+    assert len(messages) == count // 2
+    assert list(messages) == list(range(2, count + 1, 2))
+    assert all(m == body for m in messages.values())
+    assert (jdir / FILE_NAME).stat().st_size < size_before * 2 // 3
