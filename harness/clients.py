@@ -135,12 +135,15 @@ class ClientConnection:
             raise ConnectionError(f"connection {self.name} to {self.url} failed: {self.condition}")
 
     def sender(self, address: str | None, name: str | None = None, *, presettled: bool = False,
-               window: int | None = None, wait: bool = True) -> RecordingSender:
-        snd = RecordingSender(self, address, name or self.clients.unique("snd"), presettled, window)
+               window: int | None = None, durable: bool = False, wait: bool = True,
+               timeout: float = DEFAULT_TIMEOUT) -> RecordingSender:
+        """A sender. `durable` asks for a durable target terminus, so a broker that creates the queue on
+        attach makes it durable (RabbitMQ does only then)."""
+        snd = RecordingSender(self, address, name or self.clients.unique("snd"), presettled, window, durable)
         self._links.append(snd)
         self.clients.call(snd._open)
         if wait:
-            snd.wait_attached()
+            snd.wait_attached(timeout)
         return snd
 
     def receiver(self, address: str | None, name: str | None = None, *, credit: int = 50,
@@ -251,9 +254,10 @@ class _Link:
 
 
 class RecordingSender(_Link):
-    def __init__(self, conn, address, name, presettled: bool, window: int | None):
+    def __init__(self, conn, address, name, presettled: bool, window: int | None, durable: bool = False):
         super().__init__(conn, address, name)
         self.presettled = presettled
+        self.durable_target = durable
         self.window = window
         self.credit = 0
         self.drain = False
@@ -267,6 +271,8 @@ class RecordingSender(_Link):
         link = self._session().sender(self.name)
         if self.address is not None:
             link.target.address = self.address
+        if self.durable_target:
+            link.target.durability = Terminus.DELIVERIES
         if self.presettled:
             link.snd_settle_mode = Link.SND_SETTLED
         link.recording = self
@@ -441,10 +447,11 @@ class RecordingReceiver(_Link):
         """Settle held (unsettled) messages, oldest first, with the given outcome; returns how many."""
         def do():
             todo = self._held_order[:count] if count is not None else list(self._held_order)
-            for seq_key in todo:
-                self._held_order.remove(seq_key)
-                _apply_outcome(self._held.pop(seq_key), outcome)
-                self.history.record(self.name, h.SETTLE, seq=seq_key, outcome=outcome)
+            for key in todo:
+                self._held_order.remove(key)
+                dlv, seq = self._held.pop(key)
+                _apply_outcome(dlv, outcome)
+                self.history.record(self.name, h.SETTLE, seq=seq, outcome=outcome)
             return len(todo)
         return self.conn.clients.call(do)
 
@@ -475,7 +482,7 @@ class RecordingReceiver(_Link):
             dlv.settle()
         elif self.outcome == "hold":
             key = id(dlv)
-            self._held[key] = dlv
+            self._held[key] = (dlv, item.seq)
             self._held_order.append(key)
         else:
             _apply_outcome(dlv, self.outcome)
@@ -540,6 +547,19 @@ class _ConnectionHandler:
             rec._on_detached(link, by="us" if ours else "peer")
         if link.state & Endpoint.LOCAL_ACTIVE and not ours:
             link.close() if closed else link.detach()
+
+    def on_session_remote_close(self, event):
+        """Some peers (RabbitMQ) end the whole session on a link error: its links are detached with it."""
+        session = event.session
+        cond = session.remote_condition
+        for rec in self.conn._links:
+            link = rec._link
+            if link is not None and link.session == session and not rec.detached.is_set():
+                rec.condition = f"{cond.name}: {cond.description}" if cond is not None else "session ended"
+                rec.history.record(rec.name, h.DETACHED, by="session", condition=rec.condition)
+                rec.detached.set()
+        if session.state & Endpoint.LOCAL_ACTIVE:
+            session.close()
 
     def on_connection_remote_close(self, event):
         cond = event.connection.remote_condition

@@ -15,6 +15,7 @@ vendor is known to differ (suites/expected/<vendor>.yaml) runs as a strict xfail
 from __future__ import annotations
 
 import os
+import re
 import time
 from datetime import datetime, UTC
 from pathlib import Path
@@ -29,7 +30,7 @@ from .peers.base import PeerUnavailable
 from .peers.launch import RunningTopology, start_topology
 from .peers.vendors import DEFAULT_PEERS, vendor
 from .results import RUN_ID_ENV, ResultWriter, host_facts, make_record, new_run_id
-from .topology import load_topology
+from .topology import ROLES, load_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGIES = ROOT / "topologies"
@@ -51,11 +52,15 @@ def pytest_addoption(parser):
                     help="folder for run results (DIR/<run_id>/results.jsonl, run.json); default: results")
 
 
+# Commas separate choices only before `ROLE=`, so `external:amqp://h:p?caps=a,b` keeps its commas.
+_NEXT_CHOICE = re.compile(r",(?=\s*(?:%s)\s*=)" % "|".join(ROLES))
+
+
 def parse_peer_choices(values: list[str]) -> dict[str, str]:
     choices = dict(DEFAULT_PEERS)
     for value in values:
-        for item in filter(None, (part.strip() for part in value.split(","))):
-            role, sep, name = item.partition("=")
+        for item in filter(None, (part.strip() for part in _NEXT_CHOICE.split(value))):
+            role, sep, name = (part.strip() for part in item.partition("="))
             if not sep or not role or not name:
                 raise pytest.UsageError(f"--peer {item}: expected ROLE=VENDOR, e.g. router=reference")
             try:
@@ -141,7 +146,7 @@ def pytest_unconfigure(config):
 def _load_expected(choices: dict[str, str]) -> dict[str, str]:
     """nodeid (or nodeid without parameters) -> reason, for every vendor in use."""
     expected: dict[str, str] = {}
-    for name in set(choices.values()):
+    for name in {vendor(n, r).vendor for r, n in choices.items()}:
         path = EXPECTED / f"{name}.yaml"
         if not path.exists():
             continue

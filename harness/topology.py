@@ -557,22 +557,21 @@ def _check_link_ends(w: _Where, role: str, src: Node, dst: Node) -> None:
 
 
 def _check_connections(w: _Where, node: Node, links: list[Link]) -> None:
-    """Autolinks and link routes ride a route-container connection to the node they name."""
-    linked = {
-        (link.to if link.from_ == node.name else link.from_)
-        for link in links
-        if link.role == "route-container" and node.name in (link.from_, link.to)
-    }
-    refs = [(f"autolinks[{i}]", a.connection) for i, a in enumerate(node.autolinks)]
-    refs += [(f"link_routes[{i}]", r.connection) for i, r in enumerate(node.link_routes)]
-    for label, target in refs:
-        if target not in linked:
-            choices = ", ".join(sorted(linked)) or "none in this topology"
-            raise w.expected(
-                f"{label}.connection",
-                f"a node linked to {node.name} by a route-container link ({choices})",
-                target,
-            )
+    """Autolinks ride a route-container connection to the node they name. A link route may also sit on a
+    router without that connection (003 §12.2.3 gives every router the same link-route configuration; the
+    router holding the connection advertises it), but must name a node some router reaches that way."""
+    def linked_to(names):
+        return {(link.to if link.from_ in names else link.from_) for link in links
+                if link.role == "route-container" and (link.from_ in names or link.to in names)}
+    own = linked_to({node.name})
+    anywhere = {link.to for link in links if link.role == "route-container"} | {
+        link.from_ for link in links if link.role == "route-container"}
+    refs = [(f"autolinks[{i}]", a.connection, own) for i, a in enumerate(node.autolinks)]
+    refs += [(f"link_routes[{i}]", r.connection, anywhere - {node.name}) for i, r in enumerate(node.link_routes)]
+    for label, target, allowed in refs:
+        if target not in allowed:
+            choices = ", ".join(sorted(allowed)) or "none in this topology"
+            raise w.expected(f"{label}.connection", f"a node reached by a route-container link ({choices})", target)
 
 
 def _parse_clients(top: _Where, data: dict, nodes: dict[str, Node]) -> dict[str, str]:

@@ -17,3 +17,18 @@ def connect(clients, single_router):
     def open_connection(client: str = "producer"):
         return clients.connect(single_router.client_url(client))
     return open_connection
+
+
+def restart_or_skip(peer, kill: bool = False) -> None:
+    """Restart a peer (kill -9 first when `kill`); a provider that cannot restart skips the case."""
+    try:
+        peer.restart(kill=kill)
+    except NotImplementedError as exc:
+        pytest.skip(f"the {peer.info.provider} provider of {peer.name} cannot restart it: {exc}")
+
+
+def kill_or_skip(peer) -> None:
+    try:
+        peer.kill()
+    except NotImplementedError as exc:
+        pytest.skip(f"the {peer.info.provider} provider of {peer.name} cannot kill it: {exc}")

@@ -334,11 +334,30 @@ def test_autolinks_need_a_route_container_link_to_their_connection():
     with pytest.raises(TopologyError) as info:
         parse_topology(data)
     assert str(info.value) == (
-        "<topology>: node R1: field 'autolinks[0].connection': expected a node linked to R1 by a "
+        "<topology>: node R1: field 'autolinks[0].connection': expected a node reached by a "
         "route-container link (none in this topology), got 'B1'"
     )
     data["links"][0] = {"from": "B1", "to": "R1", "role": "route-container"}  # the broker may dial instead
     assert parse_topology(data).node("R1").autolinks[0].connection == "B1"
+
+
+def test_link_routes_may_name_a_broker_another_router_reaches():
+    """003 §12.2.3: every router may carry the link routes; only the one with the connection holds them."""
+    data = {
+        "name": "t",
+        "nodes": {
+            "R1": {"role": "router", "mode": "interior",
+                   "link_routes": [{"prefix": "b", "direction": "in", "connection": "B1"}]},
+            "R2": {"role": "router", "mode": "interior"},
+            "B1": {"role": "broker"},
+        },
+        "links": [{"from": "R1", "to": "R2", "role": "inter-router"},
+                  {"from": "R2", "to": "B1", "role": "route-container"}],
+    }
+    assert parse_topology(data).node("R1").link_routes[0].connection == "B1"
+    data["nodes"]["R1"]["autolinks"] = [{"address": "q", "direction": "in", "connection": "B1"}]
+    with pytest.raises(TopologyError, match="autolinks"):
+        parse_topology(data)
 
 
 def test_link_route_connection_must_be_a_node():

@@ -100,6 +100,14 @@ class Peer(abc.ABC):
     def logs(self) -> str:
         """Everything the peer has logged so far."""
 
+    def wire_address(self, name: str) -> str:
+        """The address a vendor expects on the wire for a logical queue/topic name (identity by default)."""
+        return name
+
+    def queue_stats(self, name: str) -> dict:
+        """{"depth", "consumers", ...} of a broker queue; providers without a management view cannot say."""
+        raise NotImplementedError(f"{self.info.provider} provider of {self.info.vendor} has no queue statistics")
+
 
 @dataclass
 class VendorSpec:

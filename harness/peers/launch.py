@@ -10,24 +10,100 @@ import concurrent.futures
 from dataclasses import dataclass, field
 
 from ..render.qdrouterd import render_router
+from ..wait import free_port
 from ..topology import Topology
 from .base import Peer, PeerUnavailable
 from .process import NativeQdrouterdPeer, ReferenceRouterPeer
-from .vendors import vendor
+from .vendors import EXTERNAL, PROVIDERS, split_choice, vendor
 
 
-def make_peer(topology: Topology, node_name: str, vendor_name: str) -> Peer:
-    """A not-yet-started peer for one node; raises PeerUnavailable if it cannot run here."""
+def make_peer(topology: Topology, node_name: str, vendor_name: str, wiring: Wiring | None = None) -> Peer:
+    """A not-yet-started peer for one node; raises PeerUnavailable if it cannot run here.
+
+    `vendor_name` is a `--peer` choice: `VENDOR` (each provider of the vendor in turn, native first),
+    `VENDOR@PROVIDER` (that provider only) or `external:amqp://...` (harness/peers/external.py).
+    """
     node = topology.nodes[node_name]
     spec = vendor(vendor_name, node.role)
+    if vendor_name.startswith(EXTERNAL):
+        return _external_peer(topology, node_name, vendor_name)
+    base, provider = split_choice(vendor_name)
+    providers = [provider] if provider else list(PROVIDERS.get(base, ()))
+    reasons = []
+    wiring = wiring or Wiring()
+    for name in providers:
+        try:
+            return _make(topology, node_name, base, name, spec.capabilities, wiring)
+        except PeerUnavailable as exc:
+            reasons.append(str(exc))
+    raise PeerUnavailable("; ".join(reasons) or f"no provider for a {node.role} of vendor {base} yet")
+
+
+def _make(topology: Topology, node_name: str, base: str, provider: str, capabilities: frozenset[str],
+          wiring: Wiring) -> Peer:
+    node = topology.nodes[node_name]
+    listen = wiring.listen_ports.get(node_name) or {"clients": 0}
     if node.role == "router":
-        if vendor_name == "reference":
-            text = render_router(topology, node_name, listen_ports={"clients": 0})
-            return ReferenceRouterPeer(node_name, text, spec.capabilities)
-        if vendor_name == "qdrouterd":
-            return NativeQdrouterdPeer(
-                node_name, lambda ports: render_router(topology, node_name, listen_ports=ports), spec.capabilities)
-    raise PeerUnavailable(f"no provider for a {node.role} of vendor {vendor_name} yet")
+        def render(ports):
+            return render_router(topology, node_name, listen_ports={**listen, **ports},
+                                 connect_ports=wiring.connect_ports.get(node_name),
+                                 external_address=wiring.external_address)
+        if base == "reference":
+            return ReferenceRouterPeer(node_name, render({}), capabilities)
+        if base == "qdrouterd" and provider == "native":
+            return NativeQdrouterdPeer(node_name, render, capabilities)
+    else:
+        settings = _broker_settings(node)
+        if base == "reference":
+            try:
+                from .reference_broker import ReferenceBrokerPeer
+            except ImportError as exc:
+                raise PeerUnavailable(f"the reference broker provider is not available: {exc}") from None
+            from ..render.artemis import render_broker_xml
+
+            return ReferenceBrokerPeer(
+                node_name, lambda ports: render_broker_xml(topology, node_name, {**listen, **ports}, settings),
+                capabilities)
+        if base == "rabbitmq" and provider == "native":
+            from .rabbitmq import RabbitMQPeer
+
+            return RabbitMQPeer(node, capabilities, settings)
+    if provider == "container":
+        from .containers import ContainerPeer, container_spec, docker_engine
+
+        docker_engine()  # the engine first: without one, say so at once instead of rendering anything
+        return ContainerPeer(node_name, container_spec(base, topology, node_name), capabilities)
+    raise PeerUnavailable(f"no {provider} provider for a {node.role} of vendor {base} yet")
+
+
+def _broker_settings(node) -> dict:
+    """The topology's broker settings for the renderers: what it leaves out, the vendor's default (None for
+    the dead-letter and expiry addresses: none unless the topology names one)."""
+    settings = {"dead_letter_address": None, "expiry_address": None}
+    node_settings = getattr(node, "settings", None)
+    if node_settings is not None:
+        settings.update(node_settings.as_dict())
+    return settings
+
+
+def _external_peer(topology: Topology, node_name: str, choice: str) -> Peer:
+    from .external import ExternalPeer, parse_external
+
+    node = topology.nodes[node_name]
+    same_role = [n.name for n in topology.nodes_with_role(node.role)]
+    if len(same_role) > 1:
+        raise PeerUnavailable(f"{choice} stands for one {node.role}; topology {topology.name} has "
+                              f"{len(same_role)} ({', '.join(same_role)})")
+    return ExternalPeer(node_name, node.role, parse_external(choice, node.role))
+
+
+@dataclass
+class Wiring:
+    """How nodes find each other: ports of listeners other nodes dial, and broker wire addresses."""
+
+    listen_ports: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> listener -> port
+    connect_ports: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> dialled node -> port
+    external_address: object = None  # (broker node, address) -> wire address
 
 
 @dataclass
@@ -68,10 +144,23 @@ class RunningTopology:
 
 
 def start_topology(topology: Topology, choices: dict[str, str], timeout: float = 60.0) -> RunningTopology:
-    """Start all nodes concurrently; on any failure stop those already started and re-raise."""
+    """Create every peer, wire the dialling ones to the ports of the ones they dial, start all concurrently.
+
+    Listeners that another node dials get a free port up front (a reference peer could bind port 0, but
+    the dialler's config must name the port before either starts); brokers whose provider picks its own
+    ports (RabbitMQ) are created first so their ports are known. Diallers retry, so start order is free.
+    On any failure the peers already started are stopped and the error re-raised.
+    """
     running = RunningTopology(topology)
-    for name, node in topology.nodes.items():
-        running.peers[name] = make_peer(topology, name, choices.get(node.role, "reference"))
+    wiring = Wiring(external_address=lambda node, address: running.peers[node].wire_address(address))
+    dialled = {(link.to, topology.listener_for_link(link)) for link in topology.links}
+    for name in topology.nodes:
+        wiring.listen_ports[name] = {ls.name: free_port() if (name, ls.name) in dialled else 0
+                                     for ls in topology.listeners_for(name)}
+    order = sorted(topology.nodes, key=lambda n: (topology.nodes[n].role != "broker", n))
+    for name in order:
+        wiring.connect_ports[name] = {link.to: _dial_port(running, wiring, link) for link in topology.links_from(name)}
+        running.peers[name] = make_peer(topology, name, choices.get(topology.nodes[name].role, "reference"), wiring)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(running.peers))) as pool:
         futures = {pool.submit(peer.start, timeout): name for name, peer in running.peers.items()}
         errors = [f.exception() for f in futures if f.exception() is not None]
@@ -79,3 +168,12 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
         running.stop()
         raise errors[0]
     return running
+
+
+def _dial_port(running: RunningTopology, wiring: Wiring, link) -> int:
+    """The port `link.from_` dials: the listener's pre-assigned port, or what the target's provider chose."""
+    listener = running.topology.listener_for_link(link)
+    target = running.peers.get(link.to)
+    if target is not None and listener in target.endpoints and target.endpoints[listener].port:
+        return target.endpoints[listener].port
+    return wiring.listen_ports[link.to][listener]

@@ -25,22 +25,21 @@ _READY = re.compile(r"Broker \S+ started; ready")
 
 class ReferenceBrokerPeer(ProcessPeer):
     def __init__(self, name: str, render, capabilities: frozenset[str], workdir: Path | None = None):
-        """`render(acceptor_ports) -> broker.xml text`; called again with the learned port on restart."""
+        """`render(acceptor_ports) -> broker.xml text`: ports to override (none at first, the learned ones on
+        restart); the provider fills in the rest."""
         from reference import __version__
 
         workdir = workdir or Path(tempfile.mkdtemp(prefix=f"interop-{name}-"))
         super().__init__(name, "broker", PeerInfo("reference", __version__, "subprocess"), capabilities, workdir)
         self._render = render
         self.config_path = workdir / "broker.xml"
-        self.config_path.write_text(render({"clients": 0}))
+        self.config_path.write_text(render({}))
         self.management_url: str | None = None
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "reference.broker", "-c", str(self.config_path), "--management-port", "0"]
 
     def start(self, timeout: float = 30.0) -> None:
-        with self._log_lock:
-            self._log_lines.clear()
         self._spawn()
 
         def ready():
@@ -60,12 +59,9 @@ class ReferenceBrokerPeer(ProcessPeer):
             if not _accepts(ep.host, ep.port):
                 raise PeerStartError(f"{self.name}: said it listens on {ep.host}:{ep.port} but refuses connections")
 
-    def restart(self, timeout: float = 30.0, kill: bool = False) -> None:
-        """Stop (or kill -9) and start again on the same ports, with the same journal."""
-        ports = {name: ep.port for name, ep in self.endpoints.items()}
-        self.kill() if kill else self.stop()
-        self.config_path.write_text(self._render(ports))
-        self.start(timeout)
+    def _prepare_restart(self) -> None:
+        """Come back on the ports the acceptors got, with the same journal directory (the workdir)."""
+        self.config_path.write_text(self._render({name: ep.port for name, ep in self.endpoints.items()}))
 
     def wire_address(self, name: str) -> str:
         return name

@@ -1,8 +1,16 @@
-"""The vendors the matrix knows, the role each plays, and the capabilities each declares.
+"""The vendors the matrix knows, the roles each plays, and the capabilities each declares.
 
 One vocabulary for all vendors (DESIGN.md, "Capabilities"). A suite case lists what it needs with
 `@pytest.mark.requires(...)`; a vendor without it reports the case `not-applicable`, never `passed`.
 Capabilities a product has but that this harness does not drive yet are left out until a suite uses them.
+
+A vendor name may play several roles ("reference" is both a router and a broker), so the table is keyed by
+(vendor, role). A `--peer` choice is one of:
+
+* `VENDOR`: the vendor, from the first provider that can run it here (native, then container);
+* `VENDOR@PROVIDER`: one provider only (`rabbitmq@native`, `rabbitmq@container`, `artemis@container`, ...);
+* `external:amqp://HOST:PORT[?caps=A,B&vendor=NAME&version=V&prefix=P]`: a peer someone else runs
+  (harness/peers/external.py).
 """
 
 from __future__ import annotations
@@ -13,21 +21,93 @@ ROUTER_MESSAGE_ROUTING = frozenset({
     "distribution.balanced", "distribution.closest", "distribution.multicast",
     "credit-gating", "multicast-outcome", "priority", "anonymous-relay", "dynamic-address",
 })
+# Router networks and brokered messaging (003 §12.1.4, §12.2): what both the reference and qdrouterd do.
+ROUTER_NETWORKS = frozenset({"mesh", "waypoint", "link-route", "fallback"})
 
-VENDORS: dict[str, VendorSpec] = {
-    "reference": VendorSpec("reference", "router", ROUTER_MESSAGE_ROUTING),
+# What a store-and-forward broker does, as the reference broker implements it (DESIGN.md, issue 3).
+BROKER_STORE_AND_FORWARD = frozenset({
+    "store-and-forward", "outcome.released", "outcome.modified", "outcome.rejected", "dead-letter", "ttl",
+    "durable", "drain", "competing-consumers", "multicast-subscription",
+})
+
+# RabbitMQ 3.10 with its AMQP 1.0 plugin, measured against the Debian package (classic queues):
+# - the source advertises outcomes accepted/rejected/released (default-outcome released); a `modified`
+#   disposition (with or without delivery-failed/undeliverable-here) ends the session with
+#   amqp:invalid-field "Unrecognised state", and the message comes back only because the session ended;
+# - drain on a classic queue ends the session with amqp:internal-error (function_clause in
+#   rabbit_classic_queue:handle_event/3, send_drained); quorum queues drain correctly;
+# - any link error (attach to a missing /amq/queue/NAME, a redeclare with other properties) ends the whole
+#   session (`end` with the error), never a `detach` of the link alone;
+# - a message to an address with no queue behind it (missing /amq/queue/NAME, unbound exchange) is
+#   `accepted` and dropped;
+# - rejected goes to the dead-letter queue through a policy (harness/render/rabbitmq.py), expired messages
+#   too (no separate expiry address); durable messages on durable queues survive kill -9.
+RABBITMQ_BROKER = BROKER_STORE_AND_FORWARD - {"outcome.modified", "drain"}
+
+# Not measured on this machine (no Docker engine): declared from the products' documentation.
+ARTEMIS_BROKER = BROKER_STORE_AND_FORWARD
+# ActiveMQ Classic's AMQP transport: outcomes, drain, TTL, durable; its dead-letter queue is its own shared
+# ActiveMQ.DLQ (not the topology's), so `dead-letter` is left out.
+ACTIVEMQ_CLASSIC_BROKER = BROKER_STORE_AND_FORWARD - {"dead-letter"}
+
+VENDORS: dict[tuple[str, str], VendorSpec] = {
+    ("reference", "router"): VendorSpec("reference", "router", ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS),
     # Qpid Dispatch Router / AMQ Interconnect: the product the routing documents describe.
-    "qdrouterd": VendorSpec("qdrouterd", "router", ROUTER_MESSAGE_ROUTING),
+    ("qdrouterd", "router"): VendorSpec("qdrouterd", "router", ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS),
+    ("reference", "broker"): VendorSpec("reference", "broker", BROKER_STORE_AND_FORWARD),
+    ("rabbitmq", "broker"): VendorSpec("rabbitmq", "broker", RABBITMQ_BROKER),
+    ("artemis", "broker"): VendorSpec("artemis", "broker", ARTEMIS_BROKER),
+    ("activemq-classic", "broker"): VendorSpec("activemq-classic", "broker", ACTIVEMQ_CLASSIC_BROKER),
 }
 
-DEFAULT_PEERS = {"router": "reference"}
+# Which providers can run each vendor, in the order they are tried for a plain `VENDOR` choice.
+PROVIDERS: dict[str, tuple[str, ...]] = {
+    "reference": ("subprocess",),
+    "qdrouterd": ("native", "container"),
+    "rabbitmq": ("native", "container"),
+    "artemis": ("container",),
+    "activemq-classic": ("container",),
+}
+
+DEFAULT_PEERS = {"router": "reference", "broker": "reference"}
+EXTERNAL = "external:"
+
+
+def vendor_roles() -> list[tuple[str, str]]:
+    """Every (vendor, role) pair the matrix knows, in table order."""
+    return list(VENDORS)
+
+
+def vendor_names(role: str | None = None) -> list[str]:
+    names: list[str] = []
+    for name, r in VENDORS:
+        if (role is None or r == role) and name not in names:
+            names.append(name)
+    return names
+
+
+def split_choice(choice: str) -> tuple[str, str | None]:
+    """`rabbitmq@native` -> ("rabbitmq", "native"); `rabbitmq` -> ("rabbitmq", None)."""
+    name, sep, provider = choice.partition("@")
+    return name, (provider if sep else None)
 
 
 def vendor(name: str, role: str) -> VendorSpec:
-    spec = VENDORS.get(name)
+    """The VendorSpec a `--peer ROLE=NAME` choice stands for; ValueError (one line) if there is none."""
+    if name.startswith(EXTERNAL):
+        from .external import external_spec  # external.py imports this module
+
+        return external_spec(name, role)
+    base, provider = split_choice(name)
+    spec = VENDORS.get((base, role))
     if spec is None:
-        known = ", ".join(sorted(n for n, v in VENDORS.items() if v.role == role))
-        raise ValueError(f"--peer {role}={name}: unknown vendor (expected one of: {known})")
-    if spec.role != role:
-        raise ValueError(f"--peer {role}={name}: {name} plays the {spec.role} role, not {role}")
+        roles = [r for v, r in VENDORS if v == base]
+        if roles:
+            raise ValueError(f"--peer {role}={name}: {base} plays the {' and '.join(roles)} role, not {role}")
+        known = ", ".join(vendor_names(role)) or "none"
+        raise ValueError(f"--peer {role}={name}: unknown vendor (expected one of: {known}; "
+                         f"or {EXTERNAL}amqp://HOST:PORT)")
+    if provider is not None and provider not in PROVIDERS.get(base, ()):
+        raise ValueError(f"--peer {role}={name}: {base} has no provider {provider!r} "
+                         f"(expected one of: {', '.join(PROVIDERS.get(base, ()))})")
     return spec

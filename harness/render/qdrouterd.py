@@ -28,6 +28,7 @@ def render_router(
     *,
     listen_host: str = "127.0.0.1",
     connect_host: str = "127.0.0.1",
+    external_address=None,
 ) -> str:
     """qdrouterd.conf text for router `node_name`.
 
@@ -37,6 +38,9 @@ def render_router(
     listener, or the fault proxy's port when the link goes `via: proxy`.
     Connectors, autolinks and link routes name the connection after the peer node, so an autolink with
     `connection: B1` uses the connector (or inbound listener) called B1.
+    `external_address(broker_node, address)` gives what the broker behind a connection expects on the wire
+    for an address (RabbitMQ: `/amq/queue/NAME`); autolinks then carry `externalAddress` and link routes
+    `addExternalPrefix`, so the same topology works in front of every broker vendor.
     """
     node = topology.node(node_name)
     if node.role != "router":
@@ -75,6 +79,7 @@ def render_router(
             "autoLink",
             [
                 ("address", al.address),
+                ("externalAddress", _external(external_address, al.connection, al.address)),
                 ("direction", al.direction),
                 ("connection", al.connection),
                 ("phase", al.phase),
@@ -90,10 +95,30 @@ def render_router(
                 ("pattern", lr.pattern),
                 ("direction", lr.direction),
                 ("connection", lr.connection),
+                ("addExternalPrefix", _external_prefix(external_address, topology, lr)),
             ],
             f"link_routes[{i}]",
         )
     return "\n".join(out)
+
+
+def _external(external_address, node: str, address: str) -> str | None:
+    if external_address is None:
+        return None
+    wire = external_address(node, address)
+    return wire if wire != address else None
+
+
+def _external_prefix(external_address, topology: Topology, route) -> str | None:
+    """The prefix a broker puts before queue names, learned from a queue the broker declares under the route
+    (or a sample name when it declares none)."""
+    if external_address is None or route.prefix is None:
+        return None
+    declared = [q.address for q in topology.node(route.connection).queues
+                if q.address == route.prefix or q.address.startswith(route.prefix + ".")]
+    sample = declared[0] if declared else f"{route.prefix}.sample"
+    wire = external_address(route.connection, sample)
+    return wire[: -len(sample)] if wire != sample and wire.endswith(sample) else None
 
 
 def _port(ports: dict[str, int], key: str, node: str, argname: str, what: str) -> int:

@@ -5,7 +5,12 @@ the broker under test expects on the wire (identity for Artemis and the referenc
 `/queue/...` style for RabbitMQ), so the same case runs unchanged against every vendor.
 """
 
+import uuid
+
 import pytest
+
+# Queue names must not repeat across cases or runs: a real broker keeps queues (and leftovers) between them.
+_RUN = uuid.uuid4().hex[:8]
 
 
 @pytest.fixture
@@ -36,4 +41,4 @@ def connect(clients, broker):
 @pytest.fixture
 def queue(clients, address):
     """A fresh, auto-created anycast queue name (as the broker expects it on the wire) for this case."""
-    return address(clients.unique("interop.q."))
+    return address(clients.unique(f"interop.q.{_RUN}."))

@@ -10,7 +10,7 @@ from harness.wait import wait_for
 def test_kill_9_during_durable_send_loses_no_accepted_message(connect, queue, broker, details):
     total = 1000
     producer = connect()
-    sender = producer.sender(queue)
+    sender = producer.sender(queue, durable=True)
     sender.send(total, durable=True)
     # Crash the broker in the middle of the stream, once a good part has been accepted.
     wait_for(lambda: sender.settled_count() >= total // 3, 30, f"{total // 3} accepted durable messages",

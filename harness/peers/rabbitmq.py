@@ -1,0 +1,489 @@
+"""RabbitMQ 3.x as a native peer: the Debian `rabbitmq-server` package, one private node per peer.
+
+Each peer runs its own Erlang node, isolated from any system-wide RabbitMQ and from other peers:
+
+* its own node name (`interop-<pid>-<n>@localhost`), HOME (and so Erlang cookie), MNESIA_BASE, LOG_BASE,
+  config file, enabled-plugins file and definitions, all under one temp dir removed by `stop()`;
+* its own `epmd` on a private port (ERL_EPMD_PORT), started and stopped with the peer, so nothing is left on
+  the shared port 4369;
+* its own loopback ports below 32768 (the AMQP listener and the Erlang distribution port), outside the
+  kernel's ephemeral range; `rabbitmqctl` gets distribution port 0 (any free port);
+* the AMQP 1.0 plugin enabled by file (`[rabbitmq_amqp1_0].`), the listener on 127.0.0.1 only, queues and
+  addresses declared from the topology by definitions loaded at boot (harness/render/rabbitmq.py).
+
+The package's /usr/sbin wrappers switch to the `rabbitmq` user and its /var/lib/rabbitmq; the scripts under
+/usr/lib/rabbitmq/bin are used instead, as the current user. The node runs in its own process group so that
+`kill()` (SIGKILL) takes the whole Erlang VM with it, as a crash would, and leaves its data for a restart.
+
+Ready means: the node logged "Server startup complete" (it does so once every boot step has run, the state
+`rabbitmqctl await_startup` waits for) and its AMQP port accepts. Measured here: 5.5-6 s from spawn to ready
+on an idle machine (9-12 s with the two cores busy); `rabbitmqctl await_startup` on top would add 0.5-2.7 s
+per start for nothing more, so it is not called. A restart after kill -9 takes about as long.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..render.artemis import broker_settings
+from ..render.rabbitmq import declared_names, render_rabbitmq_node, wire_address
+from ..topology import Node
+from ..wait import WaitTimeout, wait_for
+from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable
+
+# Where the Debian package keeps the real scripts (the /usr/sbin ones are `su rabbitmq` wrappers).
+SBIN_CANDIDATES = ("/usr/lib/rabbitmq/bin",)
+_READY_LINE = "Server startup complete"
+_LOG_PREFIX = re.compile(r"^\S+ \S+ \[\w+\] <[\d.]+> ")
+_VERSION = re.compile(r"rabbitmq_server-(\d[\w.+-]*)")
+_NODE_COUNTER = itertools.count(1)
+LOW_PORTS = (10000, 32767)  # below the kernel's ephemeral range (32768-60999 on Linux)
+
+
+class RabbitMQError(RuntimeError):
+    """A management call (rabbitmqctl) on a running node failed; str() is one line."""
+
+
+@dataclass(frozen=True)
+class RabbitMQInstall:
+    sbin: Path  # holds rabbitmq-server, rabbitmqctl, rabbitmq-plugins
+    version: str
+    epmd: str
+
+
+_install_cache: RabbitMQInstall | PeerUnavailable | None = None
+
+
+def find_rabbitmq() -> RabbitMQInstall:
+    """The RabbitMQ install on this machine; PeerUnavailable (one line) if there is none."""
+    global _install_cache
+    if _install_cache is None:
+        try:
+            _install_cache = _find_rabbitmq()
+        except PeerUnavailable as exc:
+            _install_cache = exc
+    if isinstance(_install_cache, PeerUnavailable):
+        raise _install_cache
+    return _install_cache
+
+
+def _find_rabbitmq() -> RabbitMQInstall:
+    candidates = [os.environ["RABBITMQ_SBIN"]] if os.environ.get("RABBITMQ_SBIN") else []
+    candidates += list(SBIN_CANDIDATES)
+    sbin = next((Path(c) for c in candidates
+                 if all(os.access(Path(c) / tool, os.X_OK) for tool in ("rabbitmq-server", "rabbitmqctl"))), None)
+    if sbin is None:
+        raise PeerUnavailable("rabbitmq-server is not installed (Debian package rabbitmq-server, listed in "
+                              "system-packages.txt: `make setup` installs it; or set RABBITMQ_SBIN to a "
+                              "directory holding rabbitmq-server and rabbitmqctl)")
+    if shutil.which("erl") is None:
+        raise PeerUnavailable("rabbitmq-server is installed but Erlang (`erl`) is not on PATH")
+    epmd = shutil.which("epmd")
+    if epmd is None:
+        raise PeerUnavailable("rabbitmq-server is installed but Erlang's `epmd` is not on PATH")
+    match = _VERSION.search(os.path.realpath(sbin / "rabbitmq-server"))
+    return RabbitMQInstall(sbin, match.group(1) if match else "unknown", epmd)
+
+
+# ---- ports -------------------------------------------------------------------------------------------------
+
+_port_lock = threading.Lock()
+_ports_in_use: set[int] = set()
+
+
+def low_port(host: str = "127.0.0.1") -> int:
+    """A free TCP port below 32768 on `host`, never handed out twice by this process while in use.
+
+    Erlang daemons (epmd, the distribution listener) cannot bind port 0 and report back, and ports in the
+    ephemeral range can be taken at any moment by an outgoing connection; so pick below it and check.
+    """
+    rng = random.SystemRandom()
+    for _ in range(500):
+        port = rng.randrange(*LOW_PORTS)
+        with _port_lock:
+            if port in _ports_in_use:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind((host, port))
+                except OSError:
+                    continue
+            _ports_in_use.add(port)
+            return port
+    raise PeerStartError(f"no free TCP port in {LOW_PORTS[0]}-{LOW_PORTS[1]} on {host}")
+
+
+def release_ports(*ports: int) -> None:
+    with _port_lock:
+        _ports_in_use.difference_update(ports)
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def group_states(pgid: int) -> dict[int, str]:
+    """pid -> state letter (R, S, T, ...) of the live (non-zombie) processes in process group `pgid`."""
+    states = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            states[int(entry)] = fields[0]
+    return states
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes whose process group is `pgid`."""
+    return sorted(group_states(pgid))
+
+
+# ---- the peer ----------------------------------------------------------------------------------------------
+
+_live_peers: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _cleanup_at_exit() -> None:
+    """A harness that exits without stopping its peers must not leave Erlang VMs and epmds behind."""
+    for peer in list(_live_peers):
+        try:
+            peer.kill()
+            peer.stop(timeout=2)
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            pass
+
+
+class RabbitMQPeer(Peer):
+    """One private RabbitMQ node for broker `node.name` of a topology."""
+
+    def __init__(self, node: Node, capabilities: frozenset[str], settings: dict | None = None, *,
+                 workdir: Path | None = None):
+        install = find_rabbitmq()  # PeerUnavailable before anything is created
+        self.install = install
+        self.node = node
+        self.name, self.role = node.name, "broker"
+        self.info = PeerInfo("rabbitmq", install.version, "native")
+        self.capabilities = capabilities
+        self.settings = broker_settings(settings, node.name)
+        self.node_name = f"interop-{os.getpid()}-{next(_NODE_COUNTER)}@localhost"
+        # Made on the first start(), so that a peer built but never started leaves nothing behind.
+        self.workdir: Path | None = Path(workdir) if workdir else None
+        self.amqp_port, self.dist_port, self.epmd_port = low_port(), low_port(), low_port()
+        self.endpoints = {"clients": Endpoint("clients", "127.0.0.1", self.amqp_port, "normal")}
+        self.start_seconds: float | None = None  # how long the last start() took, for reports
+        self._proc: subprocess.Popen | None = None
+        self._epmd: subprocess.Popen | None = None
+        self._log_lines: list[str] = []
+        self._log_lock = threading.Lock()
+        self._cleaned = False
+        _live_peers.add(self)
+
+    # ---- files and environment ----
+
+    @property
+    def home(self) -> Path:
+        return self.workdir / "home"
+
+    def _prepare(self) -> None:
+        if self._cleaned:
+            raise PeerStartError(f"{self.name}: this RabbitMQ peer was stopped and cleaned up; make a new one")
+        if self.workdir is None:
+            self.workdir = Path(tempfile.mkdtemp(prefix=f"interop-rabbitmq-{self.name}-"))
+        for sub in ("home", "mnesia", "log"):
+            (self.workdir / sub).mkdir(parents=True, exist_ok=True)
+        files = render_rabbitmq_node(self.node, self.amqp_port, self.settings,
+                                     definitions_path=str(self.workdir / "definitions.json"))
+        (self.workdir / "rabbitmq.conf").write_text(files.conf)
+        (self.workdir / "enabled_plugins").write_text(files.enabled_plugins)
+        (self.workdir / "definitions.json").write_text(files.definitions_json)
+        (self.workdir / "rabbitmq-env.conf").write_text("# empty: keeps /etc/rabbitmq/rabbitmq-env.conf out\n")
+
+    def environment(self) -> dict[str, str]:
+        """The environment of the node and of every rabbitmqctl call aimed at it."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("RABBITMQ_", "ERL_"))}
+        w = self.workdir
+        env.update({
+            "HOME": str(self.home),  # the Erlang cookie lives here, shared by the node and rabbitmqctl
+            "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            "ERL_EPMD_PORT": str(self.epmd_port), "ERL_EPMD_ADDRESS": "127.0.0.1",
+            "RABBITMQ_CONF_ENV_FILE": str(w / "rabbitmq-env.conf"),
+            "RABBITMQ_NODENAME": self.node_name,
+            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+            "RABBITMQ_NODE_PORT": str(self.amqp_port),
+            "RABBITMQ_DIST_PORT": str(self.dist_port),
+            "RABBITMQ_CONFIG_FILE": str(w / "rabbitmq.conf"),
+            "RABBITMQ_ADVANCED_CONFIG_FILE": str(w / "advanced.config"),  # absent on purpose
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(w / "enabled_plugins"),
+            "RABBITMQ_MNESIA_BASE": str(w / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(w / "log"),
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
+            "RABBITMQ_CTL_DIST_PORT_MIN": "0", "RABBITMQ_CTL_DIST_PORT_MAX": "0",
+        })
+        return env
+
+    # ---- lifecycle ----
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start (or restart after kill/stop_node, keeping the node's data) and wait until ready."""
+        if self.is_running():
+            return
+        t0 = time.monotonic()
+        self._prepare()
+        self._start_epmd(timeout)
+        with self._log_lock:
+            self._log_lines.append(f"---- interop: starting node {self.node_name} on 127.0.0.1:{self.amqp_port}")
+            mark = len(self._log_lines)  # readiness is judged on this run's output only
+        self._proc = subprocess.Popen(
+            [str(self.install.sbin / "rabbitmq-server")], cwd=self.workdir, env=self.environment(),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+            start_new_session=True)
+        threading.Thread(target=self._pump_log, args=(self._proc,), name=f"log-{self.name}", daemon=True).start()
+
+        def ready():
+            self._check_alive()
+            with self._log_lock:
+                started = any(_READY_LINE in line for line in self._log_lines[mark:])
+            return started and _accepts("127.0.0.1", self.amqp_port)
+        try:
+            wait_for(ready, timeout, f"RabbitMQ node {self.node_name} ({self.name}) to start",
+                     describe=self._last_log_line)
+        except (WaitTimeout, PeerStartError) as exc:
+            self._kill_node()
+            raise PeerStartError(str(exc)) from None
+        self.start_seconds = time.monotonic() - t0
+
+    def _start_epmd(self, timeout: float) -> None:
+        if self._epmd is not None and self._epmd.poll() is None:
+            return
+        self._epmd = subprocess.Popen(
+            [self.install.epmd, "-port", str(self.epmd_port), "-address", "127.0.0.1"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, env=self.environment())
+
+        def up():
+            if self._epmd.poll() is not None:
+                raise PeerStartError(f"{self.name}: epmd exited with status {self._epmd.returncode} "
+                                     f"on port {self.epmd_port}")
+            return _accepts("127.0.0.1", self.epmd_port)
+        try:
+            wait_for(up, min(timeout, 10.0), f"epmd of {self.name} on port {self.epmd_port}")
+        except WaitTimeout as exc:
+            raise PeerStartError(str(exc)) from None
+
+    def _pump_log(self, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:
+            with self._log_lock:
+                self._log_lines.append(line.rstrip("\n"))
+        proc.stdout.close()
+
+    def _check_alive(self) -> None:
+        if self._proc is not None and self._proc.poll() is not None:
+            raise PeerStartError(f"{self.name} (rabbitmq node {self.node_name}) exited with status "
+                                 f"{self._proc.returncode} while starting: {self._failure_summary()}")
+
+    def _failure_summary(self) -> str:
+        """The node's own first error lines (without timestamps), else the last lines of its output."""
+        lines = self.logs().splitlines()
+        errors = [_LOG_PREFIX.sub("", line).strip() for line in lines if "[error]" in line]
+        picked = [e for e in errors if e][:3] or [line.strip() for line in lines[-4:] if line.strip()]
+        return " | ".join(picked)[:600]
+
+    def _last_log_line(self) -> str:
+        lines = self.logs().splitlines()
+        return lines[-1] if lines else "(no output yet)"
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop_node(self, timeout: float = 30.0) -> None:
+        """Stop the node gracefully (SIGTERM: the start script stops the VM cleanly), keeping its data."""
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGCONT)  # a paused node cannot act on SIGTERM
+                proc.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        self._kill_node()  # whatever is left of the group (normally nothing)
+
+    def restart(self, timeout: float = 60.0, kill: bool = False) -> None:
+        """Stop gracefully (or kill -9) and start again with the same node, ports and data."""
+        self.kill() if kill else self.stop_node(timeout)
+        self.start(timeout)
+
+    def kill(self) -> None:
+        """SIGKILL the whole node (VM and helpers), as a crash would; data, ports and epmd stay for a restart."""
+        self._kill_node()
+
+    def _kill_node(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            wait_for(lambda: not group_members(proc.pid), 10, f"processes of RabbitMQ node {self.node_name} to exit",
+                     describe=lambda: f"pids {group_members(proc.pid)}")
+        except WaitTimeout:
+            pass  # reported by whoever checks for strays; stopping must go on
+
+    def pause(self) -> None:
+        """SIGSTOP the node's whole process group (a hung broker: sockets stay open, nothing is answered)."""
+        if not self.is_running():
+            raise PeerStartError(f"{self.name}: cannot pause RabbitMQ node {self.node_name}: it is not running")
+        pgid = self._proc.pid
+        os.killpg(pgid, signal.SIGSTOP)
+        wait_for(lambda: all(state in "Tt" for state in group_states(pgid).values()), 10.0,
+                 f"RabbitMQ node {self.node_name} to stop on SIGSTOP", describe=lambda: str(group_states(pgid)))
+
+    def resume(self) -> None:
+        """SIGCONT the node's process group."""
+        if self._proc is None or self._proc.poll() is not None:
+            raise PeerStartError(f"{self.name}: cannot resume RabbitMQ node {self.node_name}: it is not running")
+        pgid = self._proc.pid
+        os.killpg(pgid, signal.SIGCONT)
+        wait_for(lambda: not any(state in "Tt" for state in group_states(pgid).values()), 10.0,
+                 f"RabbitMQ node {self.node_name} to run again on SIGCONT", describe=lambda: str(group_states(pgid)))
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the node gracefully (escalating to SIGKILL), stop its epmd, remove its files."""
+        if self._cleaned:
+            return
+        try:
+            self.stop_node(timeout)
+        finally:
+            self._cleanup()
+
+    def _cleanup(self) -> None:
+        epmd = self._epmd
+        if epmd is not None and epmd.poll() is None:
+            epmd.terminate()
+            try:
+                epmd.wait(5)
+            except subprocess.TimeoutExpired:
+                epmd.kill()
+                epmd.wait(5)
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        release_ports(self.amqp_port, self.dist_port, self.epmd_port)
+        self._cleaned = True
+        _live_peers.discard(self)
+
+    def logs(self) -> str:
+        with self._log_lock:
+            return "\n".join(self._log_lines)
+
+    @property
+    def pids(self) -> list[int]:
+        """Every live process of the node (its process group) and its epmd: what a stray check looks for."""
+        pids = group_members(self._proc.pid) if self._proc is not None else []
+        if self._epmd is not None and self._epmd.poll() is None:
+            pids.append(self._epmd.pid)
+        return pids
+
+    # ---- management ----
+
+    def ctl(self, *args: str, timeout: float = 30.0) -> str:
+        """Run `rabbitmqctl -n NODE ARGS...` against this node; its stdout, or RabbitMQError (one line)."""
+        if self.workdir is None or self._cleaned:
+            raise RabbitMQError(f"rabbitmqctl {args[0]}: RabbitMQ node {self.node_name} is not started")
+        cmd = [str(self.install.sbin / "rabbitmqctl"), "-n", self.node_name, *args]
+        try:
+            done = subprocess.run(cmd, env=self.environment(), cwd=self.workdir, capture_output=True, text=True,
+                                  timeout=timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise RabbitMQError(f"rabbitmqctl {args[0]} on {self.node_name}: no answer within {timeout:g}s") from None
+        if done.returncode != 0:
+            text = " ".join((done.stderr or done.stdout).split())[:300]
+            raise RabbitMQError(f"rabbitmqctl {args[0]} on {self.node_name} failed ({done.returncode}): {text}")
+        return done.stdout
+
+    def wire_address(self, name: str) -> str:
+        """Logical address -> RabbitMQ AMQP 1.0 address: `/amq/queue/NAME` for a declared queue,
+        `/exchange/NAME` for a declared multicast address, `/queue/NAME` (declared on attach) otherwise."""
+        return wire_address(self.node, name, self.settings)
+
+    def queue_stats(self, name: str) -> dict:
+        """{"depth", "available", "in_flight", "consumers", "exists"} for a logical queue name (or a wire
+        address). For a multicast address (a fanout exchange), the sums over its subscription queues, plus
+        "subscriptions". Counts come from the queue processes themselves (`rabbitmqctl list_queues`), not
+        from sampled statistics, so they are current; one call takes about 0.6 s."""
+        logical = _logical(name)
+        rows = _json_rows(self.ctl("list_queues", "-q", "--formatter", "json", "name", "messages",
+                                   "messages_ready", "messages_unacknowledged", "consumers"))
+        by_name = {row["name"]: row for row in rows}
+        if logical in by_name:
+            return _stats([by_name[logical]], exists=True)
+        if declared_names(self.node, self.settings).get(logical) == "exchange" or name.startswith("/exchange/"):
+            bindings = _json_rows(self.ctl("list_bindings", "-q", "--formatter", "json", "source_name",
+                                           "destination_name", "destination_kind"))
+            bound = [by_name[b["destination_name"]] for b in bindings
+                     if b["source_name"] == logical and b["destination_kind"] == "queue"
+                     and b["destination_name"] in by_name]
+            stats = _stats(bound, exists=True)
+            stats["subscriptions"] = len(bound)
+            return stats
+        return _stats([], exists=False)
+
+
+def _logical(name: str) -> str:
+    for prefix in ("/amq/queue/", "/queue/", "/exchange/"):
+        if name.startswith(prefix):
+            return name[len(prefix):].split("/", 1)[0]
+    return name
+
+
+def _json_rows(text: str) -> list[dict]:
+    text = text.strip()
+    if not text:
+        return []
+    try:
+        rows = json.loads(text)
+    except json.JSONDecodeError:
+        raise RabbitMQError(f"rabbitmqctl printed something that is not JSON: {' '.join(text.split())[:200]}") from None
+    return rows if isinstance(rows, list) else []
+
+
+def _stats(rows: list[dict], exists: bool) -> dict:
+    def total(key: str) -> int:
+        return sum(int(row.get(key) or 0) for row in rows)
+    return {"depth": total("messages"), "available": total("messages_ready"),
+            "in_flight": total("messages_unacknowledged"), "consumers": total("consumers"), "exists": exists}

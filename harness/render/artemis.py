@@ -1,0 +1,187 @@
+"""Render one broker node of a topology as an ActiveMQ Artemis 2.x `broker.xml`.
+
+The same file is read by a real Artemis (native or the `apache/activemq-artemis` image, mounted at
+`etc-override/broker.xml`) and by the reference broker (`interop broker -c broker.xml`, which reads a subset
+of the format), so it sticks to elements both understand:
+
+* `name`, `persistence-enabled`, `journal-type` (NIO: no libaio needed), `journal-directory` and the other data
+  directories, `journal-datasync`, `security-enabled` false;
+* one acceptor per listener, `tcp://HOST:PORT?protocols=AMQP`;
+* `address-settings` for `#`: dead-letter and expiry addresses, max-delivery-attempts, redelivery-delay,
+  auto-create of queues and addresses, and ANYCAST as the default routing type of auto-created addresses and
+  queues (Artemis's own default is MULTICAST; topologies say `routing:` explicitly, and a name nobody declared
+  is a queue, as on every other vendor of the matrix);
+* `addresses`: each topology queue as an address with an `<anycast>` queue of the same name, or as a
+  `<multicast/>` address whose subscribers get a queue each; the dead-letter and expiry addresses as anycast
+  queues.
+
+Broker settings are shared with the RabbitMQ renderer (`broker_settings`), so one topology means the same on
+every broker vendor wherever the vendor can express it.
+"""
+
+from __future__ import annotations
+
+from xml.sax.saxutils import escape, quoteattr
+
+from harness.topology import Topology, display_path
+
+from .qdrouterd import RenderError
+
+# Artemis's stock broker.xml values: what a broker of the matrix does when a case does not ask otherwise.
+BROKER_DEFAULTS: dict = {
+    "dead_letter_address": "DLQ",  # rejected and over-delivered messages go here; None: dropped
+    "expiry_address": "ExpiryQueue",  # expired messages go here; None: dropped
+    "max_delivery_attempts": 10,  # deliveries before a message is dead-lettered; -1: unlimited
+    "redelivery_delay_ms": 0,
+    "auto_create": True,  # queues and addresses created when a link attaches to an unknown name
+    "persistence": True,
+    "journal_directory": "data/journal",
+    "journal_datasync": True,  # fsync before a durable message is accepted
+    "queue_type": "classic",  # RabbitMQ only: classic or quorum
+}
+QUEUE_TYPES = ("classic", "quorum")
+
+
+def broker_settings(settings: dict | None, node_name: str = "?") -> dict:
+    """`settings` over BROKER_DEFAULTS; an unknown key or a wrong type is a one-line RenderError."""
+    merged = dict(BROKER_DEFAULTS)
+    for key, value in (settings or {}).items():
+        if key not in BROKER_DEFAULTS:
+            raise RenderError(f"{node_name}: unknown broker setting {key!r} "
+                              f"(expected one of: {', '.join(BROKER_DEFAULTS)})")
+        default = BROKER_DEFAULTS[key]
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            ok = value is None or isinstance(value, str) and value != ""
+            if key in ("journal_directory", "queue_type"):
+                ok = isinstance(value, str) and value != ""
+        if not ok:
+            raise RenderError(f"{node_name}: broker setting {key}: expected a value like {default!r}, got {value!r}")
+        merged[key] = value
+    if merged["queue_type"] not in QUEUE_TYPES:
+        raise RenderError(f"{node_name}: broker setting queue_type: expected one of {', '.join(QUEUE_TYPES)}, "
+                          f"got {merged['queue_type']!r}")
+    if merged["max_delivery_attempts"] < -1 or merged["max_delivery_attempts"] == 0:
+        raise RenderError(f"{node_name}: broker setting max_delivery_attempts: expected -1 (unlimited) or >= 1, "
+                          f"got {merged['max_delivery_attempts']}")
+    if merged["redelivery_delay_ms"] < 0:
+        raise RenderError(f"{node_name}: broker setting redelivery_delay_ms: expected >= 0, "
+                          f"got {merged['redelivery_delay_ms']}")
+    return merged
+
+
+def _check_name(node_name: str, label: str, name: str) -> None:
+    # Artemis uses '.' as its word separator and '#'/'*' as wildcards in address-setting matches; a declared
+    # address holding a wildcard would mean something else in each vendor.
+    if not name or any(ch in name for ch in "#*") or any(ch.isspace() for ch in name):
+        raise RenderError(f"{node_name}: {label} {name!r}: expected a name without spaces, '#' or '*'")
+
+
+def render_broker_xml(
+    topology: Topology,
+    node_name: str,
+    acceptor_ports: dict[str, int],
+    settings: dict | None = None,
+    *,
+    host: str = "127.0.0.1",
+) -> str:
+    """broker.xml text for broker `node_name`.
+
+    `acceptor_ports` maps each listener name of `topology.listeners_for(node_name)` ("clients" always) to its
+    port; 0 asks a broker that reports its bound port to pick one. `host` is where acceptors bind: loopback
+    for local processes, 0.0.0.0 inside a container.
+    """
+    node = topology.node(node_name)
+    if node.role != "broker":
+        raise RenderError(f"{node_name}: is a {node.role}; broker.xml is rendered for brokers only")
+    s = broker_settings(settings, node_name)
+
+    acceptors = []
+    for listener in topology.listeners_for(node_name):
+        if listener.name not in acceptor_ports:
+            raise RenderError(f"{node_name}: no port given for acceptor {listener.name!r} (acceptor_ports)")
+        port = acceptor_ports[listener.name]
+        if not isinstance(port, int) or not 0 <= port <= 65535:
+            raise RenderError(f"{node_name}: acceptor {listener.name!r}: expected a port 0-65535, got {port!r}")
+        url = f"tcp://{host}:{port}?protocols=AMQP"
+        acceptors.append(f'      <acceptor name={quoteattr(listener.name)}>{escape(url)}</acceptor>')
+
+    addresses: list[str] = []
+    declared: set[str] = set()
+    for label, name in (("dead_letter_address", s["dead_letter_address"]), ("expiry_address", s["expiry_address"])):
+        if name and name not in declared:
+            _check_name(node_name, label, name)
+            declared.add(name)
+            addresses.append(_anycast(name))
+    for i, queue in enumerate(node.queues):
+        _check_name(node_name, f"queues[{i}].address", queue.address)
+        if queue.address in declared:
+            continue  # a topology may name the dead-letter queue itself; declare it once
+        declared.add(queue.address)
+        if queue.routing == "anycast":
+            addresses.append(_anycast(queue.address))
+        else:
+            addresses.append(f"      <address name={quoteattr(queue.address)}>\n"
+                             f"        <multicast/>\n"
+                             f"      </address>")
+
+    auto = "true" if s["auto_create"] else "false"
+    setting = ["      <address-setting match=\"#\">"]
+    if s["dead_letter_address"]:
+        setting.append(f"        <dead-letter-address>{escape(s['dead_letter_address'])}</dead-letter-address>")
+    if s["expiry_address"]:
+        setting.append(f"        <expiry-address>{escape(s['expiry_address'])}</expiry-address>")
+    setting += [
+        f"        <redelivery-delay>{s['redelivery_delay_ms']}</redelivery-delay>",
+        f"        <max-delivery-attempts>{s['max_delivery_attempts']}</max-delivery-attempts>",
+        f"        <auto-create-queues>{auto}</auto-create-queues>",
+        f"        <auto-create-addresses>{auto}</auto-create-addresses>",
+        "        <default-address-routing-type>ANYCAST</default-address-routing-type>",
+        "        <default-queue-routing-type>ANYCAST</default-queue-routing-type>",
+        "      </address-setting>",
+    ]
+    journal = s["journal_directory"]
+    data = journal.rsplit("/", 1)[0] if "/" in journal else "data"
+    bool_text = {True: "true", False: "false"}
+    lines = [
+        '<?xml version="1.0" encoding="UTF-8" standalone="no"?>',
+        f"<!-- broker.xml for broker {escape(node_name)} of topology '{escape(topology.name)}'.",
+        f"     Generated from {escape(display_path(topology.path))} by harness.render.artemis;"
+        " change the topology, not this file. -->",
+        '<configuration xmlns="urn:activemq" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"',
+        '               xsi:schemaLocation="urn:activemq /schema/artemis-configuration.xsd">',
+        '  <core xmlns="urn:activemq:core" xsi:schemaLocation="urn:activemq:core ">',
+        f"    <name>{escape(node_name)}</name>",
+        f"    <persistence-enabled>{bool_text[s['persistence']]}</persistence-enabled>",
+        "    <journal-type>NIO</journal-type>",
+        f"    <journal-directory>{escape(journal)}</journal-directory>",
+        f"    <bindings-directory>{escape(data)}/bindings</bindings-directory>",
+        f"    <paging-directory>{escape(data)}/paging</paging-directory>",
+        f"    <large-messages-directory>{escape(data)}/large-messages</large-messages-directory>",
+        f"    <journal-datasync>{bool_text[s['journal_datasync']]}</journal-datasync>",
+        "    <security-enabled>false</security-enabled>",
+        "    <acceptors>",
+        *acceptors,
+        "    </acceptors>",
+        "    <address-settings>",
+        *setting,
+        "    </address-settings>",
+        "    <addresses>",
+        *addresses,
+        "    </addresses>",
+        "  </core>",
+        "</configuration>",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _anycast(name: str) -> str:
+    return (f"      <address name={quoteattr(name)}>\n"
+            f"        <anycast>\n"
+            f"          <queue name={quoteattr(name)}/>\n"
+            f"        </anycast>\n"
+            f"      </address>")

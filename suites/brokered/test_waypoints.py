@@ -1,0 +1,64 @@
+"""Brokered messaging through waypoints and autolinks, sharded queues (003 §12.1.4)."""
+
+import pytest
+
+from harness.wait import wait_for
+
+from ..conftest import restart_or_skip
+
+pytestmark = pytest.mark.requires("waypoint", "store-and-forward")
+
+
+@pytest.mark.spec("BROKERED-WAYPOINT-1", "BROKER-ORDER-1")
+def test_waypoint_stores_on_the_broker_until_a_consumer_comes(topology, clients, details):
+    running = topology("router-broker-waypoint")
+    url = running.client_url("producer")
+    sender = clients.connect(url).sender("queue.orders")
+    sender.wait_credit(1, timeout=15)  # the out-autolink to the broker is the consumer that opens credit
+    sender.send(20)
+    outcomes = sender.wait_outcomes(20, timeout=15)
+    assert {o.outcome for o in outcomes.values()} == {"accepted"}, sender.outcome_counts()
+    receiver = clients.connect(running.client_url("consumer")).receiver("queue.orders")
+    got = receiver.wait_received(20, timeout=15)
+    details.update(stored=20, received=len(got))
+    assert [m.seq for m in got if m.producer == sender.name] == list(range(20))
+
+
+@pytest.mark.spec("BROKERED-SHARD-1")
+def test_sharded_queue_uses_every_shard_and_drains_them_all(topology, clients, details):
+    running = topology("sharded-queue")
+    sender = clients.connect(running.client_url("producer")).sender("queue.sharded")
+    sender.wait_credit(1, timeout=15)
+    wait_for(lambda: all(running[b].queue_stats("queue.sharded")["consumers"] >= 1 for b in ("B1", "B2")), 15,
+             "both shards to have the router's out-autolink attached")
+    sender.send(40)
+    sender.wait_outcomes(40, timeout=15)
+    depths = {b: running[b].queue_stats("queue.sharded")["depth"] for b in ("B1", "B2")}
+    receiver = clients.connect(running.client_url("consumer")).receiver("queue.sharded")
+    wait_for(lambda: len(receiver.seqs(sender.name)) >= 40, 15, "all 40 messages from both shards",
+             describe=lambda: f"{len(receiver.seqs(sender.name))} received")
+    details.update(shard_depths=depths)
+    assert all(d > 0 for d in depths.values()), f"every shard holds part of the queue: {depths}"
+    assert sorted(receiver.seqs(sender.name)) == list(range(40))
+
+
+@pytest.mark.spec("BROKERED-RECOVER-1")
+def test_autolinks_carry_traffic_again_after_the_broker_restarts(topology, clients, details):
+    running = topology("router-broker-waypoint")
+    broker = running["B1"]
+    receiver = clients.connect(running.client_url("consumer")).receiver("queue.orders")
+    sender = clients.connect(running.client_url("producer")).sender("queue.orders")
+    sender.wait_credit(1, timeout=15)
+    sender.send(5)
+    receiver.wait_received(5, timeout=15)
+    restart_or_skip(broker, kill=True)
+    sender.send(5)
+    outcomes = wait_for(lambda: sender.settled_count() >= 10 and sender.outcomes, 30,
+                        "outcomes for the messages sent across the broker restart")
+    lost = {seq for seq, o in outcomes.items() if o.outcome != "accepted"}
+    details.update(outcomes=sender.outcome_counts())
+    assert {o.outcome for o in outcomes.values()} <= {"accepted", "released", "modified"}
+    sender.send(5)  # after the restart the waypoint works again
+    wait_for(lambda: set(range(10, 15)) <= set(receiver.seqs(sender.name)), 30,
+             "messages sent after the restart to come through the re-attached autolinks",
+             describe=lambda: f"received {sorted(receiver.seqs(sender.name))}, not accepted {sorted(lost)}")

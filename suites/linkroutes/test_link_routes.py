@@ -1,0 +1,101 @@
+"""Link routes across a router network to a broker (003 §12.2, the R1/R2/R3/B2 example)."""
+
+import pytest
+
+from harness.wait import wait_for
+
+from ..conftest import kill_or_skip, restart_or_skip
+
+pytestmark = pytest.mark.requires("link-route", "store-and-forward")
+
+QUEUE = "b2.event-queue"
+
+
+@pytest.fixture
+def line(topology):
+    return topology("three-router-line-broker")
+
+
+def attach_when_routed(conn, make, timeout=15.0):
+    """Attach once the link route is known at this router (records travel the network asynchronously)."""
+    def attempt():
+        try:
+            return make()
+        except ConnectionError:
+            return None
+    return wait_for(attempt, timeout, f"a routed attach on {conn.url} to succeed")
+
+
+@pytest.mark.spec("LINKROUTE-1")
+def test_client_far_from_the_broker_sends_and_receives_through_the_link_route(line, clients, details):
+    conn = clients.connect(line.client_url("consumer"))
+    sender = attach_when_routed(conn, lambda: conn.sender(QUEUE, timeout=3))
+    sender.send(10)
+    assert {o.outcome for o in sender.wait_outcomes(10).values()} == {"accepted"}
+    receiver = conn.receiver(QUEUE)
+    got = receiver.wait_received(10)
+    details.update(received=len(got))
+    assert [m.seq for m in got if m.producer == sender.name] == list(range(10))
+    # The consumer's acceptances travel back over the link route: the broker's queue empties.
+    wait_for(lambda: line["B2"].queue_stats(QUEUE)["depth"] == 0, 10, "the broker queue to be empty",
+             describe=lambda: str(line["B2"].queue_stats(QUEUE)))
+
+
+@pytest.mark.spec("LINKROUTE-FLOW-1")
+def test_receiver_credit_limits_what_the_broker_sends(line, clients, details):
+    conn = clients.connect(line.client_url("consumer"))
+    sender = attach_when_routed(conn, lambda: conn.sender(QUEUE, timeout=3))
+    sender.send(10)
+    sender.wait_outcomes(10)
+    receiver = conn.receiver(QUEUE, credit=3, auto_credit=False)
+    receiver.wait_received(3)
+    conn.sync()
+    details.update(received_with_3_credits=receiver.count)
+    assert receiver.count == 3, "the broker may send only as many messages as the client granted credit"
+    receiver.flow(7)
+    receiver.wait_received(10)
+
+
+@pytest.mark.spec("LINKROUTE-DISPOSITION-1")
+@pytest.mark.requires("outcome.modified")
+def test_outcome_reaches_the_broker_across_the_link_route(line, clients, details):
+    conn = clients.connect(line.client_url("consumer"))
+    sender = attach_when_routed(conn, lambda: conn.sender(QUEUE, timeout=3))
+    sender.send(1)
+    sender.wait_outcomes(1)
+    receiver = conn.receiver(QUEUE, credit=1, auto_credit=False, outcome="hold")
+    first = receiver.wait_received(1)[0]
+    receiver.settle("modify")
+    receiver.flow(1)
+    again = receiver.wait_received(2)[1]
+    receiver.settle("accept")
+    details.update(delivery_counts=[first.delivery_count, again.delivery_count])
+    assert again.seq == first.seq and again.delivery_count == first.delivery_count + 1
+
+
+@pytest.mark.spec("LINKROUTE-DETACH-1", "LINKROUTE-NOROUTE-1")
+def test_broker_loss_detaches_routed_links_and_reattach_works_after(line, clients, details):
+    conn = clients.connect(line.client_url("consumer"))
+    receiver = attach_when_routed(conn, lambda: conn.receiver(QUEUE, timeout=3))
+    broker = line["B2"]
+    kill_or_skip(broker)
+    try:
+        receiver.wait_detached(15)
+        details.update(detach_condition=receiver.condition)
+        assert receiver.condition and receiver.condition.startswith("qd:routed-link-lost"), receiver.condition
+        assert not conn.ended, "the client's connection stays open when its routed link is lost"
+
+        def refused():
+            try:
+                probe = conn.receiver(QUEUE, timeout=3)
+            except ConnectionError as exc:
+                return str(exc)
+            probe.detach()
+            return None
+        refusal = wait_for(refused, 15, "attaches to be refused while the broker is down")
+        details.update(refusal=refusal)
+        assert "qd:no-route-to-dest" in refusal
+    finally:
+        restart_or_skip(broker)
+    again = attach_when_routed(conn, lambda: conn.receiver(QUEUE, timeout=3), timeout=30)
+    assert again.attached.is_set() and not conn.ended
