@@ -1,15 +1,15 @@
 """The broker.xml parser of the reference broker (reference/broker/config.py).
 
 * A full stock `broker.xml`, as `artemis create` writes it for Artemis 2.3x, and what the reference does
-  with each of its elements (the stock file does NOT run unchanged: see `STOCK_REFUSED`).
+  with each of its elements. It runs unchanged but for one line: Artemis's security is on by default and the
+  reference has none, so the file must say `<security-enabled>false</security-enabled>` (`security_off`).
 * Every error path, each with the exact line it names and on one line.
 * Address-setting merge by specificity, and Artemis's match syntax, checked against a transcription of
   Artemis's own `Match` / `MatchComparator` (artemis-server, core/settings/impl) as an oracle.
 * The files `harness.render.artemis.render_broker_xml` writes for the topologies parse.
 
-Cases marked `xfail(strict=True)` are known divergences from Artemis or from the parser's own contract (its
-docstring: "refused ...: anything else that would change behaviour"). They are strict: when the reference
-is fixed, pytest reports XPASS as a failure, and the mark comes off.
+A known divergence from Artemis or from the parser's own contract (its docstring: "refused ...: anything else
+that would change behaviour") is pinned as `xfail(strict=True)` until it is fixed; none is open today.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from reference.broker.config import (
 # ---- a stock broker.xml ------------------------------------------------------------------------------------------
 #
 # What `artemis create mybroker` (2.3x, defaults: NIO-capable host, fsync on, all protocol acceptors) writes to
-# etc/broker.xml, placeholders filled in. Each part is (key, text); a key names a part the reference refuses,
-# so that `stock(without=...)` can leave it out. Comments are ours, abridged; element names and values are
-# the stock ones.
+# etc/broker.xml, placeholders filled in. Each part is (key, text); a key names a part the reference once
+# refused (STOCK_ACCEPTED), so that `stock(without=...)` can leave it out. Comments are ours, abridged; element
+# names and values are the stock ones.
 
 _STOCK_PARTS: list[tuple[str | None, str]] = [
     (None, """\
@@ -251,24 +251,23 @@ _STOCK_PARTS: list[tuple[str | None, str]] = [
 """),
 ]
 
-# The stock elements the reference refuses, in file order: (part key, the text on the line the error names,
-# what the error says, why). These make the stock file fail to start; the first one is what a user sees.
-STOCK_REFUSED = [
-    ("max-redelivery-records", "<max-redelivery-records>", "unknown element <max-redelivery-records> in <core>",
-     "Artemis 2.29+ writes it; it only tunes how redelivery counts are journaled, yet the parser does not list "
-     "it (neither implemented nor ignored), so it is 'unknown'"),
-    ("stomp-acceptor", '<acceptor name="stomp">', "acceptor 'stomp': protocols=STOMP does not include AMQP",
-     "the reference speaks AMQP only and refuses any acceptor that does not offer AMQP"),
-    ("hornetq-acceptor", '<acceptor name="hornetq">',
-     "acceptor 'hornetq': protocols=HORNETQ,STOMP does not include AMQP", "same"),
-    ("mqtt-acceptor", '<acceptor name="mqtt">', "acceptor 'mqtt': protocols=MQTT does not include AMQP", "same"),
-    ("security-settings", "<security-settings>", "<security-settings> is not supported yet by the reference broker",
-     "no authentication or authorisation in the reference (security-enabled defaults to true in Artemis)"),
-    ("max-read-page", "<max-read-page-messages>",
-     "address-setting '#': <max-read-page-messages> is not supported yet by the reference broker",
-     "a paging knob (2.28+), like max-size-bytes which is ignored, but missing from _IGNORED_SETTING"),
+# The stock parts the reference once refused, in file order, and what it does with them now: (part key, the
+# text of its first line, what the reference does, why).
+STOCK_ACCEPTED = [
+    ("max-redelivery-records", "<max-redelivery-records>", "ignored",
+     "Artemis 2.29+ writes it; it only tunes how redelivery counts are journaled"),
+    ("stomp-acceptor", '<acceptor name="stomp">', "skipped",
+     "the reference serves AMQP only: an acceptor without AMQP is not opened (a notice says so)"),
+    ("hornetq-acceptor", '<acceptor name="hornetq">', "skipped",
+     "same; its anycastPrefix / multicastPrefix concern HornetQ and STOMP clients only"),
+    ("mqtt-acceptor", '<acceptor name="mqtt">', "skipped", "same"),
+    ("security-settings", "<security-settings>", "ignored",
+     "permissions mean nothing with <security-enabled>false</security-enabled>, which the reference requires"),
+    ("max-read-page", "<max-read-page-messages>", "ignored",
+     "paging knobs (2.28+), like max-size-bytes; the reference does not page"),
 ]
-# <max-read-page-bytes> (the line after) is refused the same way; it is reached only once the line above is gone.
+SECURITY_MESSAGE = ("security is not supported yet: set <security-enabled>false</security-enabled> "
+                    "(Artemis's default is true)")
 
 _STOCK_KEYS = [key for key, _ in _STOCK_PARTS if key]
 
@@ -277,6 +276,13 @@ def stock(*, without: tuple[str, ...] | list[str] = ()) -> str:
     unknown = set(without) - set(_STOCK_KEYS)
     assert not unknown, unknown
     return "".join(text for key, text in _STOCK_PARTS if key is None or key not in without)
+
+
+def security_off(text: str) -> str:
+    """The one line a stock file needs for the reference: security off (the reference has none)."""
+    name = "      <name>mybroker</name>\n"
+    assert text.count(name) == 1
+    return text.replace(name, name + "\n      <security-enabled>false</security-enabled>\n")
 
 
 def line_of(text: str, needle: str, nth: int = 1) -> int:
@@ -298,34 +304,52 @@ def error_of(text: str, path: str = "broker.xml") -> ConfigError:
 # ---- the stock file ----------------------------------------------------------------------------------------------
 
 
-def test_stock_file_is_refused_at_its_first_unsupported_element():
-    """A stock Artemis broker.xml does NOT run unchanged on the reference broker (six refusals, see below)."""
+def test_stock_file_is_refused_only_because_security_is_on_by_default():
+    """A stock Artemis broker.xml has no <security-enabled>, so Artemis runs it with security ON; the reference
+    has no security, so it refuses the file at its <core> line, saying what to add."""
     text = stock()
     err = error_of(text)
-    _key, needle, message, _why = STOCK_REFUSED[0]
-    assert (err.path, err.line) == ("broker.xml", line_of(text, needle))
-    assert err.message.startswith(message), err.message
+    assert (err.path, err.line, err.message) == ("broker.xml", line_of(text, "<core xmlns="), SECURITY_MESSAGE)
 
 
-@pytest.mark.parametrize("key, needle, message, why", STOCK_REFUSED, ids=[r[0] for r in STOCK_REFUSED])
-def test_each_refused_stock_element_is_named_with_its_line(key, needle, message, why):
-    # Leave out every other refused part: this one alone then decides the outcome.
-    text = stock(without=[k for k, *_ in STOCK_REFUSED if k != key])
-    err = error_of(text)
-    assert err.line == line_of(text, needle), (err, why)
-    assert err.message.startswith(message), err.message
+def test_stock_file_with_security_off_runs_unchanged_otherwise():
+    text = security_off(stock())
+    cfg = parse_config(text, "etc/broker.xml")
+    assert [(a.name, a.host, a.port) for a in cfg.acceptors] == [("artemis", "0.0.0.0", 61616),
+                                                                  ("amqp", "0.0.0.0", 5672)]
+    assert [(s.name, s.protocols, s.line) for s in cfg.skipped_acceptors] == [
+        ("stomp", "STOMP", line_of(text, '<acceptor name="stomp">')),
+        ("hornetq", "HORNETQ,STOMP", line_of(text, '<acceptor name="hornetq">')),
+        ("mqtt", "MQTT", line_of(text, '<acceptor name="mqtt">')),
+    ]
+    assert [a.name for a in cfg.addresses] == ["DLQ", "ExpiryQueue"]
 
 
-def test_stock_max_read_page_bytes_is_refused_too():
-    text = stock(without=[k for k, *_ in STOCK_REFUSED if k != "max-read-page"])
-    text = text.replace("<max-read-page-messages>-1</max-read-page-messages>", "")
-    err = error_of(text)
-    assert err.line == line_of(text, "<max-read-page-bytes>")
-    assert "<max-read-page-bytes> is not supported yet" in err.message
+def summary(cfg) -> tuple:
+    """What a config means, without line numbers (leaving a part out moves the lines after it)."""
+    return (cfg.name, cfg.persistence_enabled, cfg.journal_directory, cfg.journal_datasync,
+            [(a.name, a.host, a.port) for a in cfg.acceptors],
+            [(a.name, a.routings, a.queues) for a in cfg.addresses],
+            [(s.match, s.values) for s in cfg.address_settings],
+            {address: cfg.settings_for(address) for address in ("orders", "activemq.management.x", "DLQ")})
 
 
-def test_stock_file_without_its_refused_elements_parses_with_stock_values():
-    cfg = parse_config(stock(without=[k for k, *_ in STOCK_REFUSED]), "etc/broker.xml")
+@pytest.mark.parametrize("key, needle, what, why", STOCK_ACCEPTED, ids=[r[0] for r in STOCK_ACCEPTED])
+def test_each_formerly_refused_stock_part_is_accepted(key, needle, what, why):
+    text = security_off(stock(without=[k for k, *_ in STOCK_ACCEPTED if k != key]))
+    bare = parse_config(security_off(stock(without=[k for k, *_ in STOCK_ACCEPTED])))
+    cfg = parse_config(text)
+    assert summary(cfg) == summary(bare), why  # ignored or skipped: it changes nothing served
+    skipped = [(s.name, s.line) for s in cfg.skipped_acceptors]
+    if what == "skipped":
+        assert skipped == [(key.removesuffix("-acceptor"), line_of(text, needle))], why
+    else:
+        assert skipped == [], why
+
+
+def test_stock_file_without_security_settings_parses_with_stock_values():
+    text = security_off(stock(without=["security-settings"]))
+    cfg = parse_config(text, "etc/broker.xml")
     assert cfg.path == "etc/broker.xml"
     assert cfg.name == "mybroker"
     assert cfg.persistence_enabled is True
@@ -338,11 +362,11 @@ def test_stock_file_without_its_refused_elements_parses_with_stock_values():
         AddressDef("DLQ", (ANYCAST,), (QueueDef("DLQ", ANYCAST, True),), cfg.addresses[0].line),
         AddressDef("ExpiryQueue", (ANYCAST,), (QueueDef("ExpiryQueue", ANYCAST, True),), cfg.addresses[1].line),
     ]
-    text = stock(without=[k for k, *_ in STOCK_REFUSED])
     assert [a.line for a in cfg.addresses] == [line_of(text, '<address name="DLQ">'),
                                                line_of(text, '<address name="ExpiryQueue">')]
     assert [s.match for s in cfg.address_settings] == ["activemq.management#", "#"]
-    # Paging, message-counter and auto-delete knobs are accepted and dropped: only behaviour-relevant values stay.
+    # Paging (max-read-page-* included), message-counter and auto-delete knobs are accepted and dropped: only
+    # behaviour-relevant values stay.
     assert cfg.address_settings[1].values == {
         "dead-letter-address": "DLQ", "expiry-address": "ExpiryQueue", "redelivery-delay": 0,
         "auto-create-queues": True, "auto-create-addresses": True,
@@ -353,20 +377,11 @@ def test_stock_file_without_its_refused_elements_parses_with_stock_values():
     }
 
 
-def test_stock_file_without_security_settings_runs_with_security_off():
-    """Finding: the stock file has no <security-enabled>, so Artemis runs it with security ON (its default)
-    once <security-settings> is removed (every client then needs a user); the reference accepts that file
-    and serves anonymous clients. Today's behaviour, pinned here; see the strict xfail below for the fix."""
-    cfg = parse_config(stock(without=[k for k, *_ in STOCK_REFUSED]), "broker.xml")
-    assert cfg.acceptors
-
-
-@pytest.mark.xfail(strict=True, reason="Artemis's security-enabled defaults to true; the reference treats a "
-                   "missing <security-enabled> as false instead of refusing it like an explicit true")
 def test_missing_security_enabled_is_refused_like_artemis_default_true():
-    text = stock(without=[k for k, *_ in STOCK_REFUSED])
+    text = stock(without=["security-settings"])
     err = error_of(text)
     assert "security" in err.message
+    assert (err.line, err.message) == (line_of(text, "<core xmlns="), SECURITY_MESSAGE)
 
 
 def test_stock_file_from_disk_names_the_file(tmp_path):
@@ -374,21 +389,22 @@ def test_stock_file_from_disk_names_the_file(tmp_path):
     path.write_text(stock())
     with pytest.raises(ConfigError) as info:
         load_config(path)
-    assert str(info.value).startswith(f"{path}:{line_of(stock(), '<max-redelivery-records>')}: ")
+    assert str(info.value) == f"{path}:{line_of(stock(), '<core xmlns=')}: {SECURITY_MESSAGE}"
 
 
 # ---- error paths, each on its exact line -------------------------------------------------------------------------
 
 
-def doc(core: str, *, acceptor: bool = True, before_core: str = "") -> str:
-    """A broker.xml around `core`'s lines; line 1 is the XML declaration, line 4 the first line of `core`."""
+def doc(core: str, *, acceptor: bool = True, before_core: str = "", security: bool = False) -> str:
+    """A broker.xml around `core`'s lines; line 1 is the XML declaration, line 3 <core>, line 4 the first line
+    of `core`. Unless `security`, the closing </core> line says <security-enabled>false (required)."""
     acc = '<acceptors><acceptor name="clients">tcp://127.0.0.1:0?protocols=AMQP</acceptor></acceptors>\n'
     return ('<?xml version="1.0"?>\n'
             '<configuration xmlns="urn:activemq">\n'
             f'{before_core}<core xmlns="urn:activemq:core">\n'
             f"{core}"
             f"{acc if acceptor else ''}"
-            "</core>\n"
+            f"{'' if security else '<security-enabled>false</security-enabled>'}</core>\n"
             "</configuration>\n")
 
 
@@ -401,13 +417,22 @@ def test_minimal_document_parses_with_defaults():
     assert cfg.settings_for("anything") == DEFAULT_SETTINGS
 
 
-@pytest.mark.xfail(strict=True, raises=ConfigError,
-                   reason="config.parse_config picks a root <core> as the core, then checks the root's children "
-                   "as if they were <configuration>'s, so every core element is refused as a top-level one")
 def test_a_bare_core_root_is_accepted():
     text = ('<core xmlns="urn:activemq:core">\n'
-            '<acceptors><acceptor name="a">tcp://127.0.0.1:0</acceptor></acceptors>\n</core>\n')
+            '<acceptors><acceptor name="a">tcp://127.0.0.1:0</acceptor></acceptors>\n'
+            '<security-enabled>false</security-enabled>\n</core>\n')
     assert parse_config(text).acceptors[0].name == "a"
+
+
+def test_a_bare_core_root_still_checks_its_children():
+    text = ('<core xmlns="urn:activemq:core">\n<security-enabled>false</security-enabled>\n'
+            '<acceptors><acceptor name="a">tcp://127.0.0.1:0</acceptor></acceptors>\n<diverts/>\n</core>\n')
+    err = error_of(text)
+    assert (err.line, err.message) == (4, "<diverts> is not supported yet by the reference broker")
+    err = error_of(text.replace("<security-enabled>false</security-enabled>\n", "\n"))
+    assert (err.line, err.message) == (4, "<diverts> is not supported yet by the reference broker")
+    err = error_of(text.replace("<security-enabled>false</security-enabled>\n", "\n").replace("<diverts/>", ""))
+    assert (err.line, err.message) == (1, SECURITY_MESSAGE)
 
 
 @pytest.mark.parametrize("text, line, message", [
@@ -448,7 +473,7 @@ def test_other_top_level_elements_are_refused_but_jms_is_tolerated():
 
 @pytest.mark.parametrize("tag", [
     "cluster-connections", "diverts", "bridges", "ha-policy", "broker-connections", "connectors",
-    "broadcast-groups", "discovery-groups", "federations", "broker-plugins", "security-settings",
+    "broadcast-groups", "discovery-groups", "federations", "broker-plugins",
     "resource-limit-settings", "wildcard-addresses", "store", "metrics", "connection-routers",
 ])
 def test_behaviour_changing_core_elements_are_refused_by_name(tag):
@@ -457,8 +482,18 @@ def test_behaviour_changing_core_elements_are_refused_by_name(tag):
     assert (err.line, err.message) == (6, f"<{tag}> is not supported yet by the reference broker")
 
 
+def test_security_settings_are_ignored_with_security_off_and_refused_without():
+    body = ('<security-settings>\n<security-setting match="#">\n<permission type="send" roles="amq"/>\n'
+            "</security-setting>\n</security-settings>\n")
+    assert parse_config(doc(body)) == parse_config(doc("\n" * body.count("\n")))
+    err = error_of(doc(body, security=True))
+    assert (err.line, err.message) == (3, SECURITY_MESSAGE)
+    # <security-enabled>false after the settings counts too: the whole <core> is read first.
+    assert parse_config(doc(body + "<security-enabled>false</security-enabled>\n", security=True)).acceptors
+
+
 def test_a_divert_deep_in_a_realistic_file_names_its_line():
-    text = stock(without=[k for k, *_ in STOCK_REFUSED]).replace("      <addresses>", """\
+    text = security_off(stock()).replace("      <addresses>", """\
       <diverts>
          <divert name="order-divert">
             <address>orders</address>
@@ -474,7 +509,7 @@ def test_a_divert_deep_in_a_realistic_file_names_its_line():
 
 
 def test_cluster_connections_in_a_realistic_file_names_its_line():
-    text = stock(without=[k for k, *_ in STOCK_REFUSED]).replace("      <address-settings>", """\
+    text = security_off(stock()).replace("      <address-settings>", """\
       <cluster-user>cluster-admin</cluster-user>
       <cluster-connections>
          <cluster-connection name="my-cluster">
@@ -508,7 +543,10 @@ def test_ignored_core_elements_change_nothing():
 
 @pytest.mark.parametrize("core, line, message", [
     ("<acceptors>\n<acceptor name=\"core\">tcp://127.0.0.1:0?protocols=CORE,OPENWIRE</acceptor>\n</acceptors>\n",
-     5, "acceptor 'core': protocols=CORE,OPENWIRE does not include AMQP"),
+     5, "acceptor 'core': protocols=CORE,OPENWIRE does not include AMQP, and no other acceptor does (the broker "
+        "serves AMQP only)"),
+    ("<acceptors>\n<acceptor name=\"v6\">tcp://[::1:5672?protocols=AMQP</acceptor>\n</acceptors>\n",
+     5, "acceptor 'v6': expected tcp://HOST:PORT?protocols=AMQP, got 'tcp://[::1:5672?protocols=AMQP'"),
     ("<acceptors>\n<acceptor name=\"in-vm\">vm://0</acceptor>\n</acceptors>\n",
      5, "acceptor 'in-vm': expected tcp://HOST:PORT?protocols=AMQP, got 'vm://0'"),
     ("<acceptors>\n<acceptor name=\"noport\">tcp://127.0.0.1?protocols=AMQP</acceptor>\n</acceptors>\n",
@@ -537,21 +575,74 @@ def test_acceptor_protocols_are_case_insensitive_and_default_to_all():
         ("acceptor", "127.0.0.1", 0, 8)]
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="config.py _acceptor: urlsplit(...).port raises ValueError on a bad port; it escapes as a "
-                   "traceback instead of a FILE:LINE ConfigError")
+def test_acceptors_without_amqp_are_skipped_beside_an_amqp_one():
+    cfg = parse_config(doc("<acceptors>\n"
+                           '<acceptor name="stomp">tcp://127.0.0.1:61613?protocols=STOMP;stompEnableMessageId=true'
+                           "</acceptor>\n"
+                           '<acceptor name="amqp">tcp://127.0.0.1:0?protocols=AMQP</acceptor>\n'
+                           '<acceptor name="hq">tcp://127.0.0.1:5445?protocols=HORNETQ,STOMP;anycastPrefix=jms.queue.'
+                           "</acceptor>\n</acceptors>\n", acceptor=False))
+    assert [(a.name, a.port, a.line) for a in cfg.acceptors] == [("amqp", 0, 6)]
+    assert [(s.name, s.protocols, s.line) for s in cfg.skipped_acceptors] == [
+        ("stomp", "STOMP", 5), ("hq", "HORNETQ,STOMP", 7)]
+
+
 @pytest.mark.parametrize("url", ["tcp://127.0.0.1:99999?protocols=AMQP", "tcp://127.0.0.1:56x72?protocols=AMQP"])
 def test_a_bad_acceptor_port_is_a_config_error(url):
     err = error_of(doc(f"<acceptors>\n<acceptor name=\"a\">{url}</acceptor>\n</acceptors>\n", acceptor=False))
     assert err.line == 5 and "acceptor 'a'" in err.message
 
 
-@pytest.mark.xfail(strict=True, reason="acceptor URL parameters that change behaviour (sslEnabled, anycastPrefix, "
-                   "multicastPrefix, ...) are silently ignored; the parser's contract says they are refused")
+@pytest.mark.parametrize("port", ["99999", "56x72", "-1", "65536"])
+def test_a_bad_acceptor_port_says_what_was_expected(port):
+    url = f"tcp://127.0.0.1:{port}?protocols=AMQP"
+    err = error_of(doc(f"<acceptors>\n<acceptor name=\"a\">{url}</acceptor>\n</acceptors>\n", acceptor=False))
+    assert (err.line, err.message) == (5, f"acceptor 'a': expected a port 0-65535, got {port!r}")
+
+
 @pytest.mark.parametrize("params", ["sslEnabled=true", "anycastPrefix=jms.queue.", "multicastPrefix=jms.topic."])
 def test_behaviour_changing_acceptor_parameters_are_refused(params):
     url = f"tcp://127.0.0.1:0?protocols=AMQP;{params}"
     error_of(doc(f"<acceptors>\n<acceptor name=\"a\">{url}</acceptor>\n</acceptors>\n", acceptor=False))
+
+
+def acceptor_error(params: str) -> ConfigError:
+    url = f"tcp://127.0.0.1:0?{params}"
+    err = error_of(doc(f"<acceptors>\n<acceptor name=\"a\">{url}</acceptor>\n</acceptors>\n", acceptor=False))
+    assert err.line == 5
+    return err
+
+
+@pytest.mark.parametrize("params, message", [
+    ("protocols=AMQP;sslEnabled=TRUE",
+     "acceptor 'a': sslEnabled=TRUE: TLS is not supported yet by the reference broker"),
+    ("sslEnabled=true;keyStorePath=k.jks", "acceptor 'a': sslEnabled=true: TLS is not supported yet by the reference "
+     "broker"),
+    ("anycastPrefix=jms.queue.", "acceptor 'a': anycastPrefix=jms.queue.: anycastPrefix is not supported yet by the "
+     "reference broker"),
+    ("protocols=AMQP&amp;multicastPrefix=t.",
+     "acceptor 'a': multicastPrefix=t.: multicastPrefix is not supported yet by the reference broker"),
+    ("amqpCredits=500", "acceptor 'a': amqpCredits=500 is not supported yet by the reference broker (it implements "
+     "amqpCredits=1000 only)"),
+    ("amqpLowCredits=10", "acceptor 'a': amqpLowCredits=10 is not supported yet by the reference broker (it "
+     "implements amqpLowCredits=300 only)"),
+    ("amqpTreatRejectAsUnmodifiedDeliveryFailed=true", "acceptor 'a': amqpTreatRejectAsUnmodifiedDeliveryFailed=true "
+     "is not supported yet by the reference broker (it implements amqpTreatRejectAsUnmodifiedDeliveryFailed=false "
+     "only)"),
+    ("connectionsAllowed=1", "acceptor 'a': unknown parameter 'connectionsAllowed'"),
+    ("protocols=AMQP;useEpol=true", "acceptor 'a': unknown parameter 'useEpol'"),
+])
+def test_acceptor_parameter_errors(params, message):
+    assert acceptor_error(params).message == message
+
+
+def test_acceptor_parameters_that_change_nothing_are_accepted():
+    params = ("protocols=AMQP;sslEnabled=false;keyStorePath=k.jks;needClientAuth=true;useEpoll=true;tcpNoDelay=true;"
+              "amqpCredits=1000;amqpLowCredits=300;amqpDuplicateDetection=true;amqpMinLargeMessageSize=102400;"
+              "stompEnableMessageId=true;mqttSessionScanInterval=5;supportAdvisory=false;anycastPrefix=")
+    cfg = parse_config(doc(f'<acceptors>\n<acceptor name="a">tcp://127.0.0.1:5672?{params}</acceptor>\n'
+                           "</acceptors>\n", acceptor=False))
+    assert [(a.name, a.host, a.port, a.line) for a in cfg.acceptors] == [("a", "127.0.0.1", 5672, 5)]
 
 
 @pytest.mark.parametrize("element, value", [
@@ -595,6 +686,16 @@ def settings_doc(body: str, match: str = "#") -> str:
     ("<redelivery-delay>1.5</redelivery-delay>\n", "<redelivery-delay>: expected an integer, got '1.5'"),
     ("<auto-create-queues>on</auto-create-queues>\n", "<auto-create-queues>: expected true or false, got 'on'"),
     ("<auto-create-addresses/>\n", "<auto-create-addresses> needs a value"),
+    ("<default-exclusive-queue>true</default-exclusive-queue>\n", "address-setting '#': <default-exclusive-queue>true "
+     "is not supported yet by the reference broker (only false, Artemis's default)"),
+    ("<default-max-consumers>1</default-max-consumers>\n", "address-setting '#': <default-max-consumers>1 is not "
+     "supported yet by the reference broker (only -1, Artemis's default)"),
+    ("<redelivery-delay-multiplier>2.0</redelivery-delay-multiplier>\n", "address-setting '#': "
+     "<redelivery-delay-multiplier>2.0 is not supported yet by the reference broker (only 1.0, Artemis's default)"),
+    ("<send-to-dla-on-no-route>true</send-to-dla-on-no-route>\n", "address-setting '#': <send-to-dla-on-no-route>true "
+     "is not supported yet by the reference broker (only false, Artemis's default)"),
+    ("<enable-ingress-timestamp>true</enable-ingress-timestamp>\n", "address-setting '#': "
+     "<enable-ingress-timestamp>true is not supported yet by the reference broker (only false, Artemis's default)"),
     ("<dead-letter-address></dead-letter-address>\n", "<dead-letter-address> needs a value"),
     ("<default-address-routing-type>BROADCAST</default-address-routing-type>\n",
      "<default-address-routing-type>: expected ANYCAST or MULTICAST, got 'broadcast'"),
@@ -621,6 +722,12 @@ def test_address_setting_values_are_typed():
 <dead-letter-address>DLQ</dead-letter-address>
 <max-size-bytes>10M</max-size-bytes>
 <address-full-policy>BLOCK</address-full-policy>
+<max-read-page-messages>-1</max-read-page-messages>
+<max-read-page-bytes>20M</max-read-page-bytes>
+<default-exclusive-queue>FALSE</default-exclusive-queue>
+<default-ring-size>-1</default-ring-size>
+<redelivery-delay-multiplier>1</redelivery-delay-multiplier>
+<redelivery-collision-avoidance-factor>0</redelivery-collision-avoidance-factor>
 """))
     (setting,) = cfg.address_settings
     assert (setting.match, setting.line) == ("#", 5)
@@ -639,8 +746,10 @@ def addresses_doc(body: str) -> str:
      "</anycast>\n</address>\n", 8, "queue 'orders': <filter> is not supported yet"),
     ('<address name="orders">\n<anycast>\n<queue name="orders">\n<durable>maybe</durable>\n</queue>\n'
      "</anycast>\n</address>\n", 8, "<durable>: expected true or false, got 'maybe'"),
-    ('<address name="orders">\n<anycast>\n<queue name="orders">\n<user>bob</user>\n</queue>\n</anycast>\n'
-     "</address>\n", 8, "queue 'orders': unknown element <user>"),
+    ('<address name="orders">\n<anycast>\n<queue name="orders">\n<usr>bob</usr>\n</queue>\n</anycast>\n'
+     "</address>\n", 8, "queue 'orders': unknown element <usr>"),
+    ('<address name="orders">\n<anycast>\n<queue name="orders">\n<user/>\n</queue>\n</anycast>\n'
+     "</address>\n", 8, "<user> needs a value"),
     ('<address name="orders">\n<anycast>\n<queue/>\n</anycast>\n</address>\n', 7,
      "address 'orders': <queue> needs a name attribute"),
     ('<address name="orders">\n<anycast>\n<divert/>\n</anycast>\n</address>\n', 7,
@@ -649,22 +758,35 @@ def addresses_doc(body: str) -> str:
      "address 'orders': expected <anycast> or <multicast>, got <queues>"),
     ("<address>\n<anycast/>\n</address>\n", 5, "<address> needs a name attribute"),
     ('<queue name="orders"/>\n', 5, "<addresses>: expected <address>, got <queue>"),
-], ids=["queue-filter", "bad-durable", "queue-user", "queue-no-name", "bad-queue-child", "artemis-1-queues",
-        "address-no-name", "queue-outside-address"])
+], ids=["queue-filter", "bad-durable", "queue-unknown", "queue-empty-user", "queue-no-name", "bad-queue-child",
+        "artemis-1-queues", "address-no-name", "queue-outside-address"])
 def test_address_errors(body, line, message):
     err = error_of(addresses_doc(body))
     assert (err.line, err.message) == (line, message)
 
 
-@pytest.mark.xfail(strict=True, reason="queue attributes that change behaviour (max-consumers, exclusive, "
-                   "last-value-key, purge-on-no-consumers, ...) are ignored without a word; the parser's contract "
-                   "says what would change behaviour is refused")
+def test_a_queue_user_is_accepted_and_changes_nothing():
+    """<user> only labels the queue's owner for management; with security off it changes nothing."""
+    with_user = addresses_doc('<address name="orders">\n<anycast>\n<queue name="orders">\n<user>bob</user>\n'
+                              "</queue>\n</anycast>\n</address>\n")
+    assert parse_config(with_user) == parse_config(with_user.replace("<user>bob</user>", ""))
+
+
 @pytest.mark.parametrize("attribute", ['max-consumers="1"', 'exclusive="true"', 'last-value-key="k"',
                                        'purge-on-no-consumers="true"'])
 def test_behaviour_changing_queue_attributes_are_refused(attribute):
     err = error_of(addresses_doc(f'<address name="orders">\n<anycast>\n<queue name="orders" {attribute}/>\n'
                                  "</anycast>\n</address>\n"))
     assert err.line == 7
+
+
+@pytest.mark.parametrize("attribute", ['ring-size="10"', 'non-destructive="false"', 'enabled="true"', 'colour="red"'])
+def test_every_queue_attribute_but_name_is_refused_by_name(attribute):
+    err = error_of(addresses_doc(f'<address name="orders">\n<anycast>\n<queue {attribute} name="orders"/>\n'
+                                 "</anycast>\n</address>\n"))
+    key, value = attribute.split("=")
+    assert (err.line, err.message) == (7, f"queue 'orders': attribute {key}={value.strip(chr(34))!r} is not "
+                                       "supported yet by the reference broker")
 
 
 DUPLICATE = ('<address name="orders"><anycast/></address>\n<address name="news"><multicast/></address>\n\n'
@@ -676,11 +798,10 @@ def test_duplicate_address_is_refused():
     assert err.line in (5, 8) and err.message.startswith("address 'orders' is declared twice"), err
 
 
-@pytest.mark.xfail(strict=True, reason="config.parse_config reports the FIRST declaration's line (5), which is "
-                   "valid; the router's parser names the repeated one and says where the first was")
 def test_duplicate_address_names_the_second_declaration():
     err = error_of(addresses_doc(DUPLICATE))
     assert err.line == 8, err
+    assert err.message == "address 'orders' is declared twice (first at line 5)"
 
 
 def test_addresses_and_queues():
@@ -708,12 +829,16 @@ def test_addresses_and_queues():
     ]
 
 
-def test_the_same_queue_name_on_two_addresses_is_accepted():
-    """Finding: Artemis queue names are broker-wide; the reference accepts the same queue on two addresses and
-    the broker's queue table then keeps only the last one (Broker.__init__ -> _create_queue overwrites)."""
-    cfg = parse_config(addresses_doc('<address name="a"><anycast><queue name="q"/></anycast></address>\n'
-                                     '<address name="b"><anycast><queue name="q"/></anycast></address>\n'))
-    assert [q.name for a in cfg.addresses for q in a.queues] == ["q", "q"]
+def test_the_same_queue_name_on_two_addresses_is_refused():
+    """Artemis queue names are broker-wide: a second queue of the same name is refused at its line."""
+    err = error_of(addresses_doc('<address name="a"><anycast><queue name="q"/></anycast></address>\n'
+                                 '<address name="b">\n<anycast>\n<queue name="q"/></anycast></address>\n'))
+    assert (err.line, err.message) == (8, "queue 'q' is declared twice (first on address 'a' at line 5; queue "
+                                       "names are broker-wide)")
+    err = error_of(addresses_doc('<address name="a">\n<anycast><queue name="q"/></anycast>\n'
+                                 '<multicast><queue name="q"/></multicast>\n</address>\n'))
+    assert (err.line, err.message) == (7, "queue 'q' is declared twice (first on address 'a' at line 6; queue "
+                                       "names are broker-wide)")
 
 
 def test_missing_file_is_line_0(tmp_path):
@@ -743,10 +868,11 @@ def artemis_valid(pattern: str) -> bool:
 
 
 PATTERNS = ["#", "orders", "orders.#", "orders.*", "*", "*.eu", "orders.*.x", "*.#", "*.*", "orders.eu.#",
-            "orders.eu", "a.b.c.#", "news.europe.#", "news.*.sport"]
+            "orders.eu", "a.b.c.#", "news.europe.#", "news.*.sport", "activemq.management#", "orders#", "ord*",
+            "orders.*#"]
 ADDRESSES = ["orders", "orders.eu", "orders.eu.x", "orders.us.x", "ordersx", "x.orders", "eu", "x.eu", "a.b.c",
              "a.b", "a.b.c.d", "news.europe", "news.europe.sport", "news.usaeurope", "news.europe.fr.sport",
-             "news.usa.sport"]
+             "news.usa.sport", "activemq.management", "activemq.management.abc", "activemq.managementx"]
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
@@ -775,22 +901,25 @@ def test_match_examples(pattern, address, matches):
     assert artemis_match(pattern, address) is matches
 
 
-@pytest.mark.xfail(strict=True, reason="Artemis reads 'activemq.management#' (the stock management match) as "
-                   "'activemq.management.#' (Match.java: '#' -> '(\\..+)*'; ARTEMIS-5553); the reference matches "
-                   "it only literally")
 @pytest.mark.parametrize("address", ["activemq.management", "activemq.management.abc"])
 def test_stock_management_match_matches_like_artemis(address):
     assert artemis_match("activemq.management#", address)
     assert match_address("activemq.management#", address)
 
 
-@pytest.mark.xfail(strict=True, reason="Artemis refuses a match with '#' before its end (Match.verify -> "
-                   "invalidMatch); the reference accepts 'a.#.c' and '#.eu' and matches them")
-@pytest.mark.parametrize("match", ["#.eu", "a.#.c"])
+@pytest.mark.parametrize("match", ["#.eu", "a.#.c", "a#b", "##"])
 def test_hash_before_the_end_is_refused(match):
     assert not artemis_valid(match)
     err = error_of(settings_doc("<max-delivery-attempts>3</max-delivery-attempts>\n", match=match))
     assert err.line == 5
+    assert err.message == f"address-setting {match!r}: '#' may only be the last character of a match"
+
+
+@pytest.mark.parametrize("match", ["#", "a.#", "a#", "*.#", "a.b.c"])
+def test_hash_at_the_end_is_accepted(match):
+    assert artemis_valid(match)
+    cfg = parse_config(settings_doc("<max-delivery-attempts>3</max-delivery-attempts>\n", match=match))
+    assert [s.match for s in cfg.address_settings] == [match]
 
 
 # ---- merge by specificity ---------------------------------------------------------------------------------------
@@ -890,21 +1019,38 @@ def test_longer_hash_match_beats_shorter():
         assert artemis_settings_for(settings, address)["redelivery-delay"] == delay
 
 
-@pytest.mark.xfail(strict=True, reason="Artemis ranks any match without '#' above any match with '#' "
-                   "(MatchComparator; docs: '*' is more specific than '#'); config._specificity counts literal "
-                   "words first, so 'orders.eu.#' beats 'orders.*' for 'orders.eu'")
 def test_star_beats_a_longer_hash_match():
     settings = [("orders.*", {"max-delivery-attempts": 2}), ("orders.eu.#", {"max-delivery-attempts": 7})]
     assert artemis_settings_for(settings, "orders.eu")["max-delivery-attempts"] == 2
     assert parse_config(merge_doc(settings)).settings_for("orders.eu")["max-delivery-attempts"] == 2
 
 
-@pytest.mark.xfail(strict=True, reason="Artemis compares two '*' matches word by word (a literal word before "
-                   "'*' wins); config._specificity ties 'orders.*.x' and '*.eu.x', so file order decides")
 def test_star_matches_compare_word_by_word():
     settings = [("orders.*.x", {"max-delivery-attempts": 2}), ("*.eu.x", {"max-delivery-attempts": 7})]
     assert artemis_settings_for(settings, "orders.eu.x")["max-delivery-attempts"] == 2
     assert parse_config(merge_doc(settings)).settings_for("orders.eu.x")["max-delivery-attempts"] == 2
+
+
+def test_a_repeated_match_replaces_the_earlier_one_like_artemis():
+    settings = [("orders.#", {"max-delivery-attempts": 2, "redelivery-delay": 5}),
+                ("orders.#", {"max-delivery-attempts": 3})]
+    want = artemis_settings_for(settings, "orders.eu")
+    assert (want["max-delivery-attempts"], want["redelivery-delay"]) == (3, 0)
+    assert parse_config(merge_doc(settings)).settings_for("orders.eu") == want
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_merge_agrees_with_artemis_on_random_settings(seed):
+    rng = random.Random(seed)
+    keys = ["max-delivery-attempts", "redelivery-delay", "dead-letter-address"]
+    settings = []
+    for i, match in enumerate(rng.sample(PATTERNS, rng.randint(1, len(PATTERNS)))):
+        values = {key: (f"dla{i}" if key == "dead-letter-address" else i)
+                  for key in rng.sample(keys, rng.randint(1, len(keys)))}
+        settings.append((match, values))
+    cfg = parse_config(merge_doc(settings))
+    for address in ADDRESSES:
+        assert cfg.settings_for(address) == artemis_settings_for(settings, address), (address, settings)
 
 
 # ---- rendered files ----------------------------------------------------------------------------------------------

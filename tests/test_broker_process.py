@@ -33,8 +33,10 @@ MANAGEMENT = re.compile(r"Management on 127\.0\.0\.1:(\d+)")
 JOURNAL = re.compile(r"Journal (\S+): (\d+) message\(s\) recovered(?:, (\d+) byte\(s\) of torn tail discarded)?$")
 
 
-def broker_xml(*, port: int = 0, persistence: bool = True, journal: str = "data/journal", core: str = "") -> str:
-    """A small broker.xml: acceptor 'clients' on line 8, `core` from line 10 on."""
+def broker_xml(*, port: int = 0, persistence: bool = True, journal: str = "data/journal", core: str = "",
+               acceptors: str = "") -> str:
+    """A small broker.xml: acceptor 'clients' on line 8, more `acceptors` from line 9, then `core` (from line 10
+    on when there are no more acceptors)."""
     return f"""\
 <?xml version="1.0" encoding="UTF-8"?>
 <configuration xmlns="urn:activemq">
@@ -44,7 +46,7 @@ def broker_xml(*, port: int = 0, persistence: bool = True, journal: str = "data/
     <journal-directory>{journal}</journal-directory>
     <acceptors>
       <acceptor name="clients">tcp://127.0.0.1:{port}?protocols=AMQP</acceptor>
-    </acceptors>
+{acceptors}    </acceptors>
 {core}    <security-enabled>false</security-enabled>
     <address-settings>
       <address-setting match="#">
@@ -208,30 +210,57 @@ def test_missing_config_file_is_one_line(tmp_path, start_broker):
     assert line.startswith("nope.xml:0: cannot read: "), line
 
 
-@pytest.mark.xfail(strict=True, reason="reference/broker/config.py _acceptor: urlsplit().port raises ValueError "
-                   "for a bad port; the broker dies with a traceback instead of one FILE:LINE line")
 def test_a_bad_acceptor_port_is_one_line(tmp_path, start_broker):
     (tmp_path / "broker.xml").write_text(broker_xml(port=99999))
     line = one_error_line(start_broker("broker.xml"))
     assert line.startswith("broker.xml:8: acceptor 'clients'"), line
 
 
+STOMP = '      <acceptor name="stomp">tcp://127.0.0.1:0?protocols=STOMP</acceptor>\n'
+
+
 @pytest.mark.parametrize("persistence", [False, True])
-def test_port_in_use_exits_1_naming_the_acceptor(tmp_path, start_broker, persistence):
-    """The error is the last line. Before it the broker has already logged its start-up (the queues it
-    declared and, with persistence, the journal line): the acceptors open after the journal is recovered."""
+def test_port_in_use_is_the_only_line(tmp_path, start_broker, persistence):
+    """Like the router: the acceptors are bound before the journal is touched and before any queue is created
+    or logged, so a busy port is the one stderr line, and no journal directory is created."""
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        (tmp_path / "broker.xml").write_text(broker_xml(port=port, persistence=persistence))
-        broker = start_broker("broker.xml")
-        assert broker.wait_exit() == 1
-    lines = broker.lines()
-    assert lines[-1].startswith(f"broker.xml:8: acceptor 'clients': cannot listen on 127.0.0.1:{port}: "), lines
-    assert "Traceback" not in broker.stderr()
-    assert not any("started; ready" in line or "Management on" in line for line in lines), lines
-    assert any(line.startswith("Journal ") or " Journal " in line for line in lines) is persistence, lines
+        (tmp_path / "broker.xml").write_text(broker_xml(port=port, persistence=persistence, acceptors=STOMP))
+        line = one_error_line(start_broker("broker.xml"))
+    assert line.startswith(f"broker.xml:8: acceptor 'clients': cannot listen on 127.0.0.1:{port}: "), line
+    assert not (tmp_path / "data").exists(), "the journal directory is created only once the acceptors are bound"
+
+
+def test_management_port_in_use_is_the_only_line(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        (tmp_path / "broker.xml").write_text(broker_xml())
+        args = [sys.executable, "-m", "reference.broker", "-c", "broker.xml", "--management-port", str(port)]
+        done = subprocess.run(args, cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=START_TIMEOUT)
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"--management-port {port}: cannot listen on 127.0.0.1:{port}: "), lines
+    assert not (tmp_path / "data").exists()
+
+
+def test_an_acceptor_without_amqp_is_skipped_with_a_notice(tmp_path, start_broker, clients):
+    (tmp_path / "broker.xml").write_text(broker_xml(persistence=False, acceptors=STOMP))
+    broker = start_broker("broker.xml", management=False).wait_ready()
+    text = broker.stderr()
+    assert "acceptor 'stomp'" not in text, "no listening line for it"
+    notices = [line for line in broker.lines() if "'stomp'" in line]
+    assert len(notices) == 1 and notices[0].endswith(
+        "SERVER (notice) Acceptor 'stomp' not opened: protocols=STOMP does not include AMQP (the reference broker "
+        "serves AMQP only)"), notices
+    assert text.index("Acceptor 'stomp' not opened") < text.index("started; ready")
+    assert clients.connect(broker.url).opened.is_set()
+    assert broker.terminate() == 0
 
 
 # ---- running --------------------------------------------------------------------------------------------------

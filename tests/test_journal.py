@@ -300,6 +300,43 @@ def test_a_corrupt_record_stops_replay_there(jdir, where):
     assert recover(jdir) == (queues, 1, 0)
 
 
+def _record(kind: int, payload: bytes) -> bytes:
+    body = bytes([kind]) + payload
+    return HEADER.pack(len(body), zlib.crc32(body)) + body
+
+
+def _name(text: str | bytes, declared: int | None = None) -> bytes:
+    raw = text.encode() if isinstance(text, str) else text
+    return struct.pack(">H", len(raw) if declared is None else declared) + raw
+
+
+@pytest.mark.parametrize("payload", [
+    pytest.param(_record(9, struct.pack(">Q", 7) + _name("q") + b"m"), id="unknown-type"),
+    pytest.param(_record(0, b""), id="type-0"),
+    pytest.param(_record(ENQUEUE, struct.pack(">Q", 7) + _name("q", declared=200) + b"m"), id="name-past-end"),
+    pytest.param(_record(ENQUEUE, struct.pack(">Q", 7) + b"\x00"), id="name-length-cut"),
+    pytest.param(_record(ENQUEUE, b"\x00\x00\x00"), id="message-id-cut"),
+    pytest.param(_record(ENQUEUE, struct.pack(">Q", 7) + _name(b"\xff\xfe") + b"m"), id="name-not-utf8"),
+    pytest.param(_record(DELETE, struct.pack(">Q", 1) + _name("q") + b"extra"), id="delete-trailing-bytes"),
+    pytest.param(_record(QUEUE, _name("q2") + _name("q2")), id="queue-no-routing"),
+    pytest.param(_record(QUEUE, _name("q2") + _name("q2") + _name("sideways")), id="queue-bad-routing"),
+    pytest.param(_record(QUEUE, _name("q2") + _name("q2") + _name("anycast") + b"x"), id="queue-trailing-bytes"),
+    pytest.param(_record(QUEUE_DELETE, _name("q") + b"x"), id="queue-delete-trailing-bytes"),
+])
+def test_a_crc_valid_but_malformed_record_is_corruption(jdir, payload):
+    """A record whose crc is right but whose body breaks the format stops replay there, like a torn one: the
+    records before it count, it and everything after it are cut off (and reported as torn), nothing raises."""
+    data = _write_three_messages(jdir)
+    good = _record(ENQUEUE, struct.pack(">Q", 99) + _name("q") + b"after the bad record")
+    (jdir / FILE_NAME).write_bytes(data + payload + good)
+    queues, highest, torn = recover(jdir)
+    assert live(queues) == {"q": {1: b"one", 2: b"two", 3: b"three, the last record of the file"}}
+    assert queues["q"].routing == "anycast"
+    assert highest == 3
+    assert torn == len(payload) + len(good)
+    assert recover(jdir) == (queues, 3, 0), "the bad tail was cut off: the next recovery is clean"
+
+
 def test_a_corrupt_first_record_leaves_an_empty_journal(jdir):
     data = bytearray(_write_three_messages(jdir))
     data[HEADER.size] ^= 0xFF

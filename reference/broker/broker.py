@@ -90,7 +90,8 @@ class Producer:
 class Broker:
     """The proton handler of the reference broker."""
 
-    def __init__(self, config: BrokerConfig, journal: Journal | None):
+    def __init__(self, config: BrokerConfig, journal: Journal | None = None):
+        """Nothing is declared or logged yet: `start` does that, once the server holds its acceptors."""
         self.config = config
         self.journal = journal
         self.queues: dict[str, Queue] = {}
@@ -105,12 +106,19 @@ class Broker:
         self._stats_dirty = True
         self._connections: set = set()
         self.on_shutdown = None
-        for address in config.addresses:
+
+    # ---- start-up ------------------------------------------------------------------------------------------------
+
+    def start(self, journal: Journal | None = None) -> tuple[int, int]:
+        """Declare the configured addresses and queues, then recover `journal` (if given, it replaces the one
+        passed to the constructor): returns (messages recovered, bytes of torn tail discarded)."""
+        if journal is not None:
+            self.journal = journal
+        for address in self.config.addresses:
             self._declare_address(address.name, set(address.routings))
             for q in address.queues:
                 self._create_queue(q.name, address.name, q.routing, durable=q.durable, journal=False)
-
-    # ---- start-up ------------------------------------------------------------------------------------------------
+        return self.recover()
 
     def recover(self) -> tuple[int, int]:
         """Load the journal: returns (messages recovered, bytes of torn tail discarded)."""

@@ -1,31 +1,53 @@
 """Read the subset of ActiveMQ Artemis `broker.xml` the reference broker implements.
 
 One topology renders to Artemis and to the reference broker the same way, so the reference reads Artemis's
-own file format. What it does with each element:
+own file format. The root is `<configuration>` holding `<core>` (a `<jms>` sibling is tolerated), or a bare
+`<core>`. What it does with each element:
 
 * implemented: `name`, `persistence-enabled`, `journal-directory` (where the journal lives),
-  `journal-datasync` (fsync before a durable message is accepted; default true), `security-enabled`
-  (only `false`), `acceptors/acceptor` (tcp URL; `protocols` must allow AMQP), `addresses/address` with
-  `anycast`/`multicast` queues (`durable`, `filter` refused), `address-settings/address-setting` with
+  `journal-datasync` (fsync before a durable message is accepted; default true), `acceptors/acceptor`,
+  `addresses/address` with `anycast`/`multicast` queues, and `address-settings/address-setting` with
   `dead-letter-address`, `expiry-address`, `max-delivery-attempts`, `redelivery-delay`,
   `auto-create-queues`, `auto-create-addresses`, `default-address-routing-type`,
-  `default-queue-routing-type`;
+  `default-queue-routing-type`.
+* `security-enabled`: Artemis's default is true and the reference has no authentication or authorisation,
+  so a file must say `<security-enabled>false</security-enabled>`; a missing one is refused at the `<core>`
+  line, an explicit true at its own line. With security off, `<security-settings>` is accepted and ignored
+  (Artemis itself ignores it then); that is how the stock file's permissions block runs unchanged.
+* acceptors: `tcp://HOST:PORT?key=value;...` (port 0-65535). `protocols` is implemented: an acceptor whose
+  protocols exclude AMQP is skipped (`BrokerConfig.skipped_acceptors`; the server logs a notice), since the
+  broker serves AMQP only, but a file with no AMQP acceptor left is refused. URL parameters that only tune
+  sockets or the other protocols are accepted (`_IGNORED_ACCEPTOR_PARAMS`); `amqpCredits` /
+  `amqpLowCredits` and the AMQP outcome switches are accepted only at the values the reference implements
+  (`_FIXED_ACCEPTOR_PARAMS`); `sslEnabled=true` (TLS), `anycastPrefix` / `multicastPrefix` and unknown
+  parameters are refused.
+* addresses: address names and queue names are broker-wide (a second declaration is refused, naming its
+  line and the first one's). A queue takes `<durable>` and `<user>` (a management label only, with security
+  off); `<filter>` and every queue attribute but `name` (`max-consumers`, `exclusive`, `last-value-key`,
+  `ring-size`, ...) change delivery and are refused.
+* address-settings: Artemis's match syntax (`.` separates words, `*` is one word, `#` zero or more words and
+  only as the last character; a `#` glued to a word, as in the stock `activemq.management#`, works as
+  `activemq.management.#`). The effective settings of an address merge every matching setting, most
+  specific first, by Artemis's MatchComparator (see `settings_for`); a repeated match replaces the earlier
+  one, as in Artemis's map of settings.
 * accepted and meaningless here (documented, no effect): journal tuning, paging/bindings/large-message
-  directories, memory/disk limits, thread pools, critical analyzer, JMX/management notifications, and the
-  address-setting knobs that only tune paging, auto-deletion and message counters (see `_IGNORED*`);
+  directories, memory/disk limits, thread pools, critical analyzer, JMX/management notifications,
+  `max-redelivery-records`, and the address-setting knobs that only tune paging, auto-deletion and
+  message counters (see `_IGNORED*`);
 * refused with an error naming the element: anything else that would change behaviour (clustering,
-  broker connections, diverts, bridges, HA, security settings, connectors, ...).
+  broker connections, diverts, bridges, HA, connectors, ...).
 
 Errors are `ConfigError` whose text is one line: `FILE:LINE: what was expected`.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import xml.etree.ElementTree as ET
-from xml.parsers import expat
 from dataclasses import dataclass, field
+from xml.parsers import expat
 from urllib.parse import parse_qsl, urlsplit
 
 ANYCAST, MULTICAST = "anycast", "multicast"
@@ -46,10 +68,20 @@ class Acceptor:
 
 
 @dataclass(frozen=True)
+class SkippedAcceptor:
+    """An acceptor whose `protocols` exclude AMQP: the broker does not open it (it serves AMQP only)."""
+
+    name: str
+    protocols: str
+    line: int
+
+
+@dataclass(frozen=True)
 class QueueDef:
     name: str
     routing: str
     durable: bool = True
+    line: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -87,24 +119,31 @@ class BrokerConfig:
     journal_directory: str = "data/journal"
     journal_datasync: bool = True
     acceptors: list[Acceptor] = field(default_factory=list)
+    skipped_acceptors: list[SkippedAcceptor] = field(default_factory=list)
     addresses: list[AddressDef] = field(default_factory=list)
     address_settings: list[AddressSetting] = field(default_factory=list)
 
     def settings_for(self, address: str) -> dict:
-        """Effective address settings: every matching `match`, least specific first, merged."""
-        merged = dict(DEFAULT_SETTINGS)
-        matching = [s for s in self.address_settings if match_address(s.match, address)]
-        for setting in sorted(matching, key=lambda s: _specificity(s.match)):
-            merged.update(setting.values)
-        return merged
+        """Effective address settings, as Artemis's HierarchicalObjectRepository.getMatch merges them: every
+        matching setting, most specific first (`compare_matches`); each one only fills the values the more
+        specific ones left unset; then the defaults. A repeated match replaces the earlier one."""
+        by_match = {s.match: s for s in self.address_settings}  # later wins, like Artemis's map
+        matching = sorted((m for m in by_match if match_address(m, address)),
+                          key=functools.cmp_to_key(compare_matches))
+        merged: dict = {}
+        for match in matching:
+            for key, value in by_match[match].values.items():
+                merged.setdefault(key, value)
+        return {**DEFAULT_SETTINGS, **merged}
 
 
 # ---- elements -------------------------------------------------------------------------------------------------
 
 _CORE_SCALARS = {"name", "persistence-enabled", "journal-directory", "journal-datasync", "security-enabled"}
-_CORE_LISTS = {"acceptors", "addresses", "address-settings"}
+_CORE_LISTS = {"acceptors", "addresses", "address-settings", "security-settings"}
 _IGNORED_CORE = {
-    "journal-type", "paging-directory", "bindings-directory", "large-messages-directory", "journal-pool-files",
+    "max-redelivery-records", "journal-type", "paging-directory", "bindings-directory", "large-messages-directory",
+    "journal-pool-files",
     "journal-min-files", "journal-file-size", "journal-buffer-timeout", "journal-buffer-size",
     "journal-max-io", "journal-compact-min-files", "journal-compact-percentage", "journal-sync-transactional",
     "journal-sync-non-transactional", "journal-device-block-size", "journal-retention-directory",
@@ -125,7 +164,7 @@ _IGNORED_CORE = {
 }
 _REFUSED_CORE = {
     "cluster-connections", "cluster-user", "cluster-password", "broadcast-groups", "discovery-groups",
-    "connectors", "bridges", "diverts", "ha-policy", "broker-connections", "security-settings",
+    "connectors", "bridges", "diverts", "ha-policy", "broker-connections",
     "connection-routers", "federations", "broker-plugins", "grouping-handler", "queues", "metrics",
     "resource-limit-settings", "wildcard-addresses", "store", "remoting-incoming-interceptors",
     "remoting-outgoing-interceptors",
@@ -137,18 +176,48 @@ _SETTING_VALUES = {
 }
 _IGNORED_SETTING = {
     "address-full-policy", "max-size-bytes", "max-size-messages", "page-size-bytes", "page-max-cache-size",
+    "max-read-page-messages", "max-read-page-bytes", "prefetch-page-messages", "prefetch-page-bytes",
     "message-counter-history-day-limit", "auto-delete-queues", "auto-delete-addresses",
     "auto-delete-created-queues", "auto-delete-queues-delay", "auto-delete-addresses-delay",
     "auto-create-jms-queues", "auto-create-jms-topics", "auto-delete-jms-queues", "auto-delete-jms-topics",
-    "auto-create-dead-letter-resources", "auto-create-expiry-resources", "dead-letter-queue-prefix",
-    "dead-letter-queue-suffix", "expiry-queue-prefix", "expiry-queue-suffix", "redistribution-delay",
-    "send-to-dla-on-no-route", "slow-consumer-threshold", "slow-consumer-policy", "slow-consumer-check-period",
-    "redelivery-delay-multiplier", "max-redelivery-delay", "redelivery-collision-avoidance-factor",
-    "default-purge-on-no-consumers", "default-max-consumers", "default-consumers-before-dispatch",
-    "default-delay-before-dispatch", "default-exclusive-queue", "default-last-value-queue",
-    "default-non-destructive", "default-consumer-window-size", "default-ring-size", "retroactive-message-count",
-    "management-browse-page-size", "enable-metrics", "enable-ingress-timestamp", "config-delete-queues",
+    "dead-letter-queue-prefix", "dead-letter-queue-suffix", "expiry-queue-prefix", "expiry-queue-suffix",
+    "redistribution-delay", "slow-consumer-policy", "slow-consumer-check-period", "max-redelivery-delay",
+    "default-consumer-window-size", "management-browse-page-size", "enable-metrics", "config-delete-queues",
     "config-delete-addresses", "config-delete-diverts",
+}
+# Address-setting knobs that change delivery, accepted only at Artemis's default (where they change nothing):
+# the queue defaults mirror the <queue> attributes refused in _address; the others reroute, delay, annotate
+# or replay messages (max-redelivery-delay only caps a multiplied delay, and the multiplier must stay 1).
+_DEFAULT_ONLY_SETTING = {
+    "default-purge-on-no-consumers": "false", "default-max-consumers": "-1", "default-consumers-before-dispatch": "0",
+    "default-delay-before-dispatch": "-1", "default-exclusive-queue": "false", "default-last-value-queue": "false",
+    "default-non-destructive": "false", "default-ring-size": "-1", "send-to-dla-on-no-route": "false",
+    "redelivery-delay-multiplier": "1.0", "redelivery-collision-avoidance-factor": "0.0",
+    "auto-create-dead-letter-resources": "false", "auto-create-expiry-resources": "false",
+    "slow-consumer-threshold": "-1", "retroactive-message-count": "0", "enable-ingress-timestamp": "false",
+}
+
+# Acceptor URL parameters. `protocols` is implemented (see _acceptor). These change nothing a client can observe
+# over AMQP here: socket and Netty tuning, how Artemis stores large AMQP messages, the parameters of the other
+# protocols (the broker serves AMQP only), and TLS material, which is meaningless unless sslEnabled=true (refused).
+# amqpDuplicateDetection: Artemis drops a message whose `_AMQ_DUPL_ID` it has seen; the reference never does
+# (with or without the parameter), a known gap that the parameter neither opens nor closes.
+_IGNORED_ACCEPTOR_PARAMS = {
+    "tcpSendBufferSize", "tcpReceiveBufferSize", "tcpNoDelay", "useEpoll", "useKQueue", "useNio", "batchDelay",
+    "directDeliver", "writeBufferLowWaterMark", "writeBufferHighWaterMark", "nioRemotingThreads",
+    "remotingThreads", "quietPeriod", "shutdownTimeout", "amqpMinLargeMessageSize", "amqpDuplicateDetection",
+    "supportAdvisory", "suppressInternalManagementObjects", "virtualTopicConsumerWildcards",
+    "keyStoreProvider", "keyStoreType", "keyStorePath", "keyStorePassword", "keyStoreAlias",
+    "trustStoreProvider", "trustStoreType", "trustStorePath", "trustStorePassword", "crlPath",
+    "enabledCipherSuites", "enabledProtocols", "needClientAuth", "wantClientAuth", "verifyHost", "sslProvider",
+    "sniHost", "trustManagerFactoryPlugin", "sslAutoReload",
+}
+_IGNORED_ACCEPTOR_PREFIXES = ("stomp", "mqtt", "openwire")  # parameters of protocols the broker does not serve
+# Parameters the reference implements at one value only (Artemis's default): producer credit (broker.py
+# PRODUCER_CREDIT / PRODUCER_LOW_CREDIT) and the AMQP outcome handling of broker.py.
+_FIXED_ACCEPTOR_PARAMS = {
+    "amqpCredits": "1000", "amqpLowCredits": "300",
+    "amqpTreatRejectAsUnmodifiedDeliveryFailed": "false", "amqpUseModifiedForTransientDeliveryErrors": "false",
 }
 
 
@@ -165,13 +234,17 @@ def load_config(path: str | os.PathLike) -> BrokerConfig:
 def parse_config(data: bytes | str, path: str = "<string>") -> BrokerConfig:
     root = _parse_xml(data, path)
     cfg = BrokerConfig(path=path)
-    core = root if _local(root.tag) == "core" else next(
-        (child for child in root if _local(child.tag) == "core"), None)
-    if core is None:
-        raise ConfigError(path, root.line, "expected a <core> element (urn:activemq:core) in <configuration>")
-    for child in root:
-        if child is not core and _local(child.tag) not in ("jms",):
-            raise ConfigError(path, child.line, f"<{_local(child.tag)}> is not supported by the reference broker")
+    if _local(root.tag) == "core":
+        core = root  # a bare <core> document: it has no siblings to check
+    else:
+        core = next((child for child in root if _local(child.tag) == "core"), None)
+        if core is None:
+            raise ConfigError(path, root.line, "expected a <core> element (urn:activemq:core) in <configuration>")
+        for child in root:
+            if child is not core and _local(child.tag) not in ("jms",):
+                raise ConfigError(path, child.line,
+                                  f"<{_local(child.tag)}> is not supported by the reference broker")
+    security_off = False
     for el in core:
         tag = _local(el.tag)
         if tag in _IGNORED_CORE:
@@ -189,38 +262,94 @@ def parse_config(data: bytes | str, path: str = "<string>") -> BrokerConfig:
         elif tag == "security-enabled":
             if _bool(el, path):
                 raise ConfigError(path, el.line, "<security-enabled>true is not supported yet (expected false)")
+            security_off = True
+        elif tag == "security-settings":
+            pass  # accepted and ignored with security off, like Artemis; refused below otherwise
         elif tag == "acceptors":
-            cfg.acceptors = [_acceptor(a, path) for a in _children(el, "acceptor", path)]
+            cfg.acceptors, cfg.skipped_acceptors = [], []
+            for a in _children(el, "acceptor", path):
+                acceptor = _acceptor(a, path)
+                (cfg.acceptors if isinstance(acceptor, Acceptor) else cfg.skipped_acceptors).append(acceptor)
         elif tag == "addresses":
-            cfg.addresses = [_address(a, path) for a in _children(el, "address", path)]
+            cfg.addresses = _addresses(el, path)
         elif tag == "address-settings":
             cfg.address_settings = [_setting(s, path) for s in _children(el, "address-setting", path)]
         else:
             known = sorted(_CORE_SCALARS | _CORE_LISTS)
             raise ConfigError(path, el.line, f"unknown element <{tag}> in <core> (expected one of: {', '.join(known)})")
+    if not security_off:
+        raise ConfigError(path, core.line,
+                          "security is not supported yet: set <security-enabled>false</security-enabled> "
+                          "(Artemis's default is true)")
     if not cfg.acceptors:
+        if cfg.skipped_acceptors:
+            first = cfg.skipped_acceptors[0]
+            raise ConfigError(path, first.line, f"acceptor {first.name!r}: protocols={first.protocols} does not "
+                              "include AMQP, and no other acceptor does (the broker serves AMQP only)")
         raise ConfigError(path, core.line, "no <acceptors>: the broker needs at least one AMQP acceptor")
-    names = [a.name for a in cfg.addresses]
-    for address in cfg.addresses:
-        if names.count(address.name) > 1:
-            raise ConfigError(path, address.line, f"address {address.name!r} is declared twice")
     return cfg
 
 
 # ---- element readers -------------------------------------------------------------------------------------------
 
 
-def _acceptor(el, path) -> Acceptor:
+def _acceptor(el, path) -> Acceptor | SkippedAcceptor:
     name = el.get("name") or "acceptor"
     url = _text(el, path)
-    parts = urlsplit(url)
-    if parts.scheme != "tcp" or parts.port is None:
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        parts = None
+    after_host = parts.netloc.rpartition("]")[2] if parts else ""  # an IPv6 host is in brackets
+    if parts is None or parts.scheme != "tcp" or not after_host.rpartition(":")[1]:
         raise ConfigError(path, el.line, f"acceptor {name!r}: expected tcp://HOST:PORT?protocols=AMQP, got {url!r}")
-    params = dict(parse_qsl(parts.query.replace(";", "&")))
-    protocols = params.get("protocols")
-    if protocols is not None and "AMQP" not in protocols.upper().split(","):
-        raise ConfigError(path, el.line, f"acceptor {name!r}: protocols={protocols} does not include AMQP")
-    return Acceptor(name, parts.hostname or "0.0.0.0", parts.port, el.line)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        raise ConfigError(path, el.line,
+                          f"acceptor {name!r}: expected a port 0-65535, got {after_host.rpartition(':')[2]!r}")
+    params = dict(parse_qsl(parts.query.replace(";", "&"), keep_blank_values=True))
+    protocols = params.pop("protocols", None)
+    if protocols is not None and "AMQP" not in [p.strip() for p in protocols.upper().split(",")]:
+        return SkippedAcceptor(name, protocols, el.line)  # its other parameters concern the other protocols
+    for key, value in params.items():
+        what = f"acceptor {name!r}: {key}={value}"
+        if key == "sslEnabled":
+            if value.strip().lower() == "true":
+                raise ConfigError(path, el.line, f"{what}: TLS is not supported yet by the reference broker")
+        elif key in ("anycastPrefix", "multicastPrefix"):
+            if value:
+                raise ConfigError(path, el.line, f"{what}: {key} is not supported yet by the reference broker")
+        elif key in _FIXED_ACCEPTOR_PARAMS:
+            if value.strip().lower() != _FIXED_ACCEPTOR_PARAMS[key].lower():
+                raise ConfigError(path, el.line, f"{what} is not supported yet by the reference broker "
+                                  f"(it implements {key}={_FIXED_ACCEPTOR_PARAMS[key]} only)")
+        elif key not in _IGNORED_ACCEPTOR_PARAMS and not key.startswith(_IGNORED_ACCEPTOR_PREFIXES):
+            raise ConfigError(path, el.line, f"acceptor {name!r}: unknown parameter {key!r}")
+    return Acceptor(name, parts.hostname or "0.0.0.0", port, el.line)
+
+
+def _addresses(el, path) -> list[AddressDef]:
+    """Address and queue names are broker-wide in Artemis: a second declaration of either is refused."""
+    addresses: list[AddressDef] = []
+    first_address: dict[str, AddressDef] = {}
+    first_queue: dict[str, tuple[QueueDef, AddressDef]] = {}
+    for child in _children(el, "address", path):
+        address = _address(child, path)
+        if address.name in first_address:
+            raise ConfigError(path, address.line, f"address {address.name!r} is declared twice "
+                              f"(first at line {first_address[address.name].line})")
+        first_address[address.name] = address
+        for queue in address.queues:
+            if queue.name in first_queue:
+                other, owner = first_queue[queue.name]
+                raise ConfigError(path, queue.line, f"queue {queue.name!r} is declared twice (first on address "
+                                  f"{owner.name!r} at line {other.line}; queue names are broker-wide)")
+            first_queue[queue.name] = (queue, address)
+        addresses.append(address)
+    return addresses
 
 
 def _address(el, path) -> AddressDef:
@@ -237,16 +366,27 @@ def _address(el, path) -> AddressDef:
             qname = q.get("name")
             if not qname:
                 raise ConfigError(path, q.line, f"address {name!r}: <queue> needs a name attribute")
+            # Every other queue attribute (max-consumers, exclusive, last-value, last-value-key, non-destructive,
+            # purge-on-no-consumers, ring-size, group-*, consumers-before-dispatch, delay-before-dispatch,
+            # enabled, ...) changes how the queue delivers: refused, whatever its value.
+            for attribute in q.attrib:
+                if attribute != "name":
+                    raise ConfigError(path, q.line, f"queue {qname!r}: attribute {_local(attribute)}="
+                                      f"{q.get(attribute)!r} is not supported yet by the reference broker")
             durable = True
             for sub in q:
                 subtag = _local(sub.tag)
                 if subtag == "durable":
                     durable = _bool(sub, path)
+                elif subtag == "user":
+                    # The user that owns the queue: in Artemis a label shown by management, used by nothing
+                    # a client sees once security is off, and security off is the only mode the reference runs.
+                    _text(sub, path)
                 elif subtag == "filter":
                     raise ConfigError(path, sub.line, f"queue {qname!r}: <filter> is not supported yet")
                 else:
                     raise ConfigError(path, sub.line, f"queue {qname!r}: unknown element <{subtag}>")
-            queues.append(QueueDef(qname, tag, durable))
+            queues.append(QueueDef(qname, tag, durable, q.line))
     if not routings:
         routings.append(ANYCAST)  # Artemis: an address with no routing element behaves as anycast
     return AddressDef(name, tuple(routings), tuple(queues), el.line)
@@ -256,10 +396,19 @@ def _setting(el, path) -> AddressSetting:
     match = el.get("match")
     if match is None:
         raise ConfigError(path, el.line, "<address-setting> needs a match attribute")
+    if "#" in match and match.index("#") != len(match) - 1:  # Artemis's Match.verify
+        raise ConfigError(path, el.line,
+                          f"address-setting {match!r}: '#' may only be the last character of a match")
     values = {}
     for child in el:
         tag = _local(child.tag)
         if tag in _IGNORED_SETTING:
+            continue
+        if tag in _DEFAULT_ONLY_SETTING:
+            value, default = _text(child, path), _DEFAULT_ONLY_SETTING[tag]
+            if not _same_value(value, default):
+                raise ConfigError(path, child.line, f"address-setting {match!r}: <{tag}>{value} is not supported "
+                                  f"yet by the reference broker (only {default}, Artemis's default)")
             continue
         kind = _SETTING_VALUES.get(tag)
         if kind is None:
@@ -283,16 +432,50 @@ def _setting(el, path) -> AddressSetting:
 
 
 def match_address(pattern: str, address: str) -> bool:
-    regex = "^" + r"\.".join(
-        "[^.]+" if word == "*" else ("(?:.*)" if word == "#" else re.escape(word)) for word in pattern.split("."))
-    regex = regex.replace(r"\.(?:.*)", r"(?:\..*)?").replace(r"(?:.*)\.", r"(?:.*\.)?") + "$"
-    return re.match(regex, address) is not None
+    """Artemis's Match: a wildcard-free pattern is an exact name; `#` alone matches everything; otherwise
+    `.#` and a glued `#` both mean "then zero or more words" (`a#` works as `a.#`), `*` is one word.
+    Other characters are literal (Artemis leaves some regex characters active; the reference does not)."""
+    if "#" not in pattern and "*" not in pattern:
+        return pattern == address
+    if pattern == "#":
+        return True
+    regex = []
+    for char in pattern.replace(".#", "#"):
+        if char == "*":
+            regex.append(r"[^.]+")
+        elif char == "#":
+            regex.append(r"(?:\..+)*")
+        else:
+            regex.append(re.escape(char))
+    return re.fullmatch("".join(regex), address, re.DOTALL) is not None
 
 
-def _specificity(pattern: str) -> tuple:
-    """Artemis orders matches by how literal they are: more literal words, then fewer wildcards."""
-    words = pattern.split(".")
-    return (sum(w not in ("*", "#") for w in words), -sum(w == "#" for w in words), len(words))
+def compare_matches(left: str, right: str) -> int:
+    """Artemis's MatchComparator (HierarchicalObjectRepository): negative when `left` is more specific.
+
+    Any match without `#` ranks above any with `#`; of two with `#`, the longer is more specific. Then any
+    without `*` above any with `*`; two with `*` go word by word, and at the first word where one is `*` and
+    the other is not, the literal one wins. Otherwise the shorter text ranks first. Ties, which Artemis leaves
+    to hash order, are broken by the text, so that the file order never matters."""
+    result = _artemis_compare(left, right)
+    return result if result else (left > right) - (left < right)
+
+
+def _artemis_compare(o1: str, o2: str) -> int:
+    if ("#" in o1) != ("#" in o2):
+        return 1 if "#" in o1 else -1
+    if "#" in o1:
+        return len(o2) - len(o1)
+    if ("*" in o1) != ("*" in o2):
+        return 1 if "*" in o1 else -1
+    if "*" in o1:
+        right = o2.split(".")
+        for i, word in enumerate(o1.split(".")):
+            if i >= len(right):
+                return -1
+            if (word == "*") != (right[i] == "*"):
+                return 1 if word == "*" else -1
+    return len(o1) - len(o2)
 
 
 # ---- XML with line numbers ----------------------------------------------------------------------------------
@@ -326,6 +509,13 @@ def _parse_xml(data, path):
     except expat.ExpatError as exc:
         raise ConfigError(path, exc.lineno, f"not well-formed XML: {expat.errors.messages[exc.code]}") from None
     return roots[0]
+
+
+def _same_value(value: str, default: str) -> bool:
+    try:
+        return float(value) == float(default)
+    except ValueError:
+        return value.lower() == default.lower()
 
 
 def _local(tag: str) -> str:

@@ -4,7 +4,9 @@ Each record is `length (u32) | crc32 (u32) | body`, body = `type (u8) | payload`
 accepted to its producer only after the batch that holds its record has been written and (with
 `journal-datasync`, the default) fsync'ed: `commit()` runs once per batch of I/O events, so many messages
 share one fsync. On start the journal is replayed; a torn or corrupt tail (a crash mid-write) is cut off
-there, and the live records are compacted into a fresh file.
+there, and the live records are compacted into a fresh file. A record whose crc is right but whose body does
+not follow the format (unknown type, a name running past the body, bytes left over, bad UTF-8, a routing other
+than anycast/multicast) is corruption too: replay stops there and the rest counts as torn.
 """
 
 from __future__ import annotations
@@ -49,7 +51,10 @@ class Journal:
             body = data[offset + _HEADER.size: offset + _HEADER.size + length]
             if len(body) < length or zlib.crc32(body) != crc or not body:
                 break
-            highest = max(highest, _apply(body, queues))
+            try:
+                highest = max(highest, _apply(body, queues))
+            except _Malformed:
+                break
             offset += _HEADER.size + length
         torn = len(data) - offset
         self._compact(queues)
@@ -103,6 +108,10 @@ class Journal:
             self._file = None
 
 
+class _Malformed(Exception):
+    """A crc-valid record that does not follow the format."""
+
+
 def _record(kind: int, payload: bytes) -> bytes:
     body = bytes([kind]) + payload
     return _HEADER.pack(len(body), zlib.crc32(body)) + body
@@ -114,9 +123,27 @@ def _name(name: str) -> bytes:
 
 
 def _read_name(body: bytes, offset: int) -> tuple[str, int]:
+    if offset + 2 > len(body):
+        raise _Malformed("name length past the end of the record")
     (length,) = struct.unpack_from(">H", body, offset)
     start = offset + 2
-    return body[start:start + length].decode(), start + length
+    if start + length > len(body):
+        raise _Malformed("name past the end of the record")
+    try:
+        return body[start:start + length].decode(), start + length
+    except UnicodeDecodeError:
+        raise _Malformed("name is not UTF-8") from None
+
+
+def _read_id(body: bytes, offset: int) -> int:
+    if offset + 8 > len(body):
+        raise _Malformed("message id past the end of the record")
+    return struct.unpack_from(">Q", body, offset)[0]
+
+
+def _at_end(body: bytes, offset: int) -> None:
+    if offset != len(body):
+        raise _Malformed("bytes left over after the record")
 
 
 def _queue_payload(name: str, address: str, routing: str) -> bytes:
@@ -128,25 +155,35 @@ def _message_payload(msg_id: int, queue: str, message: bytes) -> bytes:
 
 
 def _apply(body: bytes, queues: dict[str, RecoveredQueue]) -> int:
-    """Apply one record to the replay state; returns the message id it names (0 if none)."""
+    """Apply one record to the replay state; returns the message id it names (0 if none).
+
+    The whole record is decoded before the state changes, so a malformed one (`_Malformed`) changes nothing."""
     kind = body[0]
     if kind == _QUEUE:
         name, offset = _read_name(body, 1)
         address, offset = _read_name(body, offset)
-        routing, _ = _read_name(body, offset)
+        routing, offset = _read_name(body, offset)
+        _at_end(body, offset)
+        if routing not in ("anycast", "multicast"):
+            raise _Malformed(f"routing {routing!r}")
         queues.setdefault(name, RecoveredQueue(name, address, routing))
         return 0
     if kind == _QUEUE_DELETE:
-        name, _ = _read_name(body, 1)
+        name, offset = _read_name(body, 1)
+        _at_end(body, offset)
         queues.pop(name, None)
         return 0
-    (msg_id,) = struct.unpack_from(">Q", body, 1)
+    if kind not in (_ENQUEUE, _DELETE):
+        raise _Malformed(f"unknown record type {kind}")
+    msg_id = _read_id(body, 1)
     queue, offset = _read_name(body, 9)
     if kind == _ENQUEUE:
         target = queues.setdefault(queue, RecoveredQueue(queue, queue, "anycast"))
         target.messages[msg_id] = body[offset:]
-    elif kind == _DELETE and queue in queues:
-        queues[queue].messages.pop(msg_id, None)
+    else:
+        _at_end(body, offset)
+        if queue in queues:
+            queues[queue].messages.pop(msg_id, None)
     return msg_id
 
 

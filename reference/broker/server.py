@@ -1,8 +1,12 @@
 """`interop broker -c broker.xml`: run the reference broker in the foreground.
 
 * A config error prints `FILE:LINE: what was expected` and exits 1 before anything listens.
+* Start-up order, like the router: bind every acceptor (and the management port) first, so that a port in use
+  is the one and only stderr line (exit 1, no journal touched, nothing logged); then create the configured
+  queues and recover the journal; then log the acceptors and the ready line, and serve.
 * The journal (persistence-enabled) lives in `journal-directory`, relative to the config file's folder.
-* Ready means every acceptor accepts connections; each acceptor's line carries its real port.
+* Ready means every acceptor accepts connections; each acceptor's line carries its real port. An acceptor
+  whose `protocols` exclude AMQP is not opened; a notice line says so.
 * `--management-port N` (0 = any free port) serves queue statistics as JSON over HTTP on 127.0.0.1:
   `GET /queues` and `GET /queues/NAME` -> name, address, routing, durable, depth, available, in_flight,
   consumers. The harness reads queue depth and consumer counts there.
@@ -40,30 +44,43 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 1
     serving.setup_logging()
+    broker = Broker(config)
+    server = serving.ForegroundServer(broker, config.name, "broker_shutdown")
+    broker.on_shutdown = server.shutdown
+    ports = []
+    for acceptor in config.acceptors:
+        try:
+            ports.append(server.listen(acceptor.host, acceptor.port))
+        except OSError as exc:
+            print(f"{config.path}:{acceptor.line}: acceptor {acceptor.name!r}: cannot listen on "
+                  f"{acceptor.host}:{acceptor.port}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+    http = None
+    if args.management_port is not None:
+        try:
+            http = ThreadingHTTPServer(("127.0.0.1", args.management_port), _handler(broker))
+        except OSError as exc:
+            print(f"--management-port {args.management_port}: cannot listen on 127.0.0.1:{args.management_port}: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return 1
     journal = None
     if config.persistence_enabled:
         directory = Path(config.journal_directory)
         if not directory.is_absolute():
             directory = Path(args.config).resolve().parent / directory
         journal = Journal(directory, datasync=config.journal_datasync)
-    broker = Broker(config, journal)
-    server = serving.ForegroundServer(broker, config.name, "broker_shutdown")
-    broker.on_shutdown = server.shutdown
-    recovered, torn = broker.recover()
+    recovered, torn = broker.start(journal)
     if journal is not None:
         log.log(serving.NOTICE, "Journal %s: %d message(s) recovered%s", journal.path, recovered,
                 f", {torn} byte(s) of torn tail discarded" if torn else "")
-    for acceptor in config.acceptors:
-        try:
-            port = server.listen(acceptor.host, acceptor.port)
-        except OSError as exc:
-            print(f"{config.path}:{acceptor.line}: acceptor {acceptor.name!r}: cannot listen on "
-                  f"{acceptor.host}:{acceptor.port}: {exc.strerror or exc}", file=sys.stderr)
-            return 1
+    for acceptor, port in zip(config.acceptors, ports, strict=True):
         log.log(serving.NOTICE, "Listening on %s:%d (acceptor %r, protocols AMQP)", acceptor.host, port,
                 acceptor.name)
-    if args.management_port is not None:
-        http = _management_server(broker, args.management_port)
+    for skipped in config.skipped_acceptors:
+        log.log(serving.NOTICE, "Acceptor %r not opened: protocols=%s does not include AMQP (the reference broker "
+                "serves AMQP only)", skipped.name, skipped.protocols)
+    if http is not None:
+        threading.Thread(target=http.serve_forever, name="management", daemon=True).start()
         log.log(serving.NOTICE, "Management on 127.0.0.1:%d", http.server_address[1])
     code = server.run(f"Broker {config.name} started; ready")
     if journal is not None:
@@ -72,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def _management_server(broker: Broker, port: int) -> ThreadingHTTPServer:
+def _handler(broker: Broker) -> type[BaseHTTPRequestHandler]:
+    """The management endpoint's request handler: queue statistics as JSON."""
+
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 - the http.server API
             parts = [unquote(p) for p in self.path.strip("/").split("/") if p]
@@ -96,9 +115,7 @@ def _management_server(broker: Broker, port: int) -> ThreadingHTTPServer:
         def log_message(self, *_args):  # keep stderr for the broker's own log
             pass
 
-    http = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    threading.Thread(target=http.serve_forever, name="management", daemon=True).start()
-    return http
+    return Handler
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ from .keys import FALLBACK, PHASE1
 
 log = logging.getLogger("ROUTER")
 
+REATTACH_DELAY_S = 0.1
+
 
 class AutoLinks:
     def __init__(self, router, configs: list[AutoLink]):
@@ -74,5 +76,22 @@ class AutoLinks:
             router.add_producer(link, key, allow_fallback=False)
         log.info("Autolink %s %r active (routing key %r)", config.direction, config.address, key)
 
+    def session_ended(self, links, conn, container) -> None:
+        """The broker ended the session of some autolinks: attach them again on a new session shortly."""
+        for link in links:
+            config = getattr(link, "router_autolink", None)
+            if config is not None and container is not None:
+                log.info("Autolink %s %r lost with its session; attaching again", config.direction, config.address)
+                container.schedule(REATTACH_DELAY_S, _Reattach(self, config, conn))
+
     def is_autolink(self, link) -> bool:
         return getattr(link, "router_autolink", None) is not None and link.state & Endpoint.LOCAL_ACTIVE
+
+
+class _Reattach:
+    def __init__(self, autolinks: AutoLinks, config: AutoLink, conn):
+        self.autolinks, self.config, self.conn = autolinks, config, conn
+
+    def on_timer_task(self, _event):
+        if self.conn.state & Endpoint.LOCAL_ACTIVE and self.conn.state & Endpoint.REMOTE_ACTIVE:
+            self.autolinks._attach(self.config, self.conn)

@@ -106,6 +106,7 @@ class LinkRouter:
         """Route one attach: to the broker if we hold it, else one hop towards a router that does."""
         section = self.tables[direction].lookup(address)
         target_conn = self._holder(section) if section is not None else None
+        to_broker = target_conn is not None
         if target_conn is None:
             target_conn = self._next_hop(direction, address, section)
         if target_conn is None:
@@ -119,7 +120,7 @@ class LinkRouter:
         far = session.receiver(link.name) if link.is_sender else session.sender(link.name)
         far.source.copy(link.remote_source)
         far.target.copy(link.remote_target)
-        if section is not None and address != COORDINATOR:
+        if to_broker and address != COORDINATOR:  # the broker's own names; neighbours route on ours
             external = _external_address(section, address)
             (far.target if link.is_receiver else far.source).address = external
         far.snd_settle_mode = link.remote_snd_settle_mode

@@ -212,11 +212,17 @@ class Router:
             event.session.open()
 
     def on_session_remote_close(self, event):
+        """A peer ended a session (RabbitMQ does so on any link error): its links are gone with it."""
         session = event.session
-        for link in _links_of(session.connection):
-            if link.session == session:
+        ended = [link for link in _links_of(session.connection) if link.session == session]
+        for link in ended:
+            pair = getattr(link, "router_pair", None)
+            if pair is not None:
+                self.link_router.detached(link, closed=True)
+            else:
                 self._link_gone(link)
         session.close()
+        self.autolinks.session_ended(ended, session.connection, self.connectors.container)
 
     def on_connection_remote_close(self, event):
         self._connection_gone(event.connection)

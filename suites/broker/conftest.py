@@ -9,8 +9,6 @@ import uuid
 
 import pytest
 
-# Queue names must not repeat across cases or runs: a real broker keeps queues (and leftovers) between them.
-_RUN = uuid.uuid4().hex[:8]
 
 
 @pytest.fixture
@@ -41,4 +39,5 @@ def connect(clients, broker):
 @pytest.fixture
 def queue(clients, address):
     """A fresh, auto-created anycast queue name (as the broker expects it on the wire) for this case."""
-    return address(clients.unique(f"interop.q.{_RUN}."))
+    # Never reused across cases or runs: a real broker keeps queues, their settings and leftovers.
+    return address(f"interop.q.{uuid.uuid4().hex[:12]}")

@@ -21,7 +21,7 @@ def test_kill_9_during_durable_send_loses_no_accepted_message(connect, queue, br
         pytest.skip(f"the {broker.info.provider} provider cannot restart a broker: {exc}")
     accepted = {seq for seq, o in sender.outcomes.items() if o.outcome == "accepted"}
 
-    receiver = connect().receiver(queue, credit=200)
+    receiver = connect().receiver(queue, credit=200, durable=True)  # same terminus durability as the sender
     wait_for(lambda: accepted <= set(receiver.seqs(sender.name)), 30,
              f"all {len(accepted)} accepted messages after the restart",
              describe=lambda: f"{len(accepted - set(receiver.seqs(sender.name)))} still missing")
