@@ -220,7 +220,7 @@ class _Link:
 
     def wait_attached(self, timeout: float = DEFAULT_TIMEOUT) -> None:
         wait_for(lambda: self.attached.is_set() or self.detached.is_set(), timeout, f"link {self.name} to attach")
-        if self.detached.is_set():
+        if not self.attached.is_set():
             raise ConnectionError(f"link {self.name} on {self.address!r} was refused: {self.condition}")
 
     def wait_detached(self, timeout: float = DEFAULT_TIMEOUT) -> None:
