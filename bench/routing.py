@@ -1,11 +1,12 @@
-"""Message-routing figures for one router: throughput and send-to-receive latency.
+"""Message-routing figures: throughput and send-to-receive latency on one router, across a two-router mesh
+and through a waypoint to a broker, in one run.
 
-    .venv/bin/python bench/routing.py [--messages N] [--peer router=reference]
+    .venv/bin/python bench/routing.py [--messages N] [--peer router=reference] [--peer broker=rabbitmq]
 
-Starts the single-router topology with the chosen vendor (reference by default), then for each scenario
-sends N messages from one producer and prints msgs/s and the p50/p99 latency from the moment a message went
-on the wire to the moment a consumer had it (both ends are in this process, on one clock). Clients and
-router share this 2-core machine, so the figures are for comparing runs and vendors, not absolute limits.
+For each scenario the topology is started with the chosen vendors, one producer sends N messages and the
+consumers take them; it prints msgs/s and the p50/p99 latency from the moment a message went on the wire to
+the moment a consumer had it (both ends are in this process, on one clock). Clients, routers and brokers
+share this 2-core machine, so the figures are for comparing scenarios, runs and vendors, not absolute limits.
 """
 
 from __future__ import annotations
@@ -24,12 +25,16 @@ from harness.pytest_plugin import parse_peer_choices
 from harness.topology import load_topology
 from harness.wait import wait_for
 
+TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
+
 SCENARIOS = [
-    # name, address prefix, consumers, pre-settled
-    ("anycast unsettled", "balanced.bench.", 1, False),
-    ("anycast pre-settled", "balanced.bench.", 1, True),
-    ("anycast 2 consumers", "balanced.bench.", 2, False),
-    ("multicast 3 consumers", "multicast.bench.", 3, False),
+    # name, topology, producer client, consumer client, address prefix, consumers, pre-settled
+    ("1 router anycast", "single-router", "producer", "consumer", "balanced.bench.", 1, False),
+    ("1 router pre-settled", "single-router", "producer", "consumer", "balanced.bench.", 1, True),
+    ("1 router 2 consumers", "single-router", "producer", "consumer", "balanced.bench.", 2, False),
+    ("1 router multicast x3", "single-router", "producer", "consumer", "multicast.bench.", 3, False),
+    ("2-router mesh anycast", "two-router-mesh", "producer", "far", "balanced.bench.", 1, False),
+    ("waypoint via broker", "router-broker-waypoint", "producer", "consumer", "queue.orders", 1, False),
 ]
 
 
@@ -38,12 +43,13 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run_scenario(url: str, prefix: str, consumers: int, presettled: bool, n: int) -> dict:
+def run_scenario(producer_url: str, consumer_url: str, prefix: str, consumers: int, presettled: bool,
+                 n: int) -> dict:
     with Clients() as clients:
-        address = clients.unique(prefix)
-        receivers = [clients.connect(url).receiver(address, credit=300) for _ in range(consumers)]
-        sender = clients.connect(url).sender(address, presettled=presettled)
-        sender.wait_credit(1)
+        address = clients.unique(prefix) if prefix.endswith(".") else prefix
+        receivers = [clients.connect(consumer_url).receiver(address, credit=300) for _ in range(consumers)]
+        sender = clients.connect(producer_url).sender(address, presettled=presettled)
+        sender.wait_credit(1, timeout=30)
         t0 = time.monotonic()
         sender.send(n)
         expected = n * consumers if prefix.startswith("multicast") else n
@@ -63,18 +69,21 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=5000)
     parser.add_argument("--peer", action="append", default=[])
     args = parser.parse_args()
-    topology = load_topology(Path(__file__).resolve().parent.parent / "topologies" / "single-router.yaml")
-    running = start_topology(topology, parse_peer_choices(args.peer))
+    choices = parse_peer_choices(args.peer)
+    print(f"peers: {choices}; {args.messages} messages of ~40 B per scenario")
+    print(f"{'scenario':<26}{'msgs/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
+    running = {}
     try:
-        url = running.client_url("producer")
-        vendor = running["R1"].info
-        print(f"router: {vendor.vendor} {vendor.version} ({vendor.provider}); {args.messages} messages of ~40 B")
-        print(f"{'scenario':<24}{'msgs/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
-        for name, prefix, consumers, presettled in SCENARIOS:
-            fig = run_scenario(url, prefix, consumers, presettled, args.messages)
-            print(f"{name:<24}{fig['msgs_per_s']:>10.0f}{fig['p50_ms']:>10.2f}{fig['p99_ms']:>10.2f}")
+        for name, topo, producer, consumer, prefix, consumers, presettled in SCENARIOS:
+            if topo not in running:
+                running[topo] = start_topology(load_topology(TOPOLOGIES / f"{topo}.yaml"), choices)
+            rt = running[topo]
+            fig = run_scenario(rt.client_url(producer), rt.client_url(consumer), prefix, consumers, presettled,
+                               args.messages)
+            print(f"{name:<26}{fig['msgs_per_s']:>10.0f}{fig['p50_ms']:>10.2f}{fig['p99_ms']:>10.2f}")
     finally:
-        running.stop()
+        for rt in running.values():
+            rt.stop()
     return 0
 
 

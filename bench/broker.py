@@ -1,0 +1,88 @@
+"""Broker figures: the reference broker against RabbitMQ, with the same clients, in one run.
+
+    .venv/bin/python bench/broker.py [--messages N] [--vendors reference,rabbitmq]
+
+For each broker vendor (started from the single-broker topology) and for non-durable and durable 1 KB
+messages: one producer (unsettled, the broker's credit) and one consumer attached to a fresh queue, N
+messages. Prints msgs/s (first send to last outcome) and the p50/p99 latency from the moment a message
+went on the wire to the moment the consumer had it. Clients and brokers share this 2-core machine, so the
+ratio between vendors is the figure to quote, not the absolute rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness.clients import Clients
+from harness.peers.base import PeerUnavailable
+from harness.peers.launch import start_topology
+from harness.topology import load_topology
+from harness.wait import wait_for
+
+BODY = "x" * 1024
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def run(url: str, address: str, n: int, durable: bool) -> dict:
+    with Clients() as clients:
+        receiver = clients.connect(url).receiver(address, credit=500, durable=durable)
+        sender = clients.connect(url).sender(address, durable=durable)
+        sender.wait_credit(1)
+        t0 = time.monotonic()
+        sender.send(n, body=BODY, durable=durable)
+        sender.wait_outcomes(n, timeout=600)
+        wait_for(lambda: receiver.count >= n, 600, f"{n} messages at the consumer")
+        elapsed = time.monotonic() - t0
+        sent_at = {e.data["seq"]: e.t for e in clients.history.events("send", sender.name)}
+        latencies = [e.t - sent_at[e.data["seq"]] for e in clients.history.events("receive", receiver.name)]
+        accepted = sender.outcome_counts().get("accepted", 0)
+    return {"msgs_per_s": n / elapsed, "p50_ms": percentile(latencies, 0.5) * 1000,
+            "p99_ms": percentile(latencies, 0.99) * 1000, "accepted": accepted}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=5000)
+    parser.add_argument("--vendors", default="reference,rabbitmq")
+    args = parser.parse_args()
+    topology = load_topology(Path(__file__).resolve().parent.parent / "topologies" / "single-broker.yaml")
+    results: dict[tuple[str, bool], dict] = {}
+    print(f"{args.messages} messages of 1 KB per row; one producer, one consumer, same clients")
+    print(f"{'broker':<28}{'durable':<9}{'msgs/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
+    for vendor in args.vendors.split(","):
+        try:
+            running = start_topology(topology, {"broker": vendor})
+        except PeerUnavailable as exc:
+            print(f"{vendor:<28}skipped: {exc}")
+            continue
+        try:
+            broker = running["B1"]
+            label = f"{vendor} {broker.info.version}"[:27]
+            for durable in (False, True):
+                address = broker.wire_address(f"bench.{uuid.uuid4().hex[:10]}")
+                fig = run(broker.url, address, args.messages, durable)
+                results[(vendor, durable)] = fig
+                print(f"{label:<28}{'yes' if durable else 'no':<9}{fig['msgs_per_s']:>9.0f}"
+                      f"{fig['p50_ms']:>9.1f}{fig['p99_ms']:>9.1f}")
+        finally:
+            running.stop()
+    for durable in (False, True):
+        ref, other = results.get(("reference", durable)), results.get(("rabbitmq", durable))
+        if ref and other:
+            print(f"reference / rabbitmq, {'durable' if durable else 'non-durable'}: "
+                  f"{ref['msgs_per_s'] / other['msgs_per_s']:.2f}x throughput")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
