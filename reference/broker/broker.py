@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from proton import Condition, Delivery, Endpoint, Link, Message, Terminus
 
+from ..links import refuse
 from .config import ANYCAST, MULTICAST, BrokerConfig
 from .journal import Journal
 
@@ -618,15 +619,12 @@ def _finish(dlv: Delivery, state, condition: Condition | None = None) -> None:
     dlv.settle()
 
 
-def _refuse(link, name: str, description: str) -> None:
-    link.condition = Condition(name, description)
-    link.open()
-    link.close()
-    log.warning("Refused link %r: %s", link.name, description)
-
-
 def _links_of(conn):
     link = conn.link_head(0)
     while link:
         yield link
         link = link.next(0)
+
+
+def _refuse(link, name: str, description: str) -> None:
+    refuse(link, name, description, log)

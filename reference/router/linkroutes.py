@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from proton import Condition, Delivery, Endpoint, Link, Terminus
 
+from ..links import refuse
 from .addressing import AddressTable, pattern_matches
 from .config import LinkRoute
 
@@ -275,7 +276,4 @@ def _external_address(section: LinkRoute, address: str) -> str:
 
 
 def _refuse(link, name: str, description: str) -> None:
-    link.condition = Condition(name, description)
-    link.open()
-    link.close()
-    log.warning("Refused link %r: %s", link.name, description)
+    refuse(link, name, description, log)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from proton import Condition, Delivery, Endpoint, Link, Message, symbol
 
+from ..links import refuse
 from .addressing import AddressTable
 from .config import AddressSection, RouterConfig
 from .connectors import Connectors
@@ -762,14 +763,6 @@ def _finish(dlv: Delivery, outcome: str, remote=None, condition: Condition | Non
     dlv.settle()
 
 
-def _refuse(link, name: str, description: str):
-    """Refuse an attach the AMQP way: answer the attach with no terminus, then detach with an error."""
-    link.condition = Condition(name, description)
-    link.open()
-    link.close()
-    log.warning("Refused link %r: %s", link.name, description)
-
-
 def _state_of(conn, create: bool = False) -> ConnectionState | None:
     state = getattr(conn, "router_state", None)
     if state is None and create:
@@ -789,3 +782,7 @@ def _peer_of(conn) -> str:
     transport = conn.transport
     url = getattr(conn, "url", None)
     return str(url) if url else (str(transport) if transport else "?")
+
+
+def _refuse(link, name: str, description: str) -> None:
+    refuse(link, name, description, log)
