@@ -178,14 +178,16 @@ def test_pending_records_are_not_on_disk_before_commit(jdir):
 
 @pytest.fixture
 def fsyncs(monkeypatch):
+    """Every sync to disk the journal asks for (fsync for compaction, fdatasync for commits)."""
     calls: list[int] = []
-    real = os.fsync
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
 
-    def counting(fd):
-        calls.append(fd)
-        real(fd)
+        def counting(fd, real=real):
+            calls.append(fd)
+            real(fd)
 
-    monkeypatch.setattr(journal_module.os, "fsync", counting)
+        monkeypatch.setattr(journal_module.os, name, counting)
     return calls
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from proton import Condition, Delivery, Endpoint, Link, Message, Terminus
 
 from ..links import refuse
+from ..peek import Peek, peek
 from .config import ANYCAST, MULTICAST, BrokerConfig
 from .journal import Journal
 
@@ -133,7 +134,8 @@ class Broker:
                 self._declare_address(rq.address, {rq.routing})
                 queue = self._create_queue(rq.name, rq.address, rq.routing, durable=True, journal=False)
             for msg_id, data in rq.messages.items():
-                heapq.heappush(queue.available, Entry(msg_id, data, True, _expiry_of(_decode(data))))
+                fields = peek(data) or _fields_of(_decode(data))
+                heapq.heappush(queue.available, Entry(msg_id, data, True, _expiry_of(fields)))
                 count += 1
             self._dirty.add(queue)
         for queue in self.queues.values():
@@ -363,12 +365,14 @@ class Broker:
         link.advance()
         if link.credit < PRODUCER_LOW_CREDIT:
             link.flow(PRODUCER_CREDIT - link.credit)
-        try:
-            message = _decode(data)
-        except Exception as exc:  # noqa: BLE001 - any decode failure is the sender's problem, not ours
-            _finish(dlv, Delivery.REJECTED, Condition("amqp:decode-error", f"cannot decode message: {exc}"))
-            return
-        address = producer.address or message.address
+        fields = peek(data)  # durable, ttl and `to` without a full decode; None: decode to be sure
+        if fields is None:
+            try:
+                fields = _fields_of(_decode(data))
+            except Exception as exc:  # noqa: BLE001 - any decode failure is the sender's problem, not ours
+                _finish(dlv, Delivery.REJECTED, Condition("amqp:decode-error", f"cannot decode message: {exc}"))
+                return
+        address = producer.address or fields.to
         if not address:
             _finish(dlv, Delivery.REJECTED, Condition("amqp:invalid-field", "message has no 'to' address"))
             return
@@ -376,8 +380,8 @@ class Broker:
         if info is None:
             _finish(dlv, Delivery.REJECTED, Condition("amqp:not-found", f"address {address!r} does not exist"))
             return
-        durable = bool(message.durable) and self.journal is not None
-        self._route(info, next(self._ids), data, durable, _expiry_of(message))
+        durable = fields.durable and self.journal is not None
+        self._route(info, next(self._ids), data, durable, _expiry_of(fields))
         if dlv.settled:
             dlv.settle()
         elif durable:
@@ -476,15 +480,16 @@ class Broker:
             self._dirty.add(consumer.queue)
 
     def on_reactor_quiesced(self, _event):
+        # End of a batch of I/O events, before anything is written back: dispatch, then one journal commit
+        # (one fsync) for everything the batch stored, acknowledged or moved, then tell producers. Frames
+        # queued here leave only after this returns, so no `accepted` or settlement precedes its fsync.
+        while self._dirty:
+            self._dispatch(self._dirty.pop())
         if self.journal is not None and self.journal.dirty:
             self.journal.commit()
         for dlv in self._awaiting_commit:
             _finish(dlv, Delivery.ACCEPTED)
         self._awaiting_commit.clear()
-        while self._dirty:
-            self._dispatch(self._dirty.pop())
-        if self.journal is not None and self.journal.dirty:
-            self.journal.commit()  # deletes and moves made while dispatching
         if self._stats_dirty:
             self._publish_stats()
 
@@ -582,11 +587,18 @@ def _decode(data: bytes) -> Message:
     return message
 
 
-def _expiry_of(message: Message) -> float | None:
-    if message.ttl:
-        return time.time() + message.ttl  # proton gives ttl in seconds
-    if message.expiry_time:
-        return float(message.expiry_time)
+def _fields_of(message: Message) -> Peek:
+    return Peek(durable=bool(message.durable), priority=message.priority, to=message.address,
+                ttl_ms=int(round(message.ttl * 1000)) if message.ttl else None,
+                absolute_expiry_ms=int(message.expiry_time * 1000) if message.expiry_time else None)
+
+
+def _expiry_of(fields: Peek) -> float | None:
+    """Wall-clock expiry from the header ttl (ms) or the properties' absolute-expiry-time (ms since epoch)."""
+    if fields.ttl_ms:
+        return time.time() + fields.ttl_ms / 1000.0
+    if fields.absolute_expiry_ms:
+        return fields.absolute_expiry_ms / 1000.0
     return None
 
 

@@ -99,7 +99,7 @@ class Journal:
         self._pending.clear()
         self._file.flush()
         if self.datasync:
-            os.fsync(self._file.fileno())
+            os.fdatasync(self._file.fileno())  # data (and the size it changes); not mtime
 
     def close(self) -> None:
         if self._file is not None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from proton import Condition, Delivery, Endpoint, Link, Message, symbol
 
 from ..links import refuse
+from ..peek import Peek, peek
 from .addressing import AddressTable
 from .config import AddressSection, RouterConfig
 from .connectors import Connectors
@@ -534,20 +535,25 @@ class Router:
             return
         data = link.recv(dlv.pending)
         link.advance()
-        message = Message()
-        try:
-            message.decode(data)
-        except Exception as exc:  # a malformed message is refused, the link carries on
-            _finish(dlv, REJECTED, condition=Condition("amqp:decode-error", f"cannot decode message: {exc}"))
-            self._top_up(producer)
-            return
+        # Most messages need only `to` and the priority: read those without a full decode (reference/peek.py).
+        fields = None if producer.from_neighbour else peek(data)
+        message = None
+        if fields is None:
+            message = Message()
+            try:
+                message.decode(data)
+            except Exception as exc:  # a malformed message is refused, the link carries on
+                _finish(dlv, REJECTED, condition=Condition("amqp:decode-error", f"cannot decode message: {exc}"))
+                self._top_up(producer)
+                return
+            fields = Peek(priority=message.priority, to=message.address)
         presettled = dlv.settled
         dests = None
         if producer.from_neighbour:  # routed to us by a neighbour: the annotations say where it goes
             annotations = message.annotations or {}
             key, dests = annotations.get(TO), set(annotations.get(DESTS) or ())
         else:
-            key = producer.route_key or message.address
+            key = producer.route_key or fields.to
         if not key:
             if not presettled:
                 _finish(dlv, REJECTED, condition=Condition(
@@ -559,7 +565,7 @@ class Router:
         address = plain_address(key)
         section = self.address_config.lookup(address)
         distribution = section.distribution if section else BALANCED
-        priority = _effective_priority(section, message)
+        priority = _effective_priority(section, fields.priority)
         if dests is None and producer.allow_fallback and section is not None and section.enable_fallback \
                 and not self._has_destinations(key):
             key = FALLBACK + key  # no consumer reachable: divert to the fallback destinations (§12.1.4.3)
@@ -586,6 +592,9 @@ class Router:
             self._dirty.add(consumer.conn)
         for next_hop, routers in remote.items():
             neighbour = self.mesh.neighbours[next_hop].data_consumer
+            if message is None:
+                message = Message()
+                message.decode(data)
             message.annotations = {**(message.annotations or {}), TO: key, DESTS: sorted(routers)}
             neighbour.pending.append(Outbound(inbound, neighbour, message.encode(), priority, next(self._seq),
                                               dests=tuple(routers)))
@@ -737,10 +746,9 @@ class Router:
 # ---- helpers --------------------------------------------------------------------------------------------------
 
 
-def _effective_priority(section: AddressSection | None, message: Message) -> int:
+def _effective_priority(section: AddressSection | None, priority: int | None) -> int:
     if section is not None and section.priority is not None and section.priority >= 0:
         return section.priority
-    priority = message.priority
     return DEFAULT_MESSAGE_PRIORITY if priority is None else priority
 
 

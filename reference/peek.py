@@ -1,0 +1,131 @@
+"""Read the few fields routing needs from an encoded AMQP message without decoding all of it.
+
+Routers and brokers look at a handful of fields per message (header durable/priority/ttl, properties to and
+absolute-expiry-time) and pass the rest on as bytes. Building a full proton Message for that is most of the
+per-message cost, so this walks the encoded sections (AMQP 1.0 §3.2) and skips what it does not need by
+its encoded size. Anything it does not recognise makes it return None, and callers fall back to a full
+decode: never guess.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+_HEADER, _DELIVERY_ANN, _MESSAGE_ANN, _PROPERTIES = 0x70, 0x71, 0x72, 0x73
+_U32 = struct.Struct(">I")
+_U64 = struct.Struct(">Q")
+_I64 = struct.Struct(">q")
+
+
+@dataclass(frozen=True)
+class Peek:
+    durable: bool = False
+    priority: int | None = None
+    ttl_ms: int | None = None
+    to: str | None = None
+    absolute_expiry_ms: int | None = None
+    has_message_annotations: bool = False
+
+
+class _Unknown(Exception):
+    pass
+
+
+def peek(data: bytes) -> Peek | None:
+    try:
+        return _peek(data)
+    except (_Unknown, IndexError, struct.error, UnicodeDecodeError):
+        return None
+
+
+def _peek(data: bytes) -> Peek:
+    fields: dict = {}
+    pos, end = 0, len(data)
+    while pos < end:
+        if data[pos] != 0x00 or data[pos + 1] != 0x53:
+            raise _Unknown
+        code = data[pos + 2]
+        pos += 3
+        if code == _HEADER:
+            values, pos = _list(data, pos, 5)
+            fields["durable"] = values[0] is True
+            fields["priority"] = values[1]
+            fields["ttl_ms"] = values[2]
+        elif code == _PROPERTIES:
+            values, pos = _list(data, pos, 9)
+            fields["to"] = values[2]
+            fields["absolute_expiry_ms"] = values[8]
+        elif code in (_DELIVERY_ANN, _MESSAGE_ANN):
+            fields["has_message_annotations"] = fields.get("has_message_annotations") or code == _MESSAGE_ANN
+            pos = _skip(data, pos)
+        else:
+            break  # application-properties, body, footer: nothing routing needs
+    return Peek(**{k: v for k, v in fields.items() if v is not None})
+
+
+def _list(data: bytes, pos: int, wanted: int) -> tuple[list, int]:
+    """The first `wanted` fields of a described list (scalars only; others -> _Unknown), and the end."""
+    ctor = data[pos]
+    if ctor == 0x45:  # list0
+        return [None] * wanted, pos + 1
+    if ctor == 0xC0:
+        size, count, body = data[pos + 1], data[pos + 2], pos + 3
+        after = pos + 2 + size
+    elif ctor == 0xD0:
+        size, count, body = _U32.unpack_from(data, pos + 1)[0], _U32.unpack_from(data, pos + 5)[0], pos + 9
+        after = pos + 5 + size
+    else:
+        raise _Unknown
+    values = []
+    for _ in range(min(count, wanted)):
+        value, body = _scalar(data, body)
+        values.append(value)
+    values += [None] * (wanted - len(values))
+    return values, after
+
+
+def _scalar(data: bytes, pos: int):
+    """One value (returned when it is a simple scalar, else skipped and returned as a marker)."""
+    c = data[pos]
+    if c == 0x40:
+        return None, pos + 1
+    if c == 0x41:
+        return True, pos + 1
+    if c == 0x42:
+        return False, pos + 1
+    if c == 0x56:
+        return data[pos + 1] != 0, pos + 2
+    if c in (0x50, 0x52, 0x53):  # ubyte, smalluint, smallulong
+        return data[pos + 1], pos + 2
+    if c in (0x43, 0x44):  # uint0, ulong0
+        return 0, pos + 1
+    if c == 0x70:
+        return _U32.unpack_from(data, pos + 1)[0], pos + 5
+    if c == 0x80:
+        return _U64.unpack_from(data, pos + 1)[0], pos + 9
+    if c == 0x83:  # timestamp (ms since epoch)
+        return _I64.unpack_from(data, pos + 1)[0], pos + 9
+    if c in (0xA1, 0xA3):  # str8, sym8
+        n = data[pos + 1]
+        return data[pos + 2:pos + 2 + n].decode(), pos + 2 + n
+    if c in (0xB1, 0xB3):  # str32, sym32
+        n = _U32.unpack_from(data, pos + 1)[0]
+        return data[pos + 5:pos + 5 + n].decode(), pos + 5 + n
+    return object(), _skip(data, pos)  # present but not a field we read (ids, binary...)
+
+
+def _skip(data: bytes, pos: int) -> int:
+    """Position after the value at `pos`, from its constructor's width class (AMQP 1.0 §1.2)."""
+    c = data[pos]
+    if c == 0x00:  # described: descriptor, then value
+        return _skip(data, _skip(data, pos + 1))
+    width = c >> 4
+    fixed = {0x4: 0, 0x5: 1, 0x6: 2, 0x7: 4, 0x8: 8, 0x9: 16}
+    if width in fixed:
+        return pos + 1 + fixed[width]
+    if width in (0xA, 0xC, 0xE):  # one-byte size
+        return pos + 2 + data[pos + 1]
+    if width in (0xB, 0xD, 0xF):  # four-byte size
+        return pos + 5 + _U32.unpack_from(data, pos + 1)[0]
+    raise _Unknown
