@@ -53,7 +53,7 @@ def pytest_addoption(parser):
 
 
 # Commas separate choices only before `ROLE=`, so `external:amqp://h:p?caps=a,b` keeps its commas.
-_NEXT_CHOICE = re.compile(r",(?=\s*(?:%s)\s*=)" % "|".join(ROLES))
+_NEXT_CHOICE = re.compile(r",(?=\s*(?:" + "|".join(ROLES) + r")\s*=)")
 
 
 def parse_peer_choices(values: list[str]) -> dict[str, str]:

@@ -110,6 +110,7 @@ class Wiring:
 class RunningTopology:
     topology: Topology
     peers: dict[str, Peer] = field(default_factory=dict)
+    faults: object = None  # harness.faults.links.LinkProxies when some link goes `via: proxy`
 
     def __getitem__(self, node: str) -> Peer:
         return self.peers[node]
@@ -141,6 +142,8 @@ class RunningTopology:
                 peer.stop()
             except Exception:  # stopping must reach every peer even if one misbehaves
                 peer.kill()
+        if self.faults is not None:
+            self.faults.handle.stop()
 
 
 def start_topology(topology: Topology, choices: dict[str, str], timeout: float = 60.0) -> RunningTopology:
@@ -157,9 +160,19 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
     for name in topology.nodes:
         wiring.listen_ports[name] = {ls.name: free_port() if (name, ls.name) in dialled else 0
                                      for ls in topology.listeners_for(name)}
+    if any(link.via == "proxy" for link in topology.links):
+        from ..faults import start_fault_proxy
+        from ..faults.links import LinkProxies
+
+        running.faults = LinkProxies(start_fault_proxy())
     order = sorted(topology.nodes, key=lambda n: (topology.nodes[n].role != "broker", n))
     for name in order:
-        wiring.connect_ports[name] = {link.to: _dial_port(running, wiring, link) for link in topology.links_from(name)}
+        wiring.connect_ports[name] = {}
+        for link in topology.links_from(name):
+            port = _dial_port(running, wiring, link)
+            if link.via == "proxy":  # the dialler connects to the link's proxy, which forwards to the listener
+                port = running.faults.add(link.name, port)
+            wiring.connect_ports[name][link.to] = port
         running.peers[name] = make_peer(topology, name, choices.get(topology.nodes[name].role, "reference"), wiring)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(running.peers))) as pool:
         futures = {pool.submit(peer.start, timeout): name for name, peer in running.peers.items()}
