@@ -16,3 +16,16 @@ def refuse(link, name: str, description: str, log: logging.Logger) -> None:
     link.open()
     link.close()
     log.warning("Refused link %r: %s", link.name, description)
+
+
+def read_message(link, dlv) -> bytes | None:
+    """The bytes of a complete incoming delivery (and advance the link), or None while it is still partial.
+    An aborted delivery is settled and dropped (None)."""
+    if dlv.aborted:
+        dlv.settle()
+        return None
+    if dlv.partial or not dlv.readable:
+        return None
+    data = link.recv(dlv.pending)
+    link.advance()
+    return data

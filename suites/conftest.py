@@ -5,6 +5,8 @@ Suites reach peers only through the wire (harness clients); they never import `r
 
 import pytest
 
+from harness.wait import wait_for
+
 
 @pytest.fixture
 def single_router(topology):
@@ -32,3 +34,14 @@ def kill_or_skip(peer) -> None:
         peer.kill()
     except NotImplementedError as exc:
         pytest.skip(f"the {peer.info.provider} provider of {peer.name} cannot kill it: {exc}")
+
+
+def attach_when_routed(conn, make, timeout: float = 15.0):
+    """Attach once the route is known here (routers learn routes from each other asynchronously): retry
+    an attach refused with no route until it succeeds or the deadline passes."""
+    def attempt():
+        try:
+            return make()
+        except ConnectionError:
+            return None
+    return wait_for(attempt, timeout, f"a routed attach on {conn.url} to succeed")

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..wait import WaitTimeout, free_port, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable
 
-_LISTENING = re.compile(r"Listening on (\S+):(\d+) \(listener '([^']*)', role (\S+)\)")
+_LISTENING = re.compile(r"Listening on (\S+):(\d+) \(listener '([^']*)', role (?P<role>\S+)\)")
 _READY = re.compile(r"Router \S+ started .*; ready")
 
 
@@ -88,6 +88,31 @@ class ProcessPeer(Peer):
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+    def _start_logged(self, timeout: float, ready: re.Pattern, listening: re.Pattern, what: str) -> None:
+        """Spawn, wait for the ready line, then learn the endpoints from the listening lines (groups: host,
+        port, listener name, and optionally `role`) and check that each accepts connections."""
+        self._spawn()
+
+        def is_ready():
+            self._check_alive()
+            return bool(self._log_matches(ready))
+        try:
+            wait_for(is_ready, timeout, f"{what} {self.name} to be ready", describe=self._last_log_line)
+        except WaitTimeout as exc:
+            self.kill()
+            raise PeerStartError(str(exc)) from None
+        for m in self._log_matches(listening):
+            host = "127.0.0.1" if m.group(1) in ("0.0.0.0", "") else m.group(1)
+            name = m.group(3) or f"listener{len(self.endpoints)}"
+            self.endpoints[name] = Endpoint(name, host, int(m.group(2)), m.groupdict().get("role") or "normal")
+        for ep in self.endpoints.values():
+            if not _accepts(ep.host, ep.port):
+                raise PeerStartError(f"{self.name}: said it listens on {ep.host}:{ep.port} but refuses connections")
+
+    def _last_log_line(self) -> str:
+        lines = self.logs().splitlines()
+        return lines[-1] if lines else "(no output yet)"
 
     @property
     def returncode(self) -> int | None:
@@ -173,27 +198,7 @@ class ReferenceRouterPeer(ProcessPeer):
         return [sys.executable, "-m", "reference.router", "-c", str(self.config_path)]
 
     def start(self, timeout: float = 30.0) -> None:
-        self._spawn()
-
-        def ready():
-            self._check_alive()
-            return bool(self._log_matches(_READY))
-        try:
-            wait_for(ready, timeout, f"reference router {self.name} to be ready", describe=self._last_log_line)
-        except WaitTimeout as exc:
-            self.kill()
-            raise PeerStartError(str(exc)) from None
-        for m in self._log_matches(_LISTENING):
-            host = "127.0.0.1" if m.group(1) in ("0.0.0.0", "") else m.group(1)
-            self.endpoints[m.group(3) or f"listener{len(self.endpoints)}"] = Endpoint(
-                m.group(3), host, int(m.group(2)), m.group(4))
-        for ep in self.endpoints.values():
-            if not _accepts(ep.host, ep.port):
-                raise PeerStartError(f"{self.name}: said it listens on {ep.host}:{ep.port} but refuses connections")
-
-    def _last_log_line(self) -> str:
-        lines = self.logs().splitlines()
-        return lines[-1] if lines else "(no output yet)"
+        self._start_logged(timeout, _READY, _LISTENING, "reference router")
 
     def _prepare_restart(self) -> None:
         """Write the ports the listeners got into the config, so a listener that asked for port 0 comes back

@@ -14,9 +14,8 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from ..wait import WaitTimeout, wait_for
-from .base import Endpoint, PeerInfo, PeerStartError
-from .process import ProcessPeer, _accepts
+from .base import PeerInfo, PeerStartError
+from .process import ProcessPeer
 
 _LISTENING = re.compile(r"Listening on (\S+):(\d+) \(acceptor '([^']*)'")
 _MANAGEMENT = re.compile(r"Management on (\S+):(\d+)")
@@ -40,24 +39,9 @@ class ReferenceBrokerPeer(ProcessPeer):
         return [sys.executable, "-m", "reference.broker", "-c", str(self.config_path), "--management-port", "0"]
 
     def start(self, timeout: float = 30.0) -> None:
-        self._spawn()
-
-        def ready():
-            self._check_alive()
-            return bool(self._log_matches(_READY))
-        try:
-            wait_for(ready, timeout, f"reference broker {self.name} to be ready")
-        except WaitTimeout as exc:
-            self.kill()
-            raise PeerStartError(str(exc)) from None
-        for m in self._log_matches(_LISTENING):
-            host = "127.0.0.1" if m.group(1) in ("0.0.0.0", "") else m.group(1)
-            self.endpoints[m.group(3)] = Endpoint(m.group(3), host, int(m.group(2)), "normal")
+        self._start_logged(timeout, _READY, _LISTENING, "reference broker")
         for m in self._log_matches(_MANAGEMENT):
             self.management_url = f"http://{m.group(1)}:{m.group(2)}"
-        for ep in self.endpoints.values():
-            if not _accepts(ep.host, ep.port):
-                raise PeerStartError(f"{self.name}: said it listens on {ep.host}:{ep.port} but refuses connections")
 
     def _prepare_restart(self) -> None:
         """Come back on the ports the acceptors got, with the same journal directory (the workdir)."""

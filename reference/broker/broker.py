@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from proton import Condition, Delivery, Endpoint, Link, Message, Terminus
 
-from ..links import refuse
+from ..links import read_message, refuse
 from ..peek import Peek, peek
 from .config import ANYCAST, MULTICAST, BrokerConfig
 from .journal import Journal
@@ -356,13 +356,9 @@ class Broker:
 
     def _receive(self, producer: Producer, dlv: Delivery):
         link = producer.link
-        if dlv.aborted:
-            dlv.settle()
+        data = read_message(link, dlv)
+        if data is None:
             return
-        if dlv.partial or not dlv.readable:
-            return
-        data = link.recv(dlv.pending)
-        link.advance()
         if link.credit < PRODUCER_LOW_CREDIT:
             link.flow(PRODUCER_CREDIT - link.credit)
         fields = peek(data)  # durable, ttl and `to` without a full decode; None: decode to be sure

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from proton import Condition, Delivery, Endpoint, Link, Message, symbol
 
-from ..links import refuse
+from ..links import read_message, refuse
 from ..peek import Peek, peek
 from .addressing import AddressTable
 from .config import AddressSection, RouterConfig
@@ -528,13 +528,9 @@ class Router:
 
     def _receive(self, producer: Producer, dlv: Delivery):
         link = producer.link
-        if dlv.aborted:
-            dlv.settle()
+        data = read_message(link, dlv)
+        if data is None:
             return
-        if dlv.partial or not dlv.readable:
-            return
-        data = link.recv(dlv.pending)
-        link.advance()
         # Most messages need only `to` and the priority: read those without a full decode (reference/peek.py).
         fields = None if producer.from_neighbour else peek(data)
         message = None
@@ -648,10 +644,9 @@ class Router:
         return local, remote, unroutable
 
     def _control(self, link, dlv: Delivery):
-        if dlv.partial or not dlv.readable:
+        data = read_message(link, dlv)
+        if data is None:
             return
-        data = link.recv(dlv.pending)
-        link.advance()
         dlv.settle()
         if link.credit < CONTROL_LOW_CREDIT:
             link.flow(CONTROL_CREDIT - link.credit)

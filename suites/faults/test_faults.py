@@ -9,6 +9,8 @@ import pytest
 from harness import checkers
 from harness.wait import wait_for
 
+from ..conftest import attach_when_routed
+
 pytestmark = pytest.mark.requires("store-and-forward")
 
 LINK = "R1->B1"
@@ -19,15 +21,6 @@ def faulty(topology):
     running = topology("router-broker-faults")
     yield running
     running.faults.reset()  # every case leaves the link clean for the next
-
-
-def attach_when_routed(conn, make, timeout=15.0):
-    def attempt():
-        try:
-            return make()
-        except ConnectionError:
-            return None
-    return wait_for(attempt, timeout, f"a routed attach on {conn.url} to succeed")
 
 
 @pytest.mark.spec("FAULT-LINKROUTE-1", "LINKROUTE-DETACH-1")

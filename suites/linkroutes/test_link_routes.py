@@ -4,7 +4,7 @@ import pytest
 
 from harness.wait import wait_for
 
-from ..conftest import kill_or_skip, restart_or_skip
+from ..conftest import attach_when_routed, kill_or_skip, restart_or_skip
 
 pytestmark = pytest.mark.requires("link-route", "store-and-forward")
 
@@ -14,16 +14,6 @@ QUEUE = "b2.event-queue"
 @pytest.fixture
 def line(topology):
     return topology("three-router-line-broker")
-
-
-def attach_when_routed(conn, make, timeout=15.0):
-    """Attach once the link route is known at this router (records travel the network asynchronously)."""
-    def attempt():
-        try:
-            return make()
-        except ConnectionError:
-            return None
-    return wait_for(attempt, timeout, f"a routed attach on {conn.url} to succeed")
 
 
 @pytest.mark.spec("LINKROUTE-1")
