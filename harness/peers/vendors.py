@@ -22,7 +22,7 @@ ROUTER_MESSAGE_ROUTING = frozenset({
     "credit-gating", "multicast-outcome", "priority", "anonymous-relay", "dynamic-address",
 })
 # Router networks and brokered messaging (003 §12.1.4, §12.2): what both the reference and qdrouterd do.
-ROUTER_NETWORKS = frozenset({"mesh", "waypoint", "link-route", "fallback"})
+ROUTER_NETWORKS = frozenset({"mesh", "edge", "waypoint", "link-route", "fallback"})
 
 # What a store-and-forward broker does, as the reference broker implements it (DESIGN.md, issue 3).
 BROKER_STORE_AND_FORWARD = frozenset({

@@ -777,6 +777,9 @@ def load_config(path: str | os.PathLike[str]) -> RouterConfig:
 SUPPORTED_FEATURES: frozenset[str] = frozenset({
     "router.standalone",
     "router.interior",
+    "router.edge",
+    "listener.edge",
+    "connector.edge",
     "listener.normal",
     "listener.inter-router",
     "connector.inter-router",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from proton import Condition, Endpoint, Link, Message, symbol
 
+from .edge import EdgeState
 from .network import NetworkState
 
 log = logging.getLogger("ROUTER_HELLO")
@@ -37,22 +38,27 @@ class Neighbour:
     data_consumer: object = None  # the router's Consumer record for our data sender on this connection
     router_id: str | None = None
     cost: int = 1
-    pending_control: list = field(default_factory=list)
+    edge: bool = False  # the far end is an edge router (seen from an interior one)
+    edge_consumers: dict = field(default_factory=dict)  # key -> the router's Consumer standing for the edge
+    reach_sent: frozenset = frozenset()
 
 
 class Mesh:
     """Neighbours, flooding and path computation for one interior router."""
 
-    def __init__(self, router):
+    def __init__(self, router, mode: str = "interior"):
         self.router = router
+        self.mode = mode
         self.my_id = router.router_id
-        self.state = NetworkState(self.my_id)
-        self.neighbours: dict[str, Neighbour] = {}  # router id -> neighbour
+        self.state = NetworkState(self.my_id) if mode == "interior" else EdgeState(self.my_id)
+        self.neighbours: dict[str, Neighbour] = {}  # router id -> neighbour (an edge's: its uplink)
+        self.edges: dict[str, Neighbour] = {}  # interior only: edge router id -> its connection
         self._seq = itertools.count(1)
         self._addresses: frozenset[str] = frozenset()
         self._link_routes: frozenset[str] = frozenset()
-        self.state.update_link_state(self.my_id, next(self._seq), {})
-        self.state.update_addresses(self.my_id, next(self._seq), ())
+        if mode == "interior":
+            self.state.update_link_state(self.my_id, next(self._seq), {})
+            self.state.update_addresses(self.my_id, next(self._seq), ())
 
     def routes(self):
         return self.state.routes()
@@ -74,7 +80,7 @@ class Mesh:
         data.target.address = DATA
         data.open()
         neighbour.data_consumer = self.router.add_neighbour_sender(conn, data)
-        self._send(neighbour, {"op": "HELLO", "id": self.my_id, "cost": cost})
+        self._send(neighbour, {"op": "HELLO", "id": self.my_id, "cost": cost, "mode": self.mode})
 
     def attach(self, link) -> bool:
         """A link the neighbour opened to us; True if it was one of ours to handle."""
@@ -94,6 +100,16 @@ class Mesh:
     def connection_lost(self, conn) -> None:
         neighbour = getattr(conn, "router_neighbour", None)
         if neighbour is None or neighbour.router_id is None:
+            return
+        if self.edges.get(neighbour.router_id) is neighbour:
+            del self.edges[neighbour.router_id]
+            log.info("Edge router %s lost", neighbour.router_id)
+            return
+        if self.mode == "edge":
+            self.neighbours.pop(neighbour.router_id, None)
+            self.state.uplink_id, self.state.reach = None, frozenset()
+            log.info("Uplink to interior router %s lost", neighbour.router_id)
+            self.router.network_changed()
             return
         if self.neighbours.get(neighbour.router_id) is neighbour:
             del self.neighbours[neighbour.router_id]
@@ -119,6 +135,12 @@ class Mesh:
         elif op == "LRU" and self.state.update_link_routes(body["origin"], body["seq"], body["patterns"]):
             self._flood(body, neighbour)
             self.router.network_changed()
+        elif op == "EDGE_ADDR" and neighbour is not None and neighbour.edge:
+            self.router.edge_addresses(neighbour, set(body.get("addresses") or ()))
+            self.publish_reach()
+        elif op == "REACH" and self.mode == "edge":
+            self.state.reach = frozenset(body.get("addresses") or ())
+            self.router.network_changed()
 
     def _hello(self, neighbour: Neighbour | None, conn, body: dict) -> None:
         other = str(body.get("id"))
@@ -131,7 +153,19 @@ class Mesh:
             return
         neighbour.router_id = other
         neighbour.cost = max(neighbour.cost, int(body.get("cost", 1)))
+        if body.get("mode") == "edge" and self.mode == "interior":
+            neighbour.edge = True  # an edge takes no part in route computation: serve it, don't route through it
+            self.edges[other] = neighbour
+            log.info("Edge router %s attached", other)
+            self.publish_reach()
+            return
         self.neighbours[other] = neighbour
+        if self.mode == "edge":
+            self.state.uplink_id = other
+            log.info("Uplink to interior router %s up", other)
+            self._send(neighbour, {"op": "EDGE_ADDR", "addresses": sorted(self._addresses)})
+            self.router.network_changed()
+            return
         log.info("Neighbour %s up (cost %d)", other, neighbour.cost)
         for record in self.state.records():  # bring it up to date with everything we know
             self._send(neighbour, record)
@@ -140,6 +174,8 @@ class Mesh:
     # ---- what we publish ----------------------------------------------------------------------------------
 
     def _publish_link_state(self) -> None:
+        if self.mode != "interior":
+            return
         neighbours = {rid: n.cost for rid, n in self.neighbours.items()}
         record = {"op": "LSU", "origin": self.my_id, "seq": next(self._seq), "neighbours": neighbours}
         self.state.update_link_state(self.my_id, record["seq"], neighbours)
@@ -151,11 +187,17 @@ class Mesh:
         if addresses == self._addresses:
             return
         self._addresses = addresses
+        if self.mode == "edge":  # an edge tells its uplink only
+            for neighbour in self.neighbours.values():
+                self._send(neighbour, {"op": "EDGE_ADDR", "addresses": sorted(addresses)})
+            return
         record = {"op": "MAU", "origin": self.my_id, "seq": next(self._seq), "addresses": sorted(addresses)}
         self.state.update_addresses(self.my_id, record["seq"], addresses)
         self._flood(record, None)
 
     def publish_link_routes(self, patterns) -> None:
+        if self.mode != "interior":
+            return
         patterns = frozenset(patterns)
         if patterns == self._link_routes:
             return
@@ -163,6 +205,14 @@ class Mesh:
         record = {"op": "LRU", "origin": self.my_id, "seq": next(self._seq), "patterns": sorted(patterns)}
         self.state.update_link_routes(self.my_id, record["seq"], patterns)
         self._flood(record, None)
+
+    def publish_reach(self) -> None:
+        """Interior: tell each edge which addresses it can reach through us (what is not only its own)."""
+        for neighbour in self.edges.values():
+            reach = frozenset(self.router.reach_for_edge(neighbour))
+            if reach != neighbour.reach_sent:
+                neighbour.reach_sent = reach
+                self._send(neighbour, {"op": "REACH", "addresses": sorted(reach)})
 
     def _flood(self, record: dict, came_from: Neighbour | None) -> None:
         for neighbour in self.neighbours.values():

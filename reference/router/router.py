@@ -75,6 +75,7 @@ class Consumer:
     cost: int = 0  # a local consumer; router networks add path costs
     closed: bool = False
     neighbour: bool = False  # the data link to a neighbour router, not a client
+    edge: bool = False  # stands for an edge router's consumers of this address (interior side)
 
     @property
     def outstanding(self) -> int:
@@ -141,7 +142,7 @@ class Router:
         self._connections: set = set()
         self.listener_of: dict = {}  # acceptor -> listener section (set by the server)
         self.connectors = Connectors(self, config.connectors)
-        self.mesh = Mesh(self) if config.router.mode == "interior" else None
+        self.mesh = Mesh(self, config.router.mode) if config.router.mode in ("interior", "edge") else None
         self.remote_paths: dict[str, RemotePath] = {}
         self._reachable_remote: set[str] = set()
         self.link_router = LinkRouter(self, config.link_routes)
@@ -203,7 +204,7 @@ class Router:
         state = _state_of(conn, create=True)
         log.info("Connection from %s opened (container %s, role %s)", _peer_of(conn), conn.remote_container,
                  state.role)
-        if state.role == "inter-router" and self.mesh is not None:
+        if state.role in ("inter-router", "edge") and self.mesh is not None:
             self.mesh.connection_up(conn, conn.router_cost)
         if state.role == "route-container":
             self._advertise_link_routes()
@@ -248,7 +249,7 @@ class Router:
             self._drop_consumer(consumer)
         for producer in list(state.producers):
             self._drop_producer(producer)
-        if state.role == "inter-router" and self.mesh is not None:
+        if state.role in ("inter-router", "edge") and self.mesh is not None:
             self.mesh.connection_lost(conn)
         self._routed_links_lost(conn)
         if state.role == "route-container":
@@ -280,7 +281,7 @@ class Router:
         link.snd_settle_mode = link.remote_snd_settle_mode
         link.rcv_settle_mode = link.remote_rcv_settle_mode
         role = _state_of(link.connection, create=True).role
-        if role == "inter-router" and self.mesh is not None and self.mesh.attach(link):
+        if role in ("inter-router", "edge") and self.mesh is not None and self.mesh.attach(link):
             return
         routed = self.link_router.match(link)
         if routed is not None:
@@ -445,6 +446,24 @@ class Router:
         """Tell the network which addresses have consumers here (mobile addresses, §12.1.1.2)."""
         if self.mesh is not None:
             self.mesh.publish_addresses(self.consumers.keys())
+            self.mesh.publish_reach()
+
+    def edge_addresses(self, neighbour, keys: set) -> None:
+        """An edge router's consumer addresses: served here through the edge's data link, as local ones."""
+        for key in set(neighbour.edge_consumers) - keys:
+            self._drop_consumer(neighbour.edge_consumers.pop(key))
+        for key in keys - set(neighbour.edge_consumers):
+            consumer = self.add_consumer(neighbour.data_consumer.link, key)
+            consumer.edge = True
+            neighbour.edge_consumers[key] = consumer
+        neighbour.data_consumer.link.router_consumer = neighbour.data_consumer
+
+    def reach_for_edge(self, neighbour) -> set:
+        """Addresses an edge reaches through us: consumers anywhere but on that edge itself."""
+        edge_state = _state_of(neighbour.connection)
+        local = {key for key, consumers in self.consumers.items()
+                 if any(not c.closed and c.conn is not edge_state for c in consumers)}
+        return local | self._reachable_remote
 
     def network_changed(self) -> None:
         """Paths or remote addresses changed: refresh remote paths, then open or close producer credit."""
@@ -459,6 +478,8 @@ class Router:
             self.mesh.state.reachable_addresses() if self.mesh is not None else set())
         for key in before ^ self._reachable_remote:
             self._credit_changed(key)
+        if self.mesh is not None:
+            self.mesh.publish_reach()
 
     def add_neighbour_sender(self, conn, link) -> Consumer:
         """Our data link towards a neighbour: the pump serves it like a consumer link."""
@@ -545,9 +566,17 @@ class Router:
             fields = Peek(priority=message.priority, to=message.address)
         presettled = dlv.settled
         dests = None
+        exclude = None
         if producer.from_neighbour:  # routed to us by a neighbour: the annotations say where it goes
             annotations = message.annotations or {}
-            key, dests = annotations.get(TO), set(annotations.get(DESTS) or ())
+            key = annotations.get(TO)
+            neighbour = getattr(link.connection, "router_neighbour", None)
+            if neighbour is not None and neighbour.edge:
+                exclude = _state_of(link.connection)  # from an edge: route it anew, but not back to that edge
+            elif DESTS in annotations:
+                dests = set(annotations.get(DESTS) or ())
+            else:
+                dests = {self.router_id}  # from our interior uplink (we are an edge): deliver here
         else:
             key = producer.route_key or fields.to
         if not key:
@@ -565,7 +594,7 @@ class Router:
         if dests is None and producer.allow_fallback and section is not None and section.enable_fallback \
                 and not self._has_destinations(key):
             key = FALLBACK + key  # no consumer reachable: divert to the fallback destinations (§12.1.4.3)
-        local, remote, unroutable = self._plan(key, distribution, dests)
+        local, remote, unroutable = self._plan(key, distribution, dests, exclude)
         multicast = distribution == MULTICAST
         if not local and not remote or (unroutable and not multicast):
             # No route: a router stores nothing, so an unsettled message goes back released.
@@ -584,7 +613,15 @@ class Router:
         inbound.outcomes.extend([RELEASED] * unroutable)  # destinations gone meanwhile: reached none there
         producer.undelivered += 1
         for consumer in local:
-            consumer.pending.append(Outbound(inbound, consumer, data, priority, next(self._seq)))
+            payload = data
+            if consumer.edge:  # an edge's consumers sit behind one anonymous link: say where it goes
+                if message is None:
+                    message = Message()
+                    message.decode(data)
+                message.annotations = {**(message.annotations or {}), TO: key}
+                message.annotations.pop(DESTS, None)
+                payload = message.encode()
+            consumer.pending.append(Outbound(inbound, consumer, payload, priority, next(self._seq)))
             self._dirty.add(consumer.conn)
         for next_hop, routers in remote.items():
             neighbour = self.mesh.neighbours[next_hop].data_consumer
@@ -606,7 +643,7 @@ class Router:
     def _has_destinations(self, key: str) -> bool:
         return bool(self.consumers.get(key)) or (self.mesh is not None and bool(self.mesh.state.routers_with(key)))
 
-    def _plan(self, address: str, distribution: str, dests: set | None):
+    def _plan(self, address: str, distribution: str, dests: set | None, exclude=None):
         """Where one message goes: (local consumers, {next hop: [router ids]}, destinations now unreachable).
 
         At the ingress router (`dests` None) anycast picks one destination among local consumers (cost 0)
@@ -614,7 +651,7 @@ class Router:
         neighbour carries the routers it must still reach; this router delivers locally if it is one of
         them and splits the rest by next hop, so every destination router gets exactly one copy.
         """
-        consumers = [c for c in self.consumers.get(address, ()) if not c.closed]
+        consumers = [c for c in self.consumers.get(address, ()) if not c.closed and c.conn is not exclude]
         ties = self._ties.setdefault(address, RoundRobin())
         routes = self.mesh.routes() if self.mesh is not None else {}
         if dests is None:

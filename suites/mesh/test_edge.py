@@ -1,0 +1,46 @@
+"""Edge routers attached to an interior router (001 seed, "Edge vs interior routers")."""
+
+import pytest
+
+from harness.wait import wait_for
+
+pytestmark = pytest.mark.requires("edge")
+
+
+@pytest.fixture
+def edges(topology):
+    return topology("edge-interior")
+
+
+@pytest.mark.spec("MESH-EDGE-1", "MESH-ADDR-1")
+def test_client_on_one_edge_reaches_a_consumer_on_another(edges, clients, details):
+    address = clients.unique("edge.any.")
+    receiver = clients.connect(edges.client_url("other-edge")).receiver(address)
+    sender = clients.connect(edges.client_url("producer")).sender(address)
+    sender.wait_credit(1, timeout=15)  # the edge learns from its interior that the address is reachable
+    sender.send(20)
+    outcomes = sender.wait_outcomes(20)
+    details.update(received=receiver.count)
+    assert {o.outcome for o in outcomes.values()} == {"accepted"}
+    assert receiver.wait_received(20) and receiver.seqs(sender.name) == list(range(20))
+
+
+@pytest.mark.spec("MESH-EDGE-1", "MESH-MULTICAST-1")
+@pytest.mark.requires("distribution.multicast")
+def test_multicast_from_an_edge_reaches_every_consumer_once(edges, clients, details):
+    address = clients.unique("multicast.edge.")
+    receivers = {name: clients.connect(edges.client_url(name)).receiver(address)
+                 for name in ("local", "interior", "other-edge")}
+    sender = clients.connect(edges.client_url("producer")).sender(address)
+    sender.wait_credit(1, timeout=15)
+    probe = clients.connect(edges.client_url("producer")).sender(address)
+    probe.send(1)
+    wait_for(lambda: all(r.count >= 1 for r in receivers.values()), 15, "a probe to reach all three consumers")
+    sender.send(15)
+    sender.wait_outcomes(15)
+    for r in receivers.values():
+        wait_for(lambda r=r: len(r.seqs(sender.name)) >= 15, 10, f"15 copies at {r.name}")
+        r.conn.sync()
+    details.update(received={n: len(r.seqs(sender.name)) for n, r in receivers.items()})
+    for name, r in receivers.items():
+        assert r.seqs(sender.name) == list(range(15)), f"consumer on {name}: each message exactly once"
