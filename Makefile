@@ -23,10 +23,10 @@ run: setup
 
 # The project's own tests (unit tests under tests/) and every suite against the reference peers, then the
 # suites that involve a broker against RabbitMQ (skipped, with the reason, where it cannot run).
-BROKER_SUITES := suites/broker suites/brokered suites/linkroutes suites/fallback
+BROKER_SUITES := suites/broker suites/brokered suites/linkroutes suites/fallback suites/faults
 test: setup
 	$(VENV)/bin/python -m pytest -q
-	$(VENV)/bin/python -m pytest -q -p no:randomly $(BROKER_SUITES) --peer broker=rabbitmq
+	$(VENV)/bin/python -m pytest -q $(BROKER_SUITES) --peer broker=rabbitmq
 
 clean:
 	rm -rf $(VENV) results build *.egg-info
