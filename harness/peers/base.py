@@ -100,6 +100,9 @@ class Peer(abc.ABC):
     def logs(self) -> str:
         """Everything the peer has logged so far."""
 
+    def cleanup(self) -> None:  # noqa: B027 - an optional hook: most providers leave nothing behind
+        """Remove what the provider left on disk (work dirs, journals) once the peer is stopped for good."""
+
     def wire_address(self, name: str) -> str:
         """The address a vendor expects on the wire for a logical queue/topic name (identity by default)."""
         return name

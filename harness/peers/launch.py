@@ -142,6 +142,7 @@ class RunningTopology:
                 peer.stop()
             except Exception:  # stopping must reach every peer even if one misbehaves
                 peer.kill()
+            peer.cleanup()
         if self.faults is not None:
             self.faults.handle.stop()
 

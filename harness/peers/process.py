@@ -36,6 +36,13 @@ class ProcessPeer(Peer):
         self._log_lines: list[str] = []
         self._log_lock = threading.Lock()
 
+    def cleanup(self) -> None:
+        """Remove the work dir when it is one the harness made (`interop-*` under the temp dir)."""
+        if self.is_running():
+            return
+        if self.workdir.name.startswith("interop-") and Path(tempfile.gettempdir()) in self.workdir.parents:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
     def command(self) -> list[str]:
         raise NotImplementedError
 
