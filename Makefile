@@ -15,11 +15,18 @@ $(STAMP): pyproject.toml
 system-packages:
 	@bash scripts/install-system-packages.sh system-packages.txt
 
-setup: system-packages $(STAMP)
+# The Allure command line for `interop report` (npm package, offline renderer; needs Java).
+ALLURE := reports/node_modules/.installed-stamp
+$(ALLURE): reports/package.json reports/package-lock.json
+	npm ci --prefix reports --no-audit --no-fund --loglevel=error
+	touch $(ALLURE)
 
-# The main job: start the reference peers and run the conformance suites against them.
+setup: system-packages $(STAMP) $(ALLURE)
+
+# The main job: the conformance matrix (matrix.yaml: the reference peers plus every real product found
+# here), then the Spark report over every run in results/ (results/report/index.html).
 run: setup
-	$(VENV)/bin/interop run
+	$(VENV)/bin/interop run --matrix matrix.yaml --report
 
 # The project's own tests (unit tests under tests/) and every suite against the reference peers, then the
 # suites that involve a broker against RabbitMQ (skipped, with the reason, where it cannot run).

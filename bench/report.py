@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reports import html  # noqa: E402
+from reports import page  # noqa: E402
 from reports.job import run_job, spark_session  # noqa: E402
 from reports.synthetic import write_runs  # noqa: E402
 
@@ -46,7 +46,7 @@ def main() -> int:
     start = time.monotonic() - t0
     result = run_job(spark, [str(runs_dir)], str(out))
     t = time.monotonic()
-    html.write(out / "index.html", result.data, title="bench", inputs=[str(runs_dir)], catalog={},
+    page.write(out / "index.html", result.data, title="bench", inputs=[str(runs_dir)], catalog={},
                timings=result.timings, allure=None)
     html_s = time.monotonic() - t
     total = time.monotonic() - t0

@@ -1,9 +1,12 @@
 """`interop`: the project's command line.
 
   interop router -c FILE [--id ID]     run the reference router in the foreground (like qdrouterd)
-  interop run [--peer ROLE=VENDOR ...] [--results DIR] [--suite NAME ...] [-k EXPR] [-x] [-q]
-                                       run the conformance suites against the chosen peers, then print a
-                                       summary read back from the run's results.jsonl
+  interop run [--matrix [FILE] | --peer ROLE=VENDOR ...] [--break [ROLE[=VENDOR]:]FAULT ...] [--results DIR]
+              [--suite NAME ...] [-k EXPR] [-x] [-q] [--timeout S] [-j N] [--list] [--report]
+                                       run the matrix (suites x peers) under one run id, then print a summary
+                                       read back from the run's results.jsonl (and build the report)
+  interop report [INPUTS ...] [--out DIR] [--master URL] [--no-allure]
+                                       Spark aggregation of any number of runs, HTML vendor comparison report
   interop catalog [--catalog PATH] [--strict] [-v]
                                        spec catalog coverage by the suite cases (collected, not run)
 
@@ -25,8 +28,10 @@ from pathlib import Path
 
 import pytest
 
+from . import matrix as matrix_plugin
 from .catalog import CatalogError, coverage, format_coverage, load_catalog
-from .results import OUTCOMES, RESULTS_FILE, RUN_ID_ENV, new_run_id, read_results
+from .matrix import ALLURE_DIR, CELLS_DIR, DEFAULT_MATRIX, Cell, CellRun, Matrix, MatrixError
+from .results import OUTCOMES, RESULTS_FILE, RUN_ID_ENV, RUN_META_FILE, new_run_id, read_results, utc_now_iso
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = ROOT / "suites"
@@ -75,8 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the conformance suites against the chosen peers",
                               description="Run the conformance suites against the chosen peers and summarise "
                                           "the results.")
+    run.add_argument("--matrix", nargs="?", const=str(DEFAULT_MATRIX), metavar="FILE",
+                     help="run the matrix (suites x peers cells, one pytest session each, all under one run id) "
+                          "from FILE, or from matrix.yaml at the repository root when FILE is left out; "
+                          "without --matrix (and without --peer) one cell runs: every suite, the default peers")
     run.add_argument("--peer", action="append", default=[], metavar="ROLE=VENDOR",
-                     help="vendor per role (repeatable or comma-separated); default router=reference")
+                     help="run one cell with this vendor per role instead of the matrix (repeatable or "
+                          "comma-separated), e.g. router=qdrouterd")
+    run.add_argument("--break", dest="breaks", action="append", default=[], metavar="[ROLE[=VENDOR]:]FAULT",
+                     help="deliberately start matching peers with a faulty setting, to see the suites catch it "
+                          f"(faults: {', '.join(matrix_plugin.CONFIG_FAULTS)}); repeatable")
     run.add_argument("--results", default="results", metavar="DIR",
                      help="folder for run results; this run writes DIR/<run_id>/results.jsonl (default: results)")
     run.add_argument("--suite", action="extend", nargs="+", default=[], metavar="NAME",
@@ -84,7 +97,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-k", dest="keyword", metavar="EXPR", help="only cases matching this pytest -k expression")
     run.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failed case")
     run.add_argument("-q", "--quiet", action="store_true", help="less pytest output (the summary stays)")
+    run.add_argument("--timeout", type=_positive, metavar="SECONDS",
+                     help="per-case time limit (pytest-timeout); default: the matrix file's, else 120")
+    run.add_argument("-j", "--jobs", type=_positive_int, default=2, metavar="N",
+                     help="cells run at once (default 2); cells using the same real product never overlap")
+    run.add_argument("--list", action="store_true", help="print the cells and what was left out, then exit")
+    run.add_argument("--report", action="store_true",
+                     help="then build the report over every run in the results folder (DIR/report/index.html)")
     run.set_defaults(handler=cmd_run)
+
+    report = commands.add_parser("report", help="aggregate runs with Spark into a vendor comparison report",
+                                 description="Read any number of runs (run folders, results folders, globs, or "
+                                             "URIs Spark reads) into Parquet tables and a static HTML report.")
+    from reports import cli as report_cli  # reports never import harness; the other way round is fine
+
+    report_cli.add_arguments(report)
+    report.set_defaults(handler=cmd_report)
 
     catalog = commands.add_parser("catalog", help="spec catalog coverage by the suite cases",
                                   description="Collect the suite cases (without running them) and report "
@@ -96,6 +124,22 @@ def build_parser() -> argparse.ArgumentParser:
     catalog.add_argument("-v", "--verbose", action="store_true", help="also list every clause and its cases")
     catalog.set_defaults(handler=cmd_catalog)
     return parser
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,49 +215,250 @@ def _pytest_base_args() -> list[str]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     suites = chosen_suites(args.suite)
-    choices = _peer_choices(args.peer)
+    matrix = _matrix_for(args, suites)
     results_dir = _results_dir(args.results)
+    timeout = args.timeout or matrix.timeout
+
+    if args.list:
+        print(format_matrix(matrix))
+        return 0
+    if not matrix.cells:
+        print(format_matrix(matrix), file=sys.stderr)
+        print("interop run: no cell of the matrix can run on this machine (see 'not used' above)", file=sys.stderr)
+        return 1
 
     run_id = new_run_id()
-    pytest_args = [str(path) for path in suites.values()]
-    pytest_args += _pytest_base_args()
-    pytest_args += ["--results", str(results_dir), "--peer", ",".join(f"{r}={v}" for r, v in choices.items())]
-    pytest_args += ["-qq"] if args.quiet else ["-q"]
+    started_at = utc_now_iso()
+    folder = results_dir / run_id
+    single = len(matrix.cells) == 1
+    if not single:
+        print(f"== interop run {run_id}: {len(matrix.cells)} cells, {args.jobs} at a time ==")
+        print(format_matrix(matrix))
+    elif (matrix.not_used and args.matrix is not None) or matrix.cells[0].breaks:
+        print(format_matrix(matrix))
+    runs = [CellRun(cell, _cell_pytest_args(cell, suites, args, results_dir, folder, timeout, single),
+                    folder / CELLS_DIR / f"{cell.name}.log") for cell in matrix.cells]
+
+    if single:
+        before = _run_folders(results_dir)
+        with _env(RUN_ID_ENV, run_id):
+            exit_code = int(pytest.main(runs[0].args, plugins=[matrix_plugin]))
+        sys.stdout.flush()
+        runs[0].exit_code = exit_code
+        interrupted = False  # pytest reported it itself; its exit code says so below
+        if exit_code == pytest.ExitCode.USAGE_ERROR:  # pytest printed the reason (a bad -k expression, ...)
+            return USAGE
+        found = _find_run_folder(results_dir, run_id, before)
+        if exit_code == pytest.ExitCode.NO_TESTS_COLLECTED and found is None:
+            if args.keyword is not None:
+                raise UsageError(f"-k {args.keyword}: matched no case in suite(s) {', '.join(suites)}")
+            print(f"interop run: no case collected in suite(s) {', '.join(suites)}", file=sys.stderr)
+            return 1
+        folder = found or folder
+    else:
+        env = {**os.environ, RUN_ID_ENV: run_id}
+        finished = matrix_plugin.run_cells(runs, args.jobs, folder / RESULTS_FILE, env, sys.stdout)
+        interrupted = not finished
+        codes = {r.exit_code for r in runs}
+        if codes <= {pytest.ExitCode.USAGE_ERROR}:
+            _print_cell_log_tail(runs[0])
+            return USAGE
+        if codes <= {pytest.ExitCode.NO_TESTS_COLLECTED} and not (folder / RESULTS_FILE).is_file():
+            if args.keyword is not None:
+                raise UsageError(f"-k {args.keyword}: matched no case in any cell")
+            print("interop run: no case collected in any cell", file=sys.stderr)
+            return 1
+
+    if not (folder / RESULTS_FILE).is_file():
+        print(f"interop run: no results were written under {results_dir} "
+              f"(pytest exit code {runs[0].exit_code}; see its output above)", file=sys.stderr)
+        return 1
+    _write_run_meta(folder, matrix, runs, started_at, interrupted, args)
+
+    records, bad_lines = read_results(folder)
+    if not single:
+        print(format_cells(runs, records))
+    print(f"junit: {folder}/junit-*.xml" + (f"; allure results: {folder / ALLURE_DIR}"
+                                             if (folder / ALLURE_DIR).is_dir() else ""))
+    print(format_summary(records, bad_lines, folder / RESULTS_FILE, matrix.cells[0].peers if single else None))
+    status = _run_status(records, bad_lines, runs, interrupted)
+    if args.report:
+        report_status = _build_report(results_dir)
+        status = status or report_status
+    return status
+
+
+def _run_status(records: list[dict], bad_lines: list, runs: list[CellRun], interrupted: bool) -> int:
+    outcomes = Counter(record["outcome"] for record in records)
+    if interrupted:
+        print("interop run: interrupted; the results above are those of the cases that finished", file=sys.stderr)
+        return 130
+    if any(outcomes[o] for o in BAD_OUTCOMES) or bad_lines:
+        return 1
+    fine = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)
+    broken = [r for r in runs if r.exit_code not in fine or (len(runs) == 1 and r.exit_code != pytest.ExitCode.OK)]
+    for run in broken:
+        # No case failed in the records, yet pytest did not finish cleanly (a collection error, an
+        # interrupted session, an internal error): the run is not a pass.
+        where = "see its output above" if len(runs) == 1 else f"see {run.log}"
+        print(f"interop run: {'' if len(runs) == 1 else 'cell ' + run.cell.name + ': '}pytest exit code "
+              f"{run.exit_code} ({_exit_name(run.exit_code)}); {where}", file=sys.stderr)
+    return 1 if broken else 0
+
+
+def _matrix_for(args: argparse.Namespace, suites: dict[str, Path]) -> Matrix:
+    """The cells to run: `--peer` (one cell, not probed: an unavailable peer makes its cases `skipped`), else
+    the matrix file, else the built-in default; `--suite` narrows every cell, `--break` applies to every cell
+    whose peers it names."""
+    from .peers.vendors import vendor, vendor_roles
+
+    try:
+        breaks = [matrix_plugin.parse_break(b) for b in args.breaks]
+    except MatrixError as exc:
+        raise UsageError(str(exc)) from None
+    if args.peer and args.matrix:
+        raise UsageError("--peer and --matrix: give one (--peer runs a single cell instead of the matrix)")
+    if args.peer:
+        choices = _peer_choices(args.peer)
+        matrix = Matrix([Cell(matrix_plugin.cell_name(choices, []), choices, list(suites))], source="--peer")
+    elif args.matrix is None:
+        # One cell, the default peers, in this process: what `interop run` always did (and what tests/test_cli.py
+        # pins down). The matrix is opt-in: `--matrix`.
+        choices = _peer_choices([])
+        matrix = Matrix([Cell(matrix_plugin.cell_name(choices, []), choices, list(suites))], source="default peers")
+    else:
+        path = Path(args.matrix).expanduser()
+        all_suites = list(available_suites())
+        try:
+            if path.is_file() or args.matrix != str(DEFAULT_MATRIX):
+                matrix = matrix_plugin.load_matrix(path, all_suites, lambda role, name: vendor(name, role))
+            else:  # no matrix.yaml in this checkout: the reference plus every real vendor that runs here
+                matrix = matrix_plugin.default_matrix(all_suites, vendor_roles())
+        except MatrixError as exc:
+            raise UsageError(str(exc)) from None
+        if args.suite:
+            for cell in matrix.cells:
+                cell.suites = [s for s in cell.suites if s in suites]
+            matrix.cells = [c for c in matrix.cells if c.suites]
+            if not matrix.cells:
+                raise UsageError(f"--suite {', '.join(suites)}: no cell of {matrix.source} runs that suite")
+    for cell in matrix.cells:
+        extra = [b for b in breaks if any(b.applies_to(r, v) for r, v in cell.peers.items())]
+        if extra:
+            cell.breaks = cell.breaks + extra
+            cell.name += "".join(f"+{b.fault}" for b in extra)
+    if breaks and not any(b in c.breaks for b in breaks for c in matrix.cells):
+        raise UsageError(f"--break {' '.join(map(str, breaks))}: matches no peer of any cell")
+    return matrix
+
+
+def _cell_pytest_args(cell: Cell, suites: dict[str, Path], args: argparse.Namespace, results_dir: Path,
+                      folder: Path, timeout: float, single: bool) -> list[str]:
+    known = available_suites()
+    paths = [str(known[name]) for name in cell.suites]
+    pytest_args = paths + _pytest_base_args()
+    pytest_args += ["--results", str(results_dir), "--peer", cell.peer_option()]
+    pytest_args += (["-qq"] if args.quiet else ["-q"]) if single else ["-q", "-rfE"]
     if args.keyword is not None:
         pytest_args += ["-k", args.keyword]
     if args.exitfirst:
         pytest_args += ["-x"]
+    if not single:
+        pytest_args = [sys.executable, "-m", "pytest", *pytest_args, "-p", "harness.matrix"]
+    pytest_args += ["--interop-cell", cell.name, "--timeout", f"{timeout:g}"]
+    for item in cell.breaks:
+        pytest_args += ["--break", str(item)]
+    pytest_args += ["--junitxml", str(folder / f"junit-{cell.name}.xml"), "-o", f"junit_suite_name={cell.name}"]
+    if _allure_available():
+        pytest_args += ["--alluredir", str(folder / ALLURE_DIR)]
+    return pytest_args
 
-    before = _run_folders(results_dir)
-    with _env(RUN_ID_ENV, run_id):
-        exit_code = int(pytest.main(pytest_args))
-    sys.stdout.flush()
 
-    if exit_code == pytest.ExitCode.USAGE_ERROR:  # pytest printed the reason (a bad -k expression, ...)
-        return USAGE
-    folder = _find_run_folder(results_dir, run_id, before)
-    if exit_code == pytest.ExitCode.NO_TESTS_COLLECTED and folder is None:
-        if args.keyword is not None:
-            raise UsageError(f"-k {args.keyword}: matched no case in suite(s) {', '.join(suites)}")
-        print(f"interop run: no case collected in suite(s) {', '.join(suites)}", file=sys.stderr)
-        return 1
-    if folder is None:
-        print(f"interop run: no results were written under {results_dir} "
-              f"(pytest exit code {exit_code}; see its output above)", file=sys.stderr)
+def _allure_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("allure_pytest") is not None
+
+
+def _print_cell_log_tail(run: CellRun) -> None:
+    try:
+        tail = run.log.read_text(errors="replace").strip().splitlines()[-5:]
+    except OSError:
+        tail = []
+    print("\n".join(tail), file=sys.stderr)
+
+
+def _write_run_meta(folder: Path, matrix: Matrix, runs: list[CellRun], started_at: str, interrupted: bool,
+                    args: argparse.Namespace) -> None:
+    """run.json for the whole matrix run, merged over what the cells' sessions wrote (host, topologies)."""
+    import json
+
+    path = folder / RUN_META_FILE
+    try:
+        meta = json.loads(path.read_text())
+        if not isinstance(meta, dict):
+            meta = {}
+    except (OSError, ValueError):
+        meta = {}
+    meta.update({
+        "schema": 1, "run_id": folder.name, "started_at": started_at, "ended_at": utc_now_iso(),
+        "interrupted": interrupted or pytest.ExitCode.INTERRUPTED in {r.exit_code for r in runs},
+        "argv": ["interop", *sys.argv[1:]] if sys.argv else [],
+        "peers": {role: sorted({r.cell.peers[role] for r in runs if role in r.cell.peers})
+                  for role in sorted({role for r in runs for role in r.cell.peers})},
+        "breaks": sorted({str(b) for r in runs for b in r.cell.breaks}),
+        "matrix": {**matrix.as_dict(), "keyword": args.keyword,
+                   "cells": [{**r.cell.as_dict(), "exit_code": r.exit_code,
+                              "junit": f"junit-{r.cell.name}.xml"} for r in runs]},
+    })
+    meta.pop("topologies", None) if len(runs) > 1 else None  # one cell's peers only: misleading for a matrix
+    tmp = folder / f".{RUN_META_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def format_matrix(matrix: Matrix) -> str:
+    lines = [f"matrix: {matrix.source}, {len(matrix.cells)} cell(s), {matrix.timeout:g}s per case"]
+    for cell in matrix.cells:
+        broken = f"  BROKEN: {' '.join(map(str, cell.breaks))}" if cell.breaks else ""
+        lines.append(f"  cell {cell.name}: {cell.peer_option()}; suites {' '.join(cell.suites)}{broken}")
+    if matrix.not_used:
+        lines.append("not used:")
+        lines += [f"  {what}: {why}" for what, why in matrix.not_used]
+    return "\n".join(lines)
+
+
+def format_cells(runs: list[CellRun], records: list[dict]) -> str:
+    by_cell: dict[str, Counter] = {}
+    for record in records:
+        by_cell.setdefault((record.get("details") or {}).get("cell", "?"), Counter())[record["outcome"]] += 1
+    width = max(len(r.cell.name) for r in runs)
+    lines = ["by cell:"]
+    for run in runs:
+        counts = by_cell.get(run.cell.name, Counter())
+        lines.append(f"  {run.cell.name:<{width}}  {sum(counts.values())} ({_counts(counts)}); "
+                     f"exit {run.exit_code}")
+    return "\n".join(lines)
+
+
+def _build_report(results_dir: Path) -> int:
+    from reports import cli as report_cli
+
+    print(f"== interop report over {results_dir} ==", flush=True)
+    try:
+        return report_cli.main([str(results_dir), "--out", str(results_dir / "report")])
+    except report_cli.ReportError as exc:
+        print(f"interop report: {exc}", file=sys.stderr)
         return 1
 
-    records, bad_lines = read_results(folder)
-    print(format_summary(records, bad_lines, folder / RESULTS_FILE, choices))
-    outcomes = Counter(record["outcome"] for record in records)
-    if any(outcomes[o] for o in BAD_OUTCOMES) or bad_lines:
-        return 1
-    if exit_code != pytest.ExitCode.OK:
-        # No case failed in the records, yet pytest did not finish cleanly (a collection error, an
-        # interrupted session, an internal error): the run is not a pass.
-        print(f"interop run: pytest exit code {exit_code} ({_exit_name(exit_code)}); see its output above",
-              file=sys.stderr)
-        return 1
-    return 0
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from reports import cli as report_cli
+
+    try:
+        return report_cli.run(args)
+    except report_cli.ReportError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _peer_choices(values: list[str]) -> dict[str, str]:

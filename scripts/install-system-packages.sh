@@ -3,7 +3,7 @@
 # Services that packages would start at install time are not started: the harness starts its own peers.
 set -euo pipefail
 list=${1:?usage: install-system-packages.sh LIST_FILE}
-mapfile -t wanted < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$list" | tr -d '[:space:]' | sort -u)
+mapfile -t wanted < <(sed -e 's/#.*//' "$list" | awk 'NF {print $1}' | sort -u)
 missing=()
 for pkg in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -160,7 +160,7 @@ def test_run_with_a_k_expression_matching_nothing_is_a_user_mistake(tmp_path):
 @pytest.mark.parametrize("argv, expected", [
     (["run", "--peer", "router=nosuch"], "--peer router=nosuch: unknown vendor (expected one of: "),
     (["run", "--peer", "router"], "--peer router: expected ROLE=VENDOR"),
-    (["run", "--peer", "broker=reference"], "--peer broker=reference: reference plays the router role"),
+    (["run", "--peer", "broker=qdrouterd"], "--peer broker=qdrouterd: qdrouterd plays the router role, not broker"),
     (["run", "--suite", "nosuch"], "--suite nosuch: unknown suite (expected one of: "),
     (["run", "--bogus"], "unrecognized arguments: --bogus"),
     (["run", "-k"], "argument -k: expected one argument"),
@@ -241,7 +241,7 @@ def test_run_passes_the_options_on_to_pytest(tmp_path, monkeypatch, capsys):
     assert args[0] == str(ROOT / "suites" / "routing")
     assert args[args.index("--rootdir") + 1] == str(ROOT)
     assert args[args.index("-k") + 1] == "test_a"
-    assert args[args.index("--peer") + 1] == "router=reference"
+    assert args[args.index("--peer") + 1] == "router=reference,broker=reference"
     assert args[args.index("--results") + 1] == str(results.resolve())
     assert "-x" in args and "-qq" in args
     assert args[args.index("-p") + 1] == "no:cacheprovider"

@@ -1,0 +1,604 @@
+"""The run matrix: which suites run against which peers, one pytest session per cell, all under one run id.
+
+A matrix file (`matrix.yaml` at the repository root by default):
+
+    suites: [routing]                 # suites every cell runs (default: every suite folder)
+    timeout: 120                      # seconds per case (pytest-timeout); a hung peer cannot stall the run
+    cells:
+      - peers: {router: reference}    # the embedded reference peers: always used
+      - peers: {router: qdrouterd}    # a real product: probed; left out, with the reason, when it cannot run here
+      - name: reference-broken        # optional; default made from peers and breaks
+        peers: {router: reference}
+        breaks: ["router:no-priority"]    # deliberately broken settings (see CONFIG_FAULTS)
+        suites: [routing]                 # overrides the file's suites for this cell
+
+Every cell is one pytest session over its suites with `--peer` set from its peers. All cells share the run id
+($INTEROP_RUN_ID), so their records land in one `results/<run_id>/results.jsonl`; each cell also writes
+`junit-<cell>.xml`, and Allure results go to `allure-results/`. Cells run in subprocesses, at most `jobs` at a
+time; cells that use the same real product (anything but `reference`) never run at the same time, because a
+product installed on the machine may share state between instances (ports, node names, Erlang cookies).
+
+This module is also a pytest plugin (`-p harness.matrix`), loaded into each cell's session:
+  --interop-cell NAME          tag every result record's details with the cell, and report collection counts
+  --break [ROLE[=VENDOR]:]FAULT
+                               start that role's peers with a deliberately faulty setting (CONFIG_FAULTS);
+                               the suites then detect it: a demo of a regression, and a test of the report.
+A break changes the configuration the peer is started with, nothing else: the suites, clients and checks are
+the same, and every record of a broken cell carries `details.config_fault` so that nobody mistakes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MATRIX = ROOT / "matrix.yaml"
+DEFAULT_TIMEOUT = 120.0
+CELLS_DIR = "cells"  # results/<run_id>/cells/<cell>.json (collection counts) and <cell>.log (pytest output)
+ALLURE_DIR = "allure-results"
+REFERENCE = "reference"
+_CELL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
+
+
+class MatrixError(ValueError):
+    """A bad matrix file or option; str() is one line naming the file (or option) and the field."""
+
+
+# ---- deliberately broken settings -----------------------------------------------------------------------------
+
+
+def _no_priority(node):
+    return [dataclasses.replace(a, priority=None) for a in node.addresses]
+
+
+def _multicast_as_balanced(node):
+    return [dataclasses.replace(a, distribution="balanced") if a.distribution == "multicast" else a
+            for a in node.addresses]
+
+
+def _balanced_as_closest(node):
+    return [dataclasses.replace(a, distribution="closest") if a.distribution == "balanced" else a
+            for a in node.addresses]
+
+
+@dataclass(frozen=True)
+class ConfigFault:
+    name: str
+    role: str
+    description: str
+    addresses: Callable  # node -> the node's new address list
+
+
+CONFIG_FAULTS: dict[str, ConfigFault] = {f.name: f for f in (
+    ConfigFault("no-priority", "router", "address priorities are left out of the router's configuration",
+                _no_priority),
+    ConfigFault("multicast-as-balanced", "router", "multicast addresses are configured as balanced (anycast)",
+                _multicast_as_balanced),
+    ConfigFault("balanced-as-closest", "router", "balanced addresses are configured as closest",
+                _balanced_as_closest),
+)}
+
+
+@dataclass(frozen=True)
+class Break:
+    """`router:no-priority` or `router=reference:no-priority`: which peers start with which faulty setting."""
+
+    role: str
+    vendor: str | None
+    fault: str
+
+    def __str__(self) -> str:
+        return f"{self.role}{'=' + self.vendor if self.vendor else ''}:{self.fault}"
+
+    def applies_to(self, role: str, vendor: str) -> bool:
+        return role == self.role and self.vendor in (None, vendor)
+
+
+def parse_break(text: str, where: str = "--break") -> Break:
+    """`[ROLE[=VENDOR]:]FAULT`; the role defaults to the fault's own (all faults so far break routers)."""
+    value = str(text).strip()
+    target, sep, fault = value.rpartition(":")
+    known = ", ".join(CONFIG_FAULTS)
+    spec = CONFIG_FAULTS.get(fault)
+    if spec is None:
+        raise MatrixError(f"{where} {value}: unknown fault {fault!r} (expected one of: {known})")
+    role, _, vendor_name = target.partition("=")
+    role, vendor_name = role.strip() or spec.role, vendor_name.strip() or None
+    if sep and not target.strip():
+        raise MatrixError(f"{where} {value}: expected [ROLE[=VENDOR]:]FAULT, e.g. router:{fault}")
+    if role != spec.role:
+        raise MatrixError(f"{where} {value}: fault {fault} breaks a {spec.role}, not a {role}")
+    return Break(role, vendor_name, fault)
+
+
+def break_topology(topology, node_name: str, faults: Iterable[str]):
+    """A copy of `topology` whose node `node_name` carries the faulty settings (the original is untouched)."""
+    node = topology.nodes[node_name]
+    for name in faults:
+        node = dataclasses.replace(node, addresses=CONFIG_FAULTS[name].addresses(node))
+    return dataclasses.replace(topology, nodes={**topology.nodes, node_name: node})
+
+
+# ---- the matrix -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Cell:
+    name: str
+    peers: dict[str, str]
+    suites: list[str]
+    breaks: list[Break] = field(default_factory=list)
+
+    @property
+    def products(self) -> frozenset[str]:
+        """Real products this cell starts: cells sharing one never run concurrently."""
+        return frozenset(v.partition("@")[0] for v in self.peers.values() if v != REFERENCE)
+
+    def peer_option(self) -> str:
+        return ",".join(f"{role}={name}" for role, name in self.peers.items())
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "peers": dict(self.peers), "suites": list(self.suites),
+                "breaks": [str(b) for b in self.breaks]}
+
+
+@dataclass
+class Matrix:
+    cells: list[Cell]
+    not_used: list[tuple[str, str]] = field(default_factory=list)  # (what, why)
+    source: str = "built-in default"
+    timeout: float = DEFAULT_TIMEOUT
+
+    def as_dict(self) -> dict:
+        return {"source": self.source, "timeout": self.timeout, "cells": [c.as_dict() for c in self.cells],
+                "not_used": [{"what": w, "why": y} for w, y in self.not_used]}
+
+
+def cell_name(peers: dict[str, str], breaks: list[Break]) -> str:
+    name = "-".join(f"{role}-{vendor}" for role, vendor in peers.items())
+    return name + "".join(f"+{b.fault}" for b in breaks)
+
+
+def load_matrix(path: str | Path, suites: list[str], check_vendor: Callable[[str, str], None],
+                probe: Callable[[str], str | None] | None = None) -> Matrix:
+    """Read and check a matrix file. `suites` are the suite names that exist; `check_vendor(role, vendor)`
+    raises ValueError for a vendor the harness does not know. Cells with a real product that `probe` says
+    cannot run here are moved to `not_used` with the reason."""
+    from .topology import display_path, read_yaml
+
+    shown = display_path(path)
+    data = read_yaml(path, MatrixError)
+    if not isinstance(data, dict):
+        raise MatrixError(f"{shown}: expected a mapping with 'cells'")
+    unknown = sorted(set(data) - {"suites", "timeout", "cells", "description"})
+    if unknown:
+        raise MatrixError(f"{shown}: unknown field {unknown[0]!r} (expected suites, timeout, cells, description)")
+    default_suites = _suite_list(data.get("suites"), suites, f"{shown}: suites")
+    timeout = data.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise MatrixError(f"{shown}: timeout: expected seconds per case > 0, got {timeout!r}")
+    raw_cells = data.get("cells")
+    if not isinstance(raw_cells, list) or not raw_cells:
+        raise MatrixError(f"{shown}: cells: expected a non-empty list of cells")
+    cells: list[Cell] = []
+    for i, raw in enumerate(raw_cells):
+        where = f"{shown}: cells[{i}]"
+        if not isinstance(raw, dict):
+            raise MatrixError(f"{where}: expected a mapping with 'peers'")
+        extra = sorted(set(raw) - {"name", "peers", "suites", "breaks"})
+        if extra:
+            raise MatrixError(f"{where}: unknown field {extra[0]!r} (expected name, peers, suites, breaks)")
+        peers = raw.get("peers")
+        if not isinstance(peers, dict) or not peers:
+            raise MatrixError(f"{where}.peers: expected a mapping of role to vendor, e.g. {{router: reference}}")
+        for role, name in peers.items():
+            try:
+                check_vendor(str(role), str(name))
+            except ValueError as exc:
+                raise MatrixError(f"{where}.peers.{role}: {str(exc).removeprefix('--peer ')}") from None
+        peers = {str(r): str(v) for r, v in peers.items()}
+        raw_breaks = raw.get("breaks") or []
+        if not isinstance(raw_breaks, list):
+            raise MatrixError(f"{where}.breaks: expected a list like [\"router:no-priority\"]")
+        breaks = [parse_break(b, f"{where}.breaks[{j}]:") for j, b in enumerate(raw_breaks)]
+        cell_suites = (_suite_list(raw["suites"], suites, f"{where}.suites") if "suites" in raw
+                       else default_suites)
+        name = raw.get("name") or cell_name(peers, breaks)
+        if not isinstance(name, str) or not _CELL_NAME.match(name):
+            raise MatrixError(f"{where}.name: expected letters, digits and . _ + = - , got {name!r}")
+        if any(c.name == name for c in cells):
+            raise MatrixError(f"{where}.name: {name!r} is used by an earlier cell (names must be unique)")
+        cells.append(Cell(name, peers, cell_suites, breaks))
+    return _probed(Matrix(cells, source=shown, timeout=float(timeout)), probe)
+
+
+def default_matrix(suites: list[str], vendor_roles: list[tuple[str, str]],
+                   probe: Callable[[str], str | None] | None = None) -> Matrix:
+    """No matrix file: every suite against the reference peers, then, for each real vendor the harness knows
+    (`vendor_roles`: (vendor, role) pairs), the same with that vendor in its role, where it can run here."""
+    base = {role: REFERENCE for name, role in vendor_roles if name == REFERENCE}
+    cells = [Cell(cell_name(base, []), dict(base), list(suites))]
+    for name, role in vendor_roles:
+        if name != REFERENCE:
+            peers = {**base, role: name}
+            cells.append(Cell(cell_name(peers, []), peers, list(suites)))
+    return _probed(Matrix(cells), probe)
+
+
+def _probed(matrix: Matrix, probe: Callable[[str], str | None] | None) -> Matrix:
+    probe = probe or probe_vendor
+    reasons: dict[str, str | None] = {}
+    kept = []
+    for cell in matrix.cells:
+        why = [reasons.setdefault(p, probe(p)) for p in sorted(cell.products)]
+        why = [w for w in why if w]
+        if why:
+            matrix.not_used.append((f"cell {cell.name} ({cell.peer_option()})", "; ".join(why)))
+        else:
+            kept.append(cell)
+    matrix.cells = kept
+    matrix.not_used += [(what, why) for what, why in machine_notes() if not any(what == w for w, _ in
+                                                                               matrix.not_used)]
+    return matrix
+
+
+def _suite_list(value: Any, suites: list[str], where: str) -> list[str]:
+    if value is None or value == "all":
+        return list(suites)
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise MatrixError(f"{where}: expected a list of suite names or 'all'")
+    for name in value:
+        if name not in suites:
+            raise MatrixError(f"{where}: unknown suite {name!r} (expected one of: {', '.join(suites)})")
+    return [str(v) for v in value]
+
+
+# ---- what can run on this machine -----------------------------------------------------------------------------
+
+
+def docker_engine() -> str | None:
+    """None when a Docker engine answers /_ping, else why not. Fast: a unix socket, no client library."""
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if not host.startswith("unix://"):
+        return f"DOCKER_HOST={host} is not probed (only local unix sockets are)"
+    path = host[len("unix://"):]
+    if not os.path.exists(path):
+        return f"no Docker engine ({path} does not exist)"
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(2)
+            sock.connect(path)
+            sock.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+            answer = sock.recv(64)
+    except OSError as exc:
+        return f"no Docker engine ({path}: {exc.strerror or exc})"
+    return None if b" 200 " in answer else f"Docker engine at {path} did not answer /_ping with 200"
+
+
+def probe_vendor(name: str) -> str | None:
+    """None if the harness can start vendor `name` (`vendor` or `vendor@provider`) here, else one line saying why
+    not. Fast: no peer is started."""
+    base, _, provider = name.partition("@")
+    if base == REFERENCE or base.startswith("external:"):
+        return None
+    native = {
+        "qdrouterd": lambda: None if shutil.which("qdrouterd") else "qdrouterd is not on PATH",
+        "rabbitmq": lambda: None if _rabbitmq_server() else "rabbitmq-server is not installed",
+        "artemis": lambda: None if os.environ.get("ARTEMIS_HOME") and Path(
+            os.environ["ARTEMIS_HOME"], "bin", "artemis").is_file() else "ARTEMIS_HOME is not set",
+        "activemq-classic": lambda: "no native provider (Debian's ActiveMQ leaves out the AMQP module)",
+    }
+    why_native = native.get(base, lambda: f"no probe for vendor {base}")() if provider in ("", "native") else \
+        "native provider not chosen"
+    if why_native is None:
+        return None
+    why_container = docker_engine() if provider in ("", "container") else "container provider not chosen"
+    if why_container is None:
+        return None
+    return f"{why_native}; {why_container}" if provider == "" else (why_native if provider == "native"
+                                                                      else why_container)
+
+
+def _rabbitmq_server() -> str | None:
+    return shutil.which("rabbitmq-server") or next(
+        (p for p in ("/usr/sbin/rabbitmq-server", "/usr/lib/rabbitmq/bin/rabbitmq-server") if os.path.exists(p)),
+        None)
+
+
+def machine_notes() -> list[tuple[str, str]]:
+    """What the probes found that no cell shows: the container engine."""
+    why = docker_engine()
+    return [("containers (qdrouterd, RabbitMQ, Artemis, ActiveMQ Classic images)", why)] if why else []
+
+
+# ---- running cells ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CellRun:
+    cell: Cell
+    args: list[str]
+    log: Path
+    proc: subprocess.Popen | None = None
+    started: float = 0.0
+    ended: float = 0.0
+    exit_code: int | None = None
+    collected: int | None = None
+    outcomes: Counter = field(default_factory=Counter)
+
+
+class Progress:
+    """Tails results.jsonl while cells run and prints one line per finished case."""
+
+    def __init__(self, results_file: Path, runs: list[CellRun], out: TextIO):
+        self.file, self.runs, self.out = results_file, {r.cell.name: r for r in runs}, out
+        self.offset = 0
+        self.done = 0
+        self.partial = b""
+
+    def total(self) -> str:
+        counts = [r.collected for r in self.runs.values()]
+        return str(sum(counts)) if all(c is not None for c in counts) else "?"
+
+    def poll(self) -> None:
+        for run in self.runs.values():
+            if run.collected is None:
+                info = run.log.with_suffix(".json")
+                if info.is_file():
+                    try:
+                        run.collected = int(json.loads(info.read_text())["collected"])
+                    except (ValueError, KeyError, TypeError):
+                        pass
+        if not self.file.is_file():
+            return
+        with open(self.file, "rb") as f:
+            f.seek(self.offset)
+            chunk = f.read()
+        self.offset += len(chunk)
+        lines = (self.partial + chunk).split(b"\n")
+        self.partial = lines.pop()
+        for raw in lines:
+            if raw.strip():
+                self._line(raw)
+
+    def _line(self, raw: bytes) -> None:
+        self.done += 1
+        try:
+            record = json.loads(raw)
+            details = record.get("details") or {}
+            cell = details.get("cell", "?")
+            outcome, case = record["outcome"], record["case"]
+            duration = float(record.get("duration_s") or 0)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            self.out.write(f"[{self.done:>4}/{self.total()}] (unreadable result line)\n")
+            return
+        if cell in self.runs:
+            self.runs[cell].outcomes[outcome] += 1
+        width = max(len(name) for name in self.runs)
+        self.out.write(f"[{self.done:>4}/{self.total()}] {outcome.upper():<14} {cell:<{width}} {case} "
+                       f"({duration:.2f}s)\n")
+        self.out.flush()
+
+
+def run_cells(runs: list[CellRun], jobs: int, results_file: Path, env: dict[str, str], out: TextIO,
+              deadline_s: float = 24 * 3600) -> bool:
+    """Run every cell's pytest session as a subprocess, at most `jobs` at once (cells sharing a real product
+    one after the other), printing progress. Returns False when interrupted (SIGINT/SIGTERM): the running cells
+    are stopped, and what they recorded stays readable."""
+    from .wait import wait_for
+
+    progress = Progress(results_file, runs, out)
+    pending = list(runs)
+    running: list[CellRun] = []
+    interrupted = []
+
+    def on_signal(signum, _frame):
+        interrupted.append(signum)
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def step() -> bool:
+        progress.poll()
+        for run in list(running):
+            if run.proc.poll() is not None:
+                run.exit_code, run.ended = run.proc.returncode, time.monotonic()
+                running.remove(run)
+                progress.poll()
+                out.write(f"-- cell {run.cell.name}: exit {run.exit_code} ({_exit_text(run.exit_code)}), "
+                          f"{_outcome_text(run.outcomes)} in {run.ended - run.started:.1f}s; log {run.log}\n")
+                out.flush()
+        if interrupted:
+            return True
+        busy = set().union(*(r.cell.products for r in running)) if running else set()
+        for run in list(pending):
+            if len(running) >= jobs:
+                break
+            if run.cell.products & busy:
+                continue
+            pending.remove(run)
+            run.log.parent.mkdir(parents=True, exist_ok=True)
+            with open(run.log, "w") as log:
+                run.proc = subprocess.Popen(run.args, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+            run.started = time.monotonic()
+            busy |= run.cell.products
+            running.append(run)
+            out.write(f"-- cell {run.cell.name}: started ({run.cell.peer_option()}"
+                      f"{', breaks ' + ' '.join(map(str, run.cell.breaks)) if run.cell.breaks else ''}; "
+                      f"suites {' '.join(run.cell.suites)})\n")
+            out.flush()
+        return not pending and not running
+
+    try:
+        wait_for(step, deadline_s, "the matrix cells to finish", interval=0.05,
+                 describe=lambda: "running: " + ", ".join(r.cell.name for r in running))
+    finally:
+        if interrupted or running:
+            _stop(running, out)
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        progress.poll()
+    return not interrupted
+
+
+def _stop(running: list[CellRun], out: TextIO) -> None:
+    """SIGINT each cell's process group (pytest then stops its peers and closes its records), then wait."""
+    from .wait import WaitTimeout, wait_for
+
+    for run in running:
+        out.write(f"-- cell {run.cell.name}: stopping\n")
+        try:
+            os.killpg(run.proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+    try:
+        wait_for(lambda: all(r.proc.poll() is not None for r in running), 20, "interrupted cells to stop")
+    except WaitTimeout:
+        for run in running:
+            if run.proc.poll() is None:
+                os.killpg(run.proc.pid, signal.SIGKILL)
+                run.proc.wait(10)
+    for run in running:
+        run.exit_code, run.ended = run.proc.returncode, time.monotonic()
+
+
+def _exit_text(code: int | None) -> str:
+    try:
+        return pytest.ExitCode(code).name.lower().replace("_", " ")
+    except (ValueError, TypeError):
+        return "killed" if code is not None and code < 0 else "unknown"
+
+
+def _outcome_text(outcomes: Counter) -> str:
+    return ", ".join(f"{n} {o}" for o, n in outcomes.most_common()) or "no case recorded"
+
+
+# ---- the pytest plugin side (loaded into each cell's session with `-p harness.matrix`) -----------------------------
+
+_state_key = pytest.StashKey[dict]()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("interop-matrix", "AMQP interop harness: matrix cells")
+    group.addoption("--interop-cell", default=None, metavar="NAME",
+                    help="name of the matrix cell this session is; recorded in every result's details")
+    group.addoption("--break", dest="interop_breaks", action="append", default=[],
+                    metavar="[ROLE[=VENDOR]:]FAULT",
+                    help="start peers of ROLE (optionally only VENDOR) with a deliberately faulty setting: "
+                         + ", ".join(CONFIG_FAULTS))
+
+
+def pytest_configure(config):
+    try:
+        breaks = [parse_break(b) for b in config.getoption("interop_breaks")]
+    except MatrixError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    state = {"cell": config.getoption("interop_cell"), "breaks": breaks, "restore": None,
+             "peers": _chosen_peers(config)}
+    if breaks:
+        from .peers import launch
+
+        original = launch.make_peer
+
+        def make_peer(topology, node_name, vendor_name, *args, **kwargs):
+            node = topology.nodes[node_name]
+            faults = [b.fault for b in breaks if b.applies_to(node.role, vendor_name)]
+            if faults:
+                topology = break_topology(topology, node_name, faults)
+            return original(topology, node_name, vendor_name, *args, **kwargs)
+
+        launch.make_peer = make_peer
+        state["restore"] = lambda: setattr(launch, "make_peer", original)
+    config.stash[_state_key] = state
+
+
+def pytest_unconfigure(config):
+    state = config.stash.get(_state_key, None)
+    if state and state["restore"]:
+        state["restore"]()
+
+
+def pytest_collection_finish(session):
+    state = session.config.stash.get(_state_key, None)
+    if not state or not state["cell"]:
+        return
+    from .results import RUN_ID_ENV
+
+    run_id = os.environ.get(RUN_ID_ENV)
+    if not run_id:
+        return
+    folder = Path(session.config.getoption("--results")) / run_id / CELLS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    info = {"cell": state["cell"], "collected": len(session.items), "pid": os.getpid()}
+    tmp = folder / f".{state['cell']}.json.tmp"
+    tmp.write_text(json.dumps(info))
+    os.replace(tmp, folder / f"{state['cell']}.json")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Tag the case's result record (and its Allure entry) with the cell and any deliberate break. Done here,
+    before the harness plugin may skip the case (not-applicable), so that every record of the cell is tagged."""
+    state = item.config.stash.get(_state_key, None)
+    if not state or not (state["cell"] or state["breaks"]):
+        return
+    details = _details_of(item)
+    if details is None:
+        return
+    if state["cell"]:
+        details["cell"] = state["cell"]
+        # The cell's choice of vendor per role (a case's own `peers` lists only the nodes it used): the report
+        # compares cells by it.
+        details["cell_peers"] = state["peers"]
+    if state["breaks"]:
+        details["config_fault"] = " ".join(map(str, state["breaks"]))
+    try:
+        import allure
+    except ImportError:
+        return
+    if state["cell"]:
+        allure.dynamic.parameter("cell", state["cell"])
+        allure.dynamic.parent_suite(state["cell"])
+    if state["breaks"]:
+        allure.dynamic.tag("config-fault")
+
+
+def _chosen_peers(config) -> str:
+    """`router=reference,broker=rabbitmq`: this session's vendor per role, defaults included."""
+    plugin = sys.modules.get("harness.pytest_plugin")
+    values = config.getoption("--peer", default=[]) or []
+    try:
+        choices = plugin.parse_peer_choices(values) if plugin else None
+    except pytest.UsageError:
+        choices = None
+    if choices is None:
+        return ",".join(v for v in values)
+    return ",".join(f"{role}={name}" for role, name in choices.items())
+
+
+def _details_of(item) -> dict | None:
+    """The dict the harness plugin puts into the record's `details` (its `details` fixture's value).
+
+    The plugin has no public accessor for it yet (see the note to the lead); until it does, use its stash key.
+    """
+    plugin = sys.modules.get("harness.pytest_plugin")
+    key = getattr(plugin, "_details_key", None)
+    return None if key is None else item.stash.setdefault(key, {})

@@ -1,0 +1,7 @@
+"""`python -m reports ...`: the same as `interop report ...`."""
+
+import sys
+
+from reports.cli import main
+
+sys.exit(main())

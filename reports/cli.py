@@ -1,0 +1,147 @@
+"""`interop report` (also `python -m reports` and `spark-submit reports/job.py`): runs -> Parquet -> HTML.
+
+    interop report [INPUTS ...] [--out DIR] [--master URL] [--catalog FILE] [--no-allure] [--title TEXT]
+
+INPUTS are run folders, results folders (holding run folders), globs, results.jsonl files, or URIs Spark can
+list (hdfs://, s3a://, ...); default: results. Writes DIR/tables/<table> (Parquet; DIR may be a URI), and locally
+index.html (self-contained) and, where the Allure command line is installed, allure/index.html for the latest run
+with Allure results (into --html, default DIR when it is local).
+Damaged result lines are counted and shown in the report; they never stop it. Exit 0 when a report was written,
+2 for a user mistake (no input found), 1 when Spark itself failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from reports.job import ReportError  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_CATALOG = REPO / "suites" / "spec" / "catalog.yaml"
+
+__all__ = ["ReportError", "add_arguments", "main", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("inputs", nargs="*", metavar="INPUT",
+                        help="run folders, results folders, globs, results.jsonl files or URIs (default: results)")
+    parser.add_argument("--out", metavar="DIR",
+                        help="output folder: index.html, tables/*.parquet, allure/ (default: <first input>/report "
+                             "for a local results folder, else ./report)")
+    parser.add_argument("--html", metavar="DIR",
+                        help="local folder for index.html and allure/ (default: --out when it is local, else ./report)")
+    parser.add_argument("--master", metavar="URL",
+                        help="Spark master (default: local[*], or what spark-submit was given)")
+    parser.add_argument("--catalog", metavar="FILE",
+                        help="spec catalog YAML, so clauses no case covers show as 'not run' "
+                             "(default: suites/spec/catalog.yaml when present)")
+    parser.add_argument("--no-allure", action="store_true", help="do not build the Allure HTML report")
+    parser.add_argument("--title", default="AMQP 1.0 interop: vendor comparison", help="report title")
+
+
+def _default_out(inputs: list[str]) -> str:
+    first = inputs[0] if inputs else "results"
+    if "://" not in first and not any(c in first for c in "*?[{") and Path(first).is_dir() and \
+            not (Path(first) / "results.jsonl").is_file():
+        return str(Path(first) / "report")
+    return "report"
+
+
+def load_catalog(path: str | None) -> tuple[list[str], dict[str, dict]]:
+    """Clause ids (in file order) and their text/source, from the spec catalog; empty if there is none."""
+    import yaml
+
+    file = Path(path) if path else DEFAULT_CATALOG
+    if not file.is_file():
+        if path:
+            raise ReportError(f"--catalog {path}: no such file")
+        return [], {}
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ReportError(f"{file}: cannot read the catalog: {' '.join(str(exc).split())[:200]}") from None
+    clauses = data.get("clauses") if isinstance(data, dict) else None
+    if not isinstance(clauses, list):
+        raise ReportError(f"{file}: expected a mapping with a 'clauses' list")
+    info = {str(c["id"]): {"text": " ".join(str(c.get("text", "")).split()), "source": str(c.get("source", ""))}
+            for c in clauses if isinstance(c, dict) and c.get("id")}
+    return list(info), info
+
+
+def run(args: argparse.Namespace) -> int:
+    from reports import allure_report, page
+    from reports.job import run_job, spark_session
+
+    inputs = list(args.inputs) or ["results"]
+    out = args.out or _default_out(inputs)
+    catalog_ids, catalog = load_catalog(args.catalog)
+    if "://" not in out:
+        try:
+            Path(out).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ReportError(f"--out {out}: cannot create: {exc.strerror or exc}") from None
+    missing = [i for i in inputs if "://" not in i and not i.startswith("file:") and not glob.glob(i)]
+    if len(missing) == len(inputs):
+        raise ReportError(f"{' '.join(missing)}: no such file or folder (expected run folders, a results folder, "
+                          "a glob, or results.jsonl files)")
+    from pyspark.sql import SparkSession
+
+    t0 = time.monotonic()
+    print(f"report: starting Spark ({args.master or 'as spark-submit says, else local[*]'})", flush=True)
+    shared = SparkSession.getActiveSession()  # a caller's session (tests, notebooks) is left running
+    spark = spark_session(args.master)
+    timings = {"spark session start": round(time.monotonic() - t0, 3)}
+    try:
+        result = run_job(spark, inputs, out, catalog_ids, log=lambda line: print(f"report: {line}", flush=True))
+    except ReportError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Spark's own failure (a cluster gone, a file system refusing)
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+
+        if not isinstance(exc, (PySparkException, Py4JError)):
+            raise
+        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        print(f"interop report: Spark failed: {first[:300]}", file=sys.stderr)
+        return 1
+    finally:
+        if shared is None:
+            spark.stop()
+    timings.update(result.timings)
+    for given in result.inputs.empty:
+        print(f"report: {given}: no results.jsonl found there (ignored)", file=sys.stderr)
+
+    allure_note = None
+    html_dir = Path(args.html or (out if "://" not in out else "report"))
+    if not args.no_allure:
+        allure_note = allure_report.build(result.inputs.results, result.data["runs"], html_dir / "allure")
+        print(f"report: allure: {allure_note['text']}", flush=True)
+    index = page.write(html_dir / "index.html", result.data, title=args.title, inputs=inputs, catalog=catalog,
+                       timings=timings, allure=allure_note)
+    totals = result.data["totals"][0]
+    print(f"report: {totals['runs']} run(s), {totals['records']} records, {totals['rejects']} rejected line(s); "
+          f"tables in {out.rstrip('/')}/tables")
+    print(f"report: {index.resolve()}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="interop report", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except ReportError as exc:
+        print(f"interop report: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,624 @@
+"""The Spark job: result records of any number of runs -> Parquet tables and the report's aggregates.
+
+Input is result records only (schema 1, one JSON object per line in `results.jsonl`, `run.json` beside it);
+nothing here imports the harness. Stages:
+
+  ingest     read every results.jsonl as text, parse each line against the record schema; lines that are not
+             schema-1 records (torn, garbled, wrong types) go to `rejects` with the reason, never fatal
+  tables     records.parquet (one row per case per run, with derived target/version/cell/fault columns),
+             rejects.parquet, runs.parquet
+  aggregate  conformance (target x clause, latest run of each target), pass_rate (target x suite),
+             flaky (same target, version and case both passing and failing), trend (run x target),
+             regressions (case outcome vs the target's previous run), durations (p50/p95), fault_checks
+
+A "target" is the set of peers a case ran against, e.g. `router=reference` or
+`router=reference + broker=rabbitmq`: the report compares targets. Only Spark SQL functions are used (no
+Python UDFs), so the executors of a cluster need no Python code of this project.
+
+Run it as `interop report`, `python -m reports`, or `spark-submit reports/job.py ...` (see README).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file (spark-submit reports/job.py): make `reports` importable, and
+    # keep this folder off the path so that its modules cannot shadow others
+    _here = str(Path(__file__).resolve().parent)
+    sys.path[:] = [p for p in sys.path if p and str(Path(p).resolve()) != _here]
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+OUTCOMES = ("passed", "failed", "error", "skipped", "not-applicable", "xfail")
+BAD = ("failed", "error")
+RESULTS_FILE = "results.jsonl"
+RUN_META_FILE = "run.json"
+SHUFFLE_PARTITIONS = 4
+CONFORMANCE_ORDER = ("failed", "xfail", "passed", "not-applicable", "not run")
+MAX_LISTED = 500  # rows of a per-case list (flaky, regressions, rejects) collected for the HTML report
+
+
+class ReportError(Exception):
+    """A user mistake (no input found, unreadable output folder): one line, no traceback."""
+
+
+# ---- session ---------------------------------------------------------------------------------------------------
+
+
+def spark_session(master: str | None = None, app_name: str = "interop-report"):
+    """A SparkSession: local[*] unless a master is given (or spark-submit set one)."""
+    from pyspark.sql import SparkSession
+
+    submitted = bool(os.environ.get("SPARK_ENV_LOADED")) or "pyspark-shell" not in os.environ.get(
+        "PYSPARK_SUBMIT_ARGS", "pyspark-shell")
+    master = master or (None if submitted else "local[*]")
+    if master is None or master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = (SparkSession.builder.appName(app_name)
+               .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.ansi.enabled", "false")  # a bad value in a record is a null, never a crash
+               .config("spark.sql.adaptive.enabled", "true")
+               # collect_set/max_by groups: keep hash aggregation (the default falls back to sorting a million
+               # rows once a task holds more than 128 groups)
+               .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "1000000")
+               # records and rejected lines are written in one pass, partitioned by kind: with concurrent writers
+               # Spark need not sort a million rows by partition first
+               .config("spark.sql.maxConcurrentOutputFileWriters", "4"))
+    if master:
+        builder = builder.master(master)
+    if master and master.startswith("local"):
+        # local mode: the driver is the executor, and Spark's default 1 GiB heap makes a million rows crawl in GC
+        builder = (builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+                   .config("spark.driver.memory", os.environ.get("INTEROP_REPORT_DRIVER_MEMORY", "4g")))
+        if os.environ.get("INTEROP_REPORT_JAVA_OPTS"):
+            builder = builder.config("spark.driver.extraJavaOptions", os.environ["INTEROP_REPORT_JAVA_OPTS"])
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+# ---- inputs ------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Inputs:
+    results: list[str] = field(default_factory=list)   # URIs of results.jsonl files
+    metas: list[str] = field(default_factory=list)     # URIs of run.json files found beside them
+    empty: list[str] = field(default_factory=list)     # inputs that named nothing readable
+
+
+def _uri(text: str) -> str:
+    """A local path that exists (or a glob that matches locally) becomes a file: URI; anything else (a URI, or a
+    path on the cluster's default file system) is left as it is."""
+    import glob as globmod
+
+    if "://" in text or text.startswith("file:"):
+        return text
+    local = os.path.abspath(os.path.expanduser(text))
+    return "file://" + local if os.path.exists(local) or globmod.glob(local) else text
+
+
+def resolve_inputs(spark, inputs: list[str]) -> Inputs:
+    """Each input is a results.jsonl, a run folder (holding one), a results folder (holding run folders), a
+    glob of any of these, or a URI of any of these that Hadoop can list (hdfs://, s3a://, ...)."""
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    Path_ = jvm.org.apache.hadoop.fs.Path
+    found = Inputs()
+
+    def glob(pattern: str) -> list:
+        path = Path_(pattern)
+        try:
+            statuses = path.getFileSystem(conf).globStatus(path)
+        except Exception as exc:  # noqa: BLE001 - an unknown scheme or unreachable file system
+            raise ReportError(f"{pattern}: cannot list: {str(exc).splitlines()[0][:200]}") from None
+        return list(statuses) if statuses is not None else []
+
+    def add_results(status) -> None:
+        uri = status.getPath().toString()
+        if uri not in found.results:
+            found.results.append(uri)
+            meta = status.getPath().getParent().toString() + "/" + RUN_META_FILE
+            if glob(meta):
+                found.metas.append(meta)
+
+    for given in inputs:
+        before = len(found.results)
+        for status in glob(_uri(given)):
+            name = status.getPath().getName()
+            if status.isFile():
+                if name == RUN_META_FILE:
+                    sibling = glob(status.getPath().getParent().toString() + "/" + RESULTS_FILE)
+                    for s in sibling:
+                        add_results(s)
+                else:
+                    add_results(status)
+                continue
+            base = status.getPath().toString().rstrip("/")
+            direct = glob(f"{base}/{RESULTS_FILE}")
+            for s in direct or glob(f"{base}/*/{RESULTS_FILE}"):
+                add_results(s)
+        if len(found.results) == before:
+            found.empty.append(given)
+    return found
+
+
+# ---- ingest -----------------------------------------------------------------------------------------------------
+
+
+RECORD_FIELDS = ("schema", "run_id", "case", "suite", "spec", "topology", "peers", "fault", "outcome", "duration_s",
+                 "started_at", "details", "message", "host")
+
+
+def record_schema():
+    from pyspark.sql import types as T
+
+    return T.StructType([
+        T.StructField("schema", T.LongType()),
+        T.StructField("run_id", T.StringType()),
+        T.StructField("case", T.StringType()),
+        T.StructField("suite", T.StringType()),
+        T.StructField("spec", T.ArrayType(T.StringType())),
+        T.StructField("topology", T.StringType()),
+        # role -> {vendor, version, provider}, kept as JSON text: building a map per row costs more than the rest
+        # of the parse; it is decoded per distinct value (a handful per run) where versions are needed
+        T.StructField("peers", T.StringType()),
+        T.StructField("fault", T.StringType()),      # a name, or a fault object kept as its JSON text
+        T.StructField("outcome", T.StringType()),
+        T.StructField("duration_s", T.DoubleType()),
+        T.StructField("started_at", T.StringType()),
+        T.StructField("details", T.StringType()),    # free-form object, kept as JSON text
+        T.StructField("message", T.StringType()),
+        T.StructField("host", T.StringType()),
+    ])
+
+
+def ingest(spark, files: list[str]):
+    """Every line of the results.jsonl files, parsed by Spark's JSON reader, with `reason` set on the lines that are
+    not schema-1 records (and `_corrupt` holding the text of those that are not JSON)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    schema = T.StructType([*record_schema().fields, T.StructField("_corrupt", T.StringType())])
+    parsed = (spark.read.schema(schema)
+              .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt")
+              .json(files)
+              .withColumn("source_file", F.col("_metadata.file_path")))
+    c = F.col
+    required = ("run_id", "case", "suite", "outcome", "started_at")
+    corrupt = F.trim("_corrupt")
+    reason = (F.when(c("_corrupt").isNotNull() & ~(corrupt.startswith("{") & corrupt.endswith("}")),
+                     F.lit("not a JSON record (a torn or garbled line)"))
+              .when(c("_corrupt").isNotNull(), F.lit("a field has the wrong type"))
+              .when(c("schema").isNull() | (c("schema") != 1), F.lit("schema: expected 1")))
+    for name in required:
+        reason = reason.when(c(name).isNull() | (F.length(name) == 0), F.lit(f"{name}: missing, empty or not a string"))
+    reason = (reason.when(~c("outcome").isin(*OUTCOMES),
+                          F.concat(F.lit("outcome: unknown value "), F.substring("outcome", 1, 40)))
+              .when(c("duration_s").isNull() | F.isnan("duration_s") | (c("duration_s") < 0),
+                    F.lit("duration_s: missing or not a number >= 0"))
+              .when(~c("started_at").endswith("Z") | c("started_at").cast("timestamp").isNull(),
+                    F.lit("started_at: not an ISO-8601 UTC time"))
+              .when(c("peers").isNull() | ~c("peers").startswith("{"),
+                    F.lit("peers: missing or not an object of role to {vendor, ...}")))
+    return _derive(parsed.withColumn("reason", reason))
+
+
+PEERS_MAP = "map<string, struct<vendor: string, version: string, provider: string>>"
+
+
+def peers_target(peers_json):
+    """`broker=rabbitmq + router=reference` from a record's peers (JSON text)."""
+    from pyspark.sql import functions as F
+
+    entries = F.array_sort(F.map_entries(F.from_json(peers_json, PEERS_MAP)))
+    return F.concat_ws(" + ", F.transform(entries, lambda e: F.concat(e["key"], F.lit("="), e["value"]["vendor"])))
+
+
+def _derive(records):
+    """Per-row columns the aggregates group by: target, cell, deliberate config fault, checker counts, fault name.
+    Cheap string functions only: this runs once per record."""
+    from pyspark.sql import functions as F
+
+    # json_tuple parses `details` once for all its fields (get_json_object would parse it once per field).
+    # The target is the cell's choice of vendor per role where the record says it (interop run tags every record
+    # with details.cell_peers), else the peers the case itself used (decoded only for those records).
+    chosen = F.array_join(F.array_sort(F.split("cell_peers", ",")), " + ")
+    return (records.select("*", F.json_tuple("details", "cell", "config_fault", "checks", "cell_peers")
+                           .alias("cell", "config_fault", "checks", "cell_peers"))
+            .withColumn("target", F.when(F.length("cell_peers") > 0, chosen)
+                        .when(F.col("peers").startswith("{") & (F.col("peers") != "{}"), peers_target(F.col("peers")))
+                        .otherwise(F.lit("(no peers)")))
+            .withColumn("spec", F.coalesce("spec", F.array().cast("array<string>")))
+            .withColumn("started", F.col("started_at").cast("timestamp"))
+            .withColumn("fault_name", F.when(F.col("fault").startswith("{"), F.coalesce(
+                F.get_json_object("fault", "$.name"), F.get_json_object("fault", "$.type"), F.lit("fault")))
+                .otherwise(F.col("fault"))))
+
+
+def run_versions(cubed):
+    """(run_id, target) -> `broker 3.12.1 + router 0.1.0`: every version seen among the run's records of that
+    target, from the few distinct `peers` values the cube kept. A case that errored before its peers started has
+    no version of its own: it ran against these."""
+    from pyspark.sql import functions as F
+
+    entries = (cubed.select("run_id", "target", F.explode("peers_seen").alias("peers"))
+               .select("run_id", "target", F.explode(F.from_json("peers", PEERS_MAP)).alias("role", "peer"))
+               .where(F.col("peer.version").isNotNull()))
+    per_role = entries.groupBy("run_id", "target", "role").agg(
+        F.array_join(F.array_sort(F.collect_set("peer.version")), "/").alias("v"))
+    return per_role.groupBy("run_id", "target").agg(
+        F.array_join(F.array_sort(F.collect_list(F.concat_ws(" ", "role", "v"))), " + ").alias("run_version"))
+
+
+def with_versions(records, versions):
+    """`version` on every record: its run's versions of its target (a small table, broadcast)."""
+    from pyspark.sql import functions as F
+
+    return (records.join(F.broadcast(versions), ["run_id", "target"], "left")
+            .withColumn("version", F.coalesce("run_version", F.lit("?"))).drop("run_version"))
+
+
+def read_metas(spark, files: list[str]):
+    """run.json facts per run (started/ended, interrupted, deliberate breaks); None when there are none."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if not files:
+        return None
+    schema = T.StructType([
+        T.StructField("run_id", T.StringType()), T.StructField("started_at", T.StringType()),
+        T.StructField("ended_at", T.StringType()), T.StructField("interrupted", T.BooleanType()),
+        T.StructField("breaks", T.ArrayType(T.StringType())), T.StructField("_corrupt", T.StringType())])
+    metas = spark.read.json(files, schema=schema, multiLine=True, mode="PERMISSIVE",
+                            columnNameOfCorruptRecord="_corrupt")
+    return (metas.where(F.col("run_id").isNotNull())
+            .select("run_id", F.col("started_at").alias("meta_started_at"), "ended_at", "interrupted",
+                    F.coalesce("breaks", F.array().cast("array<string>")).alias("breaks"))
+            .dropDuplicates(["run_id"]))
+
+
+# ---- aggregates ---------------------------------------------------------------------------------------------------
+
+
+def _counts(df, keys: list[str], weight: str | None = None):
+    """Case counts per outcome (columns passed, failed, error, skipped, not_applicable, xfail) and `cases`."""
+    from pyspark.sql import functions as F
+
+    one = F.col(weight) if weight else F.lit(1)
+    aggs = [F.sum(F.when(F.col("outcome") == o, one).otherwise(0)).cast("long").alias(o.replace("-", "_"))
+            for o in OUTCOMES]
+    return df.groupBy(*keys).agg(F.sum(one).cast("long").alias("cases"), *aggs)
+
+
+def _sum_counts(df, keys: list[str]):
+    from pyspark.sql import functions as F
+
+    names = ["cases", *[o.replace("-", "_") for o in OUTCOMES]]
+    return df.groupBy(*keys).agg(*[F.sum(n).cast("long").alias(n) for n in names])
+
+
+def _pass_rate(df):
+    from pyspark.sql import functions as F
+
+    executed = F.col("passed") + F.col("failed") + F.col("error") + F.col("xfail")
+    return df.withColumn("pass_rate", F.when(executed > 0, F.round(F.col("passed") / executed, 4)))
+
+
+def cube(records):
+    """Outcome counts per run, target and suite (small): runs, trend and pass rate are sums of it."""
+    from pyspark.sql import functions as F
+
+    aggs = [F.sum(F.when(F.col("outcome") == o, 1).otherwise(0)).cast("long").alias(o.replace("-", "_"))
+            for o in OUTCOMES]
+    return records.groupBy("run_id", "target", "suite").agg(
+        F.count(F.lit(1)).alias("cases"), *aggs,
+        F.min("started").alias("first_case"), F.max("started").alias("last_case"),
+        F.sum("duration_s").alias("case_seconds"), F.max("config_fault").alias("config_fault"),
+        # min and max rather than collect_set: plain (codegen'd) hash aggregation; a run rarely has more than two
+        # cells with the same peers and suite, and the list is only shown
+        F.array_distinct(F.array_compact(F.array(F.min("cell"), F.max("cell")))).alias("cells"),
+        F.collect_set("peers").alias("peers_seen"))
+
+
+def runs_table(cubed, metas):
+    """One row per run (ordered by start), with counts, targets and any deliberate breaks."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    runs = _pass_rate(_sum_counts(cubed, ["run_id"])).join(
+        cubed.groupBy("run_id").agg(F.min("first_case").alias("first_case"), F.max("last_case").alias("last_case"),
+                                    F.array_sort(F.collect_set("target")).alias("targets"),
+                                    F.array_sort(F.collect_set("config_fault")).alias("config_faults"),
+                                    F.array_sort(F.array_distinct(F.flatten(F.collect_list("cells")))).alias("cells"),
+                                    F.sum("case_seconds").alias("case_seconds")), "run_id")
+    if metas is not None:
+        runs = runs.join(metas, "run_id", "left")
+    else:
+        runs = (runs.withColumn("meta_started_at", F.lit(None).cast("string"))
+                .withColumn("ended_at", F.lit(None).cast("string"))
+                .withColumn("interrupted", F.lit(None).cast("boolean"))
+                .withColumn("breaks", F.array().cast("array<string>")))
+    runs = runs.withColumn("run_start", F.coalesce(F.try_to_timestamp("meta_started_at"), F.col("first_case")))
+    return runs.withColumn("run_index", F.row_number().over(Window.orderBy("run_start", "run_id"))) \
+        .drop("meta_started_at")
+
+
+def target_runs(cubed, runs):
+    """(target, run) pairs with the target's previous run: the spine of trend and regressions."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    pairs = cubed.select("target", "run_id").distinct().join(runs.select("run_id", "run_index", "run_start"), "run_id")
+    w = Window.partitionBy("target").orderBy("run_index")
+    return (pairs.withColumn("prev_run_index", F.lag("run_index").over(w))
+            .withColumn("prev_run_id", F.lag("run_id").over(w))
+            .withColumn("target_run_no", F.row_number().over(w))
+            .withColumn("is_latest", F.col("target_run_no") == F.max("target_run_no").over(
+                Window.partitionBy("target"))))
+
+
+def trend(cubed, truns, versions):
+    from pyspark.sql import functions as F
+
+    per_run = _pass_rate(_sum_counts(cubed, ["target", "run_id"])).join(
+        cubed.groupBy("target", "run_id").agg(F.max("config_fault").alias("config_fault")), ["target", "run_id"])
+    return (per_run.join(truns.select("target", "run_id", "run_index", "run_start", "target_run_no"),
+                         ["target", "run_id"])
+            .join(versions.withColumnRenamed("run_version", "version"), ["target", "run_id"], "left"))
+
+
+def conformance(records, runs, catalog_ids: list[str]):
+    """target x clause: the clause's status in the latest run of that target that ran a case citing it:
+    failed (a case failed or errored) / xfail (a recorded difference) / passed / not-applicable / not run."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    per_run = _counts(records.select("target", "run_id", F.explode("spec").alias("clause"), "outcome"),
+                      ["target", "run_id", "clause"]).join(runs.select("run_id", "run_index"), "run_id")
+    latest = Window.partitionBy("target", "clause").orderBy(F.desc("run_index"))
+    counted = (per_run.withColumn("n", F.row_number().over(latest)).where("n = 1").drop("n", "run_index"))
+    status = (F.when(F.col("failed") + F.col("error") > 0, "failed")
+              .when(F.col("xfail") > 0, "xfail")
+              .when(F.col("passed") > 0, "passed")
+              .when(F.col("not_applicable") > 0, "not-applicable")
+              .otherwise("not run"))
+    counted = counted.withColumn("status", status)
+    if catalog_ids:
+        spark = records.sparkSession
+        clauses = spark.createDataFrame([(c,) for c in catalog_ids], "clause string")
+        grid = counted.select("target").distinct().crossJoin(clauses.union(counted.select("clause")).distinct())
+        counted = grid.join(counted, ["target", "clause"], "left").fillna({"status": "not run"}).fillna(0)
+    return counted
+
+
+def flaky(records):
+    """Same target, version and case both passing and failing across runs; `flips` counts the changes between
+    consecutive runs of the case. One aggregation pass: each case's history is a small sorted array."""
+    from pyspark.sql import functions as F
+
+    judged = records.where(F.col("outcome").isin("passed", *BAD))  # usually so already
+    passed = (F.col("outcome") == "passed").cast("int")
+    grouped = judged.groupBy("target", "version", "case").agg(
+        F.first("suite").alias("suite"),
+        F.sum(passed).alias("passes"),
+        F.count(F.lit(1)).alias("runs"),  # one record per case and run
+        F.max_by("outcome", "started").alias("last_outcome"),
+        F.array_compact(F.array(F.max("config_fault"))).alias("config_faults"),
+        F.array_sort(F.collect_list(F.struct(F.col("started"), passed.alias("p")))).alias("history"))
+    found = (grouped.withColumn("fails", F.col("runs") - F.col("passes"))
+             .where((F.col("passes") > 0) & (F.col("fails") > 0)))
+    ps = F.transform("history", lambda h: h["p"])
+    flips = F.aggregate(F.sequence(F.lit(2), F.size(ps)), F.lit(0),
+                        lambda acc, i: acc + F.when(F.element_at(ps, i) != F.element_at(ps, i - 1), 1).otherwise(0))
+    return (found.withColumn("flips", flips).drop("history")
+            .withColumn("fail_rate", F.round(F.col("fails") / (F.col("passes") + F.col("fails")), 4)))
+
+
+def regressions(records, truns):
+    """Each case whose outcome changed between the latest run of a target and that target's previous run."""
+    from pyspark.sql import functions as F
+
+    pairs = truns.where(F.col("is_latest") & F.col("prev_run_id").isNotNull()).select(
+        "target", "run_id", "prev_run_id", "run_index", "is_latest")
+    cols = ["target", "run_id", "suite", "case", "version", "outcome", "message", "config_fault"]
+    judged = records.where(F.col("outcome").isin("passed", *BAD)).select(*cols)
+    cur = judged.join(F.broadcast(pairs), ["target", "run_id"])
+    prev = judged.join(F.broadcast(pairs.select("target", F.col("prev_run_id").alias("run_id"))),
+                       ["target", "run_id"], "left_semi").select(
+        "target", F.col("run_id").alias("prev_run_id"), "case", F.col("outcome").alias("prev_outcome"),
+        F.col("version").alias("prev_version"))
+    joined = cur.join(prev, ["target", "prev_run_id", "case"])
+    kind = (F.when((F.col("prev_outcome") == "passed") & F.col("outcome").isin(*BAD), "regression")
+            .when(F.col("prev_outcome").isin(*BAD) & (F.col("outcome") == "passed"), "fixed"))
+    return (joined.withColumn("kind", kind).where(F.col("kind").isNotNull())
+            .select("kind", "target", "run_id", "run_index", "is_latest", "prev_run_id", "suite", "case", "version",
+                    "prev_version", "prev_outcome", "outcome", "message", "config_fault"))
+
+
+def durations(records):
+    from pyspark.sql import functions as F
+
+    timed = records.where(F.col("outcome").isin("passed", "failed", "error", "xfail"))
+    pct = F.percentile_approx("duration_s", [0.5, 0.95], 1000)
+    return (timed.groupBy("target", "suite").agg(F.count(F.lit(1)).alias("cases"), pct.alias("p"),
+                                                 F.round(F.avg("duration_s"), 4).alias("mean_s"),
+                                                 F.max("duration_s").alias("max_s"))
+            .select("target", "suite", "cases", F.col("p")[0].alias("p50_s"), F.col("p")[1].alias("p95_s"),
+                    "mean_s", "max_s"))
+
+
+def fault_checks(records):
+    """Per target and fault (an injected fault, or a deliberate config fault): outcomes, and the sums of the
+    checkers' counts where records carry `details.checks.<checker>` objects; absent everywhere is fine."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    label = F.coalesce("fault_name", F.concat(F.lit("config: "), "config_fault"))
+    by_fault = _counts(records.where(F.col("fault_name").isNotNull() | F.col("config_fault").isNotNull())
+                       .withColumn("fault_label", label), ["target", "fault_label"])
+    checks = (records.where(F.col("checks").isNotNull())
+              .withColumn("checks", F.from_json("checks", T.MapType(T.StringType(), T.StringType())))
+              .where(F.col("checks").isNotNull())
+              .select("target", "outcome", F.explode("checks").alias("checker", "result")))
+    fields = ("attempted", "delivered", "lost", "duplicated", "reordered", "unexpected", "recovered")
+    ok = F.lower(F.coalesce(F.get_json_object("result", "$.ok"), F.get_json_object("result", "$.valid"),
+                            F.get_json_object("result", "$.verdict")))
+    by_checker = checks.groupBy("target", "checker").agg(
+        F.count(F.lit(1)).alias("cases"),
+        F.sum(F.when(ok.isin("false", "fail", "failed", "invalid"), 1).otherwise(0)).alias("violations"),
+        *[F.sum(F.get_json_object("result", f"$.{name}").cast("long")).alias(name) for name in fields])
+    return by_fault, by_checker
+
+
+# ---- the job ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    tables: dict[str, object]           # name -> DataFrame (written as Parquet)
+    data: dict[str, list[dict]]         # name -> collected rows for the HTML report
+    timings: dict[str, float]           # stage -> seconds
+    inputs: Inputs
+
+
+def _fs(spark, uri: str):
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
+def _remove(spark, uri: str) -> None:
+    fs, path = _fs(spark, uri)
+    fs.delete(path, True)
+
+
+def _move(spark, src: str, dst: str) -> bool:
+    fs, source = _fs(spark, src)
+    if not fs.exists(source):
+        return False
+    _remove(spark, dst)
+    return bool(fs.rename(source, _fs(spark, dst)[1]))
+
+
+def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = None,
+            log: Callable[[str], None] = lambda _: None) -> Result:
+    from pyspark.sql import functions as F
+
+    timings: dict[str, float] = {}
+
+    def stage(name: str, t0: float) -> float:
+        timings[name] = round(time.monotonic() - t0, 3)
+        log(f"{name}: {timings[name]:.2f}s")
+        return time.monotonic()
+
+    t = time.monotonic()
+    found = resolve_inputs(spark, inputs)
+    if not found.results:
+        raise ReportError(f"{' '.join(inputs) or '(no input)'}: no results.jsonl found (expected run folders, "
+                          "a results folder, a glob, or results.jsonl files)")
+    t = stage("resolve inputs", t)
+
+    # Every line is parsed once and written once: records and rejected lines side by side (partitioned by kind),
+    # then each partition folder becomes its own table.
+    tables_dir = f"{out.rstrip('/')}/tables"
+    lines = f"{tables_dir}/_lines"
+    checked = ingest(spark, found.results)
+    fields = [*RECORD_FIELDS]
+    line = F.substring(F.coalesce("_corrupt", F.to_json(F.struct(*fields))), 1, 300)
+    kind = F.when(F.col("reason").isNull(), "records").otherwise("rejects")
+    checked = checked.withColumn("line", F.when(F.col("reason").isNotNull(), line))
+    # Parsed once into memory (columnar, compressed); the Parquet tables are written from there and the aggregates
+    # read from there too, so neither the JSON nor the Parquet is decoded twice.
+    checked = checked.withColumn("kind", kind).cache()
+    checked.write.mode("overwrite").partitionBy("kind").parquet(lines)
+    t = stage("ingest (JSON lines -> Parquet)", t)
+    for name in ("records", "rejects"):
+        if not _move(spark, f"{lines}/kind={name}", f"{tables_dir}/{name}"):
+            empty = spark.createDataFrame([], checked.drop("kind").schema)
+            empty.write.mode("overwrite").parquet(f"{tables_dir}/{name}")
+    _remove(spark, lines)
+    records = spark.read.parquet(f"{tables_dir}/records").drop("reason", "_corrupt", "line")
+    used = checked.where(F.col("kind") == "records").select(
+        "run_id", "target", "peers", "suite", "case", "spec", "outcome", "duration_s", "started", "cell",
+        "config_fault", "fault_name", "checks", "message")
+    rejects = spark.read.parquet(f"{tables_dir}/rejects").select("source_file", "reason", "line")
+    metas = read_metas(spark, found.metas)
+
+    cubed = cube(used).cache()
+    versions = run_versions(cubed).cache()
+    judged = with_versions(used.where(F.col("outcome").isin("passed", *BAD)), versions)
+    runs = runs_table(cubed, metas).cache()
+    truns = target_runs(cubed, runs).cache()
+    tables = {
+        "runs": runs,
+        "trend": trend(cubed, truns, versions),
+        "pass_rate": _pass_rate(_sum_counts(cubed, ["target", "suite"])),
+        "conformance": conformance(used, runs, catalog_ids or []),
+        "flaky": flaky(judged),
+        "regressions": regressions(judged, truns),
+        "durations": durations(used),
+    }
+    tables["fault_checks"], tables["checkers"] = fault_checks(used)
+    for name, df in tables.items():
+        t1 = time.monotonic()
+        tables[name] = df = df.cache()  # written once, then collected from memory (the tables are small)
+        df.write.mode("overwrite").parquet(f"{tables_dir}/{name}")
+        timings[f"  {name}"] = round(time.monotonic() - t1, 3)
+    t = stage("aggregates (-> Parquet tables)", t)
+
+    data = collect(tables, rejects)
+    data["totals"] = [{"records": sum(r["cases"] for r in data["runs"]), "rejects": data["reject_count"][0]["n"],
+                       "files": len(found.results), "runs": len(data["runs"])}]
+    # dependents first: uncaching a base would re-cache what was built on it
+    for df in (*tables.values(), versions, cubed, runs, truns, checked):
+        df.unpersist()
+    stage("collect for the report", t)
+    tables["records"], tables["rejects"] = records, rejects
+    return Result(tables, data, timings, found)
+
+
+def _rows(df, order: list | None = None, limit: int | None = None) -> list[dict]:
+    if order:
+        df = df.orderBy(*order)
+    if limit:
+        df = df.limit(limit)
+    return [row.asDict(recursive=True) for row in df.collect()]
+
+
+def collect(tables: dict, rejects) -> dict[str, list[dict]]:
+    from pyspark.sql import functions as F
+
+    data = {
+        "runs": _rows(tables["runs"], ["run_index"]),
+        "conformance": _rows(tables["conformance"], ["clause", "target"]),
+        "pass_rate": _rows(tables["pass_rate"], ["target", "suite"]),
+        "flaky": _rows(tables["flaky"], [F.desc("flips"), F.desc("fails"), "target", "case"], MAX_LISTED),
+        "trend": _rows(tables["trend"], ["run_index", "target"]),
+        "regressions": _rows(tables["regressions"], [F.desc("run_index"), "kind", "target", "case"], MAX_LISTED),
+        "durations": _rows(tables["durations"], ["target", "suite"]),
+        "fault_checks": _rows(tables["fault_checks"], ["target", "fault_label"]),
+        "checkers": _rows(tables["checkers"], ["target", "checker"]),
+        "reject_reasons": _rows(rejects.groupBy("reason").count(), [F.desc("count"), "reason"]),
+        "rejects": _rows(rejects, ["source_file"], 50),
+    }
+    data["reject_count"] = [{"n": sum(r["count"] for r in data["reject_reasons"])}]
+    for row in data["runs"]:
+        for key in ("run_start", "first_case", "last_case"):
+            row[key] = row[key].isoformat(timespec="seconds") + "Z" if row.get(key) else None
+    for row in data["trend"]:
+        row["run_start"] = row["run_start"].isoformat(timespec="seconds") + "Z" if row.get("run_start") else None
+    return data
+
+
+if __name__ == "__main__":  # spark-submit reports/job.py INPUTS... --out DIR
+    from reports.cli import main
+
+    sys.exit(main())

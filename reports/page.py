@@ -1,0 +1,418 @@
+"""The vendor comparison report: one self-contained HTML file (inline CSS, inline SVG charts, a little inline
+script for sorting and filtering; no external URL of any kind, enforced by the page's Content-Security-Policy).
+
+Input is the plain data the Spark job collected (lists of dicts); this module needs no Spark.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+COLORS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#8e244d", "xfail": "#ef6c00",
+          "not-applicable": "#607d8b", "skipped": "#b0b0b0", "not run": "#e0e0e0"}
+OUTCOMES = ("passed", "failed", "error", "xfail", "not-applicable", "skipped")
+STATUS_TEXT = {"passed": "pass", "failed": "FAIL", "xfail": "differs", "not-applicable": "n/a", "not run": "not run"}
+SERIES = ("#1565c0", "#6a1b9a", "#00838f", "#9e9d24", "#4e342e", "#d81b60", "#283593", "#558b2f")
+
+
+def e(value) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _key(outcome: str) -> str:
+    return outcome.replace("-", "_")
+
+
+def _pct(rate) -> str:
+    return "–" if rate is None else f"{100 * rate:.1f}%"
+
+
+# ---- charts (inline SVG) ----------------------------------------------------------------------------------------
+
+
+def stacked_bars(rows: list[dict], label, title: str) -> str:
+    """Horizontal bars, one per row, split by outcome counts."""
+    if not rows:
+        return ""
+    label_w, bar_w, row_h = 330, 520, 24
+    height = row_h * len(rows) + 30
+    parts = [f'<svg class="chart" role="img" aria-label="{e(title)}" viewBox="0 0 {label_w + bar_w + 90} {height}" '
+             f'width="{label_w + bar_w + 90}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
+             f"<title>{e(title)}</title>"]
+    for i, row in enumerate(rows):
+        y = 10 + i * row_h
+        total = sum(row.get(_key(o), 0) or 0 for o in OUTCOMES) or 1
+        parts.append(f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end" class="lbl">{e(label(row))}</text>')
+        x = float(label_w)
+        for outcome in OUTCOMES:
+            n = row.get(_key(outcome), 0) or 0
+            if not n:
+                continue
+            w = bar_w * n / total
+            parts.append(f'<rect class="seg" x="{x:.1f}" y="{y}" width="{max(w, 0.5):.1f}" height="{row_h - 6}" '
+                         f'fill="{COLORS[outcome]}"><title>{e(label(row))}: {n} {outcome}</title></rect>')
+            x += w
+        parts.append(f'<text x="{label_w + bar_w + 6}" y="{y + 15}" class="lbl">{_pct(row.get("pass_rate"))}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def line_chart(series: dict[str, list[tuple[int, float | None, str, bool]]], runs: int, title: str) -> str:
+    """Pass rate (0..1) per target over the run index; a hollow red ring marks a run with a deliberate break."""
+    if not series:
+        return ""
+    w, h, left, top, bottom = 900, 280, 50, 15, 40
+    pw, ph = w - left - 180, h - top - bottom
+    span = max(runs - 1, 1)
+
+    def xy(index: int, rate: float) -> tuple[float, float]:
+        return left + pw * (index - 1) / span, top + ph * (1 - rate)
+
+    parts = [f'<svg class="chart" role="img" aria-label="{e(title)}" viewBox="0 0 {w} {h}" width="{w}" '
+             f'height="{h}" xmlns="http://www.w3.org/2000/svg"><title>{e(title)}</title>']
+    for tick in (0, 0.25, 0.5, 0.75, 1):
+        _, y = xy(1, tick)
+        parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+                     f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="lbl">{int(tick * 100)}%</text>')
+    step = max(1, runs // 10)
+    for i in range(1, runs + 1, step):
+        x, _ = xy(i, 0)
+        parts.append(f'<text x="{x:.1f}" y="{top + ph + 18}" text-anchor="middle" class="lbl">{i}</text>')
+    parts.append(f'<text x="{left + pw / 2}" y="{h - 4}" text-anchor="middle" class="lbl">run (oldest to newest)'
+                 f'</text>')
+    for n, (target, points) in enumerate(series.items()):
+        color = SERIES[n % len(SERIES)]
+        pts = [(i, r, run_id, broken) for i, r, run_id, broken in points if r is not None]
+        if len(pts) > 1:
+            path = " ".join(f"{'M' if k == 0 else 'L'}{xy(i, r)[0]:.1f},{xy(i, r)[1]:.1f}"
+                            for k, (i, r, _, _) in enumerate(pts))
+            parts.append(f'<path d="{path}" fill="none" stroke="{color}" stroke-width="2" class="series"/>')
+        for i, r, run_id, broken in pts:
+            x, y = xy(i, r)
+            ring = f'stroke="{COLORS["failed"]}" stroke-width="2"' if broken else ""
+            parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{5 if broken else 3}" fill="{color}" {ring}'
+                         f' class="point"><title>{e(target)} run {i} ({e(run_id)}): {_pct(r)}'
+                         f'{" (deliberately broken)" if broken else ""}</title></circle>')
+        ly = top + 14 + 18 * n
+        parts.append(f'<rect x="{left + pw + 14}" y="{ly - 9}" width="12" height="12" fill="{color}"/>'
+                     f'<text x="{left + pw + 32}" y="{ly + 1}" class="lbl">{e(target)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def duration_bars(rows: list[dict], title: str) -> str:
+    """p50 and p95 per target x suite, as paired horizontal bars on one scale."""
+    if not rows:
+        return ""
+    label_w, bar_w, row_h = 330, 480, 30
+    top = max((r.get("p95_s") or 0) for r in rows) or 1
+    height = row_h * len(rows) + 34
+    parts = [f'<svg class="chart" role="img" aria-label="{e(title)}" viewBox="0 0 {label_w + bar_w + 120} {height}" '
+             f'width="{label_w + bar_w + 120}" height="{height}" xmlns="http://www.w3.org/2000/svg">'
+             f"<title>{e(title)}</title>"]
+    for i, row in enumerate(rows):
+        y = 8 + i * row_h
+        name = f"{row['target']} · {row['suite']}"
+        parts.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end" class="lbl">{e(name)}</text>')
+        for k, (key, color) in enumerate((("p50_s", "#42a5f5"), ("p95_s", "#1565c0"))):
+            value = row.get(key) or 0
+            parts.append(f'<rect class="seg" x="{label_w}" y="{y + k * 12}" width="{max(bar_w * value / top, 0.5):.1f}"'
+                         f' height="11" fill="{color}"><title>{e(name)} {key[:3]}: {value:.3f}s</title></rect>')
+        parts.append(f'<text x="{label_w + bar_w + 6}" y="{y + 16}" class="lbl">'
+                     f'{(row.get("p50_s") or 0):.3f}s / {(row.get("p95_s") or 0):.3f}s</text>')
+    parts.append(f'<text x="{label_w}" y="{height - 6}" class="lbl">■ p50 (light) ■ p95 (dark), seconds</text></svg>')
+    return "".join(parts)
+
+
+# ---- tables ---------------------------------------------------------------------------------------------------------
+
+
+def table(headers: list[str], rows: list[list[str]], cls: str = "sortable", empty: str = "none") -> str:
+    if not rows:
+        return f'<p class="empty">{e(empty)}</p>'
+    head = "".join(f"<th>{e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def badge(outcome: str | None) -> str:
+    outcome = outcome or "not run"
+    return f'<span class="badge" style="background:{COLORS.get(outcome, "#999")}">{e(outcome)}</span>'
+
+
+def conformance_matrix(rows: list[dict], targets: list[str], catalog: dict[str, dict]) -> str:
+    if not rows:
+        return '<p class="empty">no clause was checked in these runs</p>'
+    cells: dict[tuple[str, str], dict] = {(r["clause"], r["target"]): r for r in rows}
+    clauses = list(dict.fromkeys([c for c in catalog if any((c, t) in cells for t in targets)] +
+                                 sorted({r["clause"] for r in rows})))
+    head = "".join(f'<th class="target">{e(t)}</th>' for t in targets)
+    body = []
+    for clause in clauses:
+        info = catalog.get(clause, {})
+        tip = f"{info.get('source', '')}: {info.get('text', '')}" if info else "not in the spec catalog"
+        tds = []
+        statuses = []
+        for target in targets:
+            r = cells.get((clause, target))
+            status = r["status"] if r else "not run"
+            statuses.append(status)
+            counted = ""
+            if r and r.get("cases"):
+                counted = f" {r.get('passed', 0)}/{r['cases']}"
+            title = f"{clause} on {target}: {status}" + (
+                f" ({r.get('passed', 0)} passed, {r.get('failed', 0) + r.get('error', 0)} failed, "
+                f"{r.get('xfail', 0)} known differences, {r.get('not_applicable', 0)} not applicable, "
+                f"{r.get('skipped', 0)} skipped; run {r.get('run_id')})" if r and r.get("cases") else "")
+            tds.append(f'<td class="cell st-{status.replace(" ", "-")}" data-status="{e(status)}" title="{e(title)}">'
+                       f'{e(STATUS_TEXT.get(status, status))}<small>{e(counted)}</small></td>')
+        body.append(f'<tr data-statuses="{e(" ".join(s.replace(" ", "-") for s in statuses))}">'
+                    f'<th class="clause" title="{e(tip)}">{e(clause)}</th>{"".join(tds)}</tr>')
+    legend = "".join(f'<span class="legend st-{s.replace(" ", "-")}">{e(STATUS_TEXT[s])}: {e(d)}</span>' for s, d in (
+        ("passed", "every case of the clause passed"), ("failed", "a case failed or errored"),
+        ("xfail", "a recorded, expected difference"), ("not-applicable", "the vendor lacks a capability"),
+        ("not run", "no case ran (skipped, or no case)")))
+    return (f'<div class="legend-row">{legend}</div>'
+            '<p class="controls"><label>filter clauses <input id="clause-filter" type="search" '
+            'placeholder="e.g. MULTICAST"></label> <label><input id="only-failing" type="checkbox"> only rows with a '
+            'failure</label></p>'
+            f'<table id="conformance" class="matrix"><thead><tr><th>clause</th>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table>')
+
+
+SCRIPT = """
+(function () {
+  function sortTable(th) {
+    var table = th.closest('table'), body = table.tBodies[0];
+    var idx = Array.prototype.indexOf.call(th.parentNode.children, th);
+    var asc = th.getAttribute('data-dir') !== 'asc';
+    Array.prototype.forEach.call(th.parentNode.children, function (h) { h.removeAttribute('data-dir'); });
+    th.setAttribute('data-dir', asc ? 'asc' : 'desc');
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = a.cells[idx].textContent.trim(), y = b.cells[idx].textContent.trim();
+      var nx = parseFloat(x), ny = parseFloat(y);
+      var c = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
+      return asc ? c : -c;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+  }
+  document.querySelectorAll('table.sortable th').forEach(function (th) {
+    th.addEventListener('click', function () { sortTable(th); });
+  });
+  var filter = document.getElementById('clause-filter'), failing = document.getElementById('only-failing');
+  function applyFilter() {
+    var text = (filter.value || '').toUpperCase(), onlyFailing = failing.checked, shown = 0;
+    document.querySelectorAll('#conformance tbody tr').forEach(function (tr) {
+      var ok = tr.textContent.toUpperCase().indexOf(text) >= 0 &&
+               (!onlyFailing || tr.getAttribute('data-statuses').split(' ').indexOf('failed') >= 0);
+      tr.style.display = ok ? '' : 'none';
+      if (ok) { shown++; }
+    });
+    document.body.setAttribute('data-clauses-shown', String(shown));
+  }
+  if (filter && failing) {
+    filter.addEventListener('input', applyFilter);
+    failing.addEventListener('change', applyFilter);
+    applyFilter();
+  }
+  document.body.setAttribute('data-ready', 'yes');
+})();
+"""
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1280px;
+padding:18px 28px;color:#222}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:30px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.sub{color:#666;margin:0 0 14px}.cards{display:flex;gap:12px;flex-wrap:wrap}
+.card{border:1px solid #ddd;border-radius:6px;padding:8px 14px;min-width:120px}.card b{display:block;font-size:20px}
+.card.warn{border-color:#c62828;background:#fff5f5}
+table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
+th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
+thead th{background:#f4f4f4;position:sticky;top:0}table.sortable th{cursor:pointer}
+table.matrix td.cell{text-align:center;font-weight:600;color:#fff;min-width:90px}
+table.matrix td.cell small{font-weight:400;margin-left:4px}
+table.matrix th.clause{font-family:ui-monospace,monospace;font-weight:500;white-space:nowrap}
+.st-passed{background:#2e7d32;color:#fff}.st-failed{background:#c62828;color:#fff}.st-xfail{background:#ef6c00;color:#fff}
+.st-not-applicable{background:#607d8b;color:#fff}.st-not-run{background:#e0e0e0;color:#444!important}
+.legend{display:inline-block;padding:2px 8px;margin:0 6px 4px 0;border-radius:4px;font-size:12px}
+.badge{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;font-size:12px}
+.chart{max-width:100%;height:auto;display:block;margin:8px 0}.chart .lbl{font-size:12px;fill:#333}
+.chart .grid{stroke:#e4e4e4}.empty{color:#777;font-style:italic}
+code,.mono{font-family:ui-monospace,monospace;font-size:12px}
+.note{background:#fff8e1;border-left:4px solid #ef6c00;padding:6px 10px;margin:8px 0}
+details{margin:6px 0}summary{cursor:pointer;color:#1565c0}
+"""
+
+
+def write(path: Path, data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict],
+          timings: dict[str, float], allure: dict | None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(data, title=title, inputs=inputs, catalog=catalog, timings=timings, allure=allure),
+                    encoding="utf-8")
+    return path
+
+
+def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict], timings: dict[str, float],
+           allure: dict | None) -> str:
+    runs = data["runs"]
+    totals = data["totals"][0]
+    {r["run_id"]: r["run_index"] for r in runs}
+    targets = sorted({r["target"] for r in data["trend"]})
+    latest_by_target = {}
+    for row in data["trend"]:
+        if row["target_run_no"] >= latest_by_target.get(row["target"], {}).get("target_run_no", 0):
+            latest_by_target[row["target"]] = row
+
+    out = [f"<h1>{e(title)}</h1>",
+           f'<p class="sub">Generated {e(datetime.now(UTC).isoformat(timespec="seconds"))} from '
+           f'{e(" ".join(inputs))}: {totals["runs"]} run(s), {totals["records"]} result records in '
+           f'{totals["files"]} file(s).</p>']
+    latest = runs[-1] if runs else None
+    cards = [("runs", totals["runs"], False), ("result records", totals["records"], False),
+             ("targets", len(targets), False), ("rejected lines", totals["rejects"], totals["rejects"] > 0),
+             ("flaky cases", len(data["flaky"]), bool(data["flaky"])),
+             ("regressions, latest runs", sum(1 for r in data["regressions"] if r["kind"] == "regression"
+                                               and r["is_latest"]), False)]
+    out.append('<div class="cards">' + "".join(
+        f'<div class="card{" warn" if warn else ""}"><b>{e(v)}</b>{e(k)}</div>' for k, v, warn in cards) + "</div>")
+    faults = _faults(latest) if latest else []
+    if faults:
+        out.append(f'<p class="note">The latest run ({e(latest["run_id"])}) deliberately broke a peer\'s '
+                   f'configuration: <code>{e(", ".join(faults))}</code>. Its failures show what the suites catch; '
+                   "they say nothing about the product.</p>")
+
+    # targets overview
+    out.append("<h2>Targets</h2>")
+    overview = []
+    for target in targets:
+        row = latest_by_target[target]
+        overview.append([e(target), f"<code>{e(row['run_id'])}</code>", str(row["target_run_no"]),
+                         _pct(row.get("pass_rate")), *[str(row.get(_key(o), 0)) for o in OUTCOMES]])
+    out.append(table(["target", "latest run", "runs", "pass rate (latest)", *OUTCOMES], overview,
+                     empty="no records"))
+
+    out.append("<h2>Conformance matrix</h2>")
+    out.append('<p class="sub">Spec clause x target, from the latest run of each target. Hover a cell for its '
+               "counts and a clause for its text.</p>")
+    out.append(conformance_matrix(data["conformance"], targets, catalog))
+
+    out.append("<h2>Pass rate per target and suite</h2>")
+    out.append('<p class="sub">Over all runs read. Pass rate = passed / (passed + failed + error + known '
+               "differences); skipped and not-applicable cases are not counted either way.</p>")
+    out.append(stacked_bars(data["pass_rate"], lambda r: f"{r['target']} · {r['suite']}",
+                            "pass rate per target and suite"))
+    out.append(table(["target", "suite", "cases", *OUTCOMES, "pass rate"],
+                     [[e(r["target"]), e(r["suite"]), str(r["cases"]), *[str(r.get(_key(o), 0)) for o in OUTCOMES],
+                       _pct(r.get("pass_rate"))] for r in data["pass_rate"]]))
+
+    out.append("<h2>Trend per run</h2>")
+    series: dict[str, list] = {}
+    for row in data["trend"]:
+        series.setdefault(row["target"], []).append((row["run_index"], row.get("pass_rate"), row["run_id"],
+                                                     bool(row.get("config_fault"))))
+    out.append(line_chart(series, len(runs), "pass rate per run and target"))
+    out.append("<details><summary>trend table</summary>" + table(
+        ["run", "run id", "started", "target", "cases", *OUTCOMES, "pass rate", "deliberate break"],
+        [[str(r["run_index"]), f"<code>{e(r['run_id'])}</code>", e(r.get("run_start")), e(r["target"]),
+          str(r["cases"]), *[str(r.get(_key(o), 0)) for o in OUTCOMES], _pct(r.get("pass_rate")),
+          e(r.get("config_fault") or "")] for r in data["trend"]]) + "</details>")
+
+    out.append("<h2>Regressions against the previous run</h2>")
+    out.append('<p class="sub">A case that passed in a target\'s previous run and failed in the next (or the '
+               "reverse: fixed). Newest first.</p>")
+    out.append(table(["kind", "target", "run", "previous run", "case", "was", "now", "message", "deliberate break"],
+                     [[badge("failed") .replace(">failed<", ">regression<") if r["kind"] == "regression"
+                       else badge("passed").replace(">passed<", ">fixed<"),
+                       e(r["target"]), f"<code>{e(r['run_id'])}</code>{' (latest)' if r['is_latest'] else ''}",
+                       f"<code>{e(r['prev_run_id'])}</code>", f"<code>{e(r['case'])}</code>",
+                       badge(r["prev_outcome"]), badge(r["outcome"]), e((r.get("message") or "")[:240]),
+                       e(r.get("config_fault") or "")] for r in data["regressions"]],
+                     empty="no case changed between consecutive runs of a target"))
+
+    out.append("<h2>Flaky cases</h2>")
+    out.append('<p class="sub">The same case on the same target and version both passed and failed across runs.'
+               "</p>")
+    out.append(table(["target", "version", "case", "runs", "passed", "failed", "flips", "last", "deliberate break"],
+                     [[e(r["target"]), e(r["version"]), f"<code>{e(r['case'])}</code>", str(r["runs"]),
+                       str(r["passes"]), str(r["fails"]), str(r["flips"]), badge(r["last_outcome"]),
+                       e(", ".join(_faults(r)))] for r in data["flaky"]],
+                     empty="no flaky case"))
+
+    out.append("<h2>Durations</h2>")
+    out.append(duration_bars(data["durations"], "case duration p50 and p95 per target and suite"))
+    out.append(table(["target", "suite", "cases", "p50 s", "p95 s", "mean s", "max s"],
+                     [[e(r["target"]), e(r["suite"]), str(r["cases"]), f"{r['p50_s']:.3f}", f"{r['p95_s']:.3f}",
+                       f"{r['mean_s']:.3f}", f"{r['max_s']:.3f}"] for r in data["durations"]]))
+
+    out.append("<h2>Faults and checks</h2>")
+    out.append(table(["target", "fault", "cases", *OUTCOMES],
+                     [[e(r["target"]), e(r["fault_label"]), str(r["cases"]),
+                       *[str(r.get(_key(o), 0)) for o in OUTCOMES]] for r in data["fault_checks"]],
+                     empty="no case ran under an injected or deliberate fault"))
+    checker_fields = ("attempted", "delivered", "lost", "duplicated", "reordered", "unexpected", "recovered")
+    out.append(table(["target", "checker", "cases", "violations", *checker_fields],
+                     [[e(r["target"]), e(r["checker"]), str(r["cases"]), str(r["violations"]),
+                       *["" if r.get(f) is None else str(r[f]) for f in checker_fields]] for r in data["checkers"]],
+                     empty="no record carries checker counts (details.checks)"))
+
+    out.append("<h2>Rejected result lines</h2>")
+    if totals["rejects"]:
+        out.append(f'<p class="note">{totals["rejects"]} line(s) were not schema-1 result records and were set '
+                   "aside (a run killed mid-write leaves a torn last line).</p>")
+    out.append(table(["reason", "lines"], [[e(r["reason"]), str(r["count"])] for r in data["reject_reasons"]],
+                     empty="none: every line was a valid record"))
+    if data["rejects"]:
+        out.append("<details><summary>first rejected lines</summary>" + table(
+            ["file", "reason", "line"], [[f"<code>{e(r['source_file'])}</code>", e(r["reason"]),
+                                         f"<code>{e(r['line'])}</code>"] for r in data["rejects"]]) + "</details>")
+
+    out.append("<h2>Runs</h2>")
+    out.append(table(["#", "run id", "started", "targets", "cells", "cases", *OUTCOMES, "pass rate", "notes"],
+                     [[str(r["run_index"]), f"<code>{e(r['run_id'])}</code>", e(r.get("run_start")),
+                       e(", ".join(r.get("targets") or [])), e(", ".join(c for c in (r.get("cells") or []) if c)),
+                       str(r["cases"]), *[str(r.get(_key(o), 0)) for o in OUTCOMES], _pct(r.get("pass_rate")),
+                       e("; ".join(filter(None, ["interrupted" if r.get("interrupted") else "",
+                                                 "break: " + ", ".join(_faults(r)) if _faults(r) else ""])))]
+                      for r in runs]))
+
+    out.append("<h2>Allure</h2>")
+    if allure and allure.get("href"):
+        out.append(f'<p>Allure report of run <code>{e(allure.get("run_id"))}</code>: '
+                   f'<a href="{e(allure["href"])}">{e(allure["href"])}</a> (open it through a web server, e.g. '
+                   "<code>allure open</code>: browsers refuse its data files from file://).</p>")
+    else:
+        out.append(f'<p class="empty">{e((allure or {}).get("text", "not requested"))}</p>')
+    out.append('<p class="sub">Spark stages: ' + e(", ".join(f"{k} {v:.2f}s" for k, v in timings.items())) + "</p>")
+    out.append(f'<script type="application/json" id="report-data">{_json_for_script(_summary(data, targets))}'
+               "</script>")
+
+    csp = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
+           "base-uri 'none'; form-action 'none'")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{e(title)}</title><style>{CSS}</style></head><body>"
+            + "\n".join(out) + f"<script>{SCRIPT}</script></body></html>\n")
+
+
+def _faults(run: dict) -> list[str]:
+    """The deliberate breaks of a run: from run.json, and from its records (space-separated in each)."""
+    found = set(run.get("breaks") or [])
+    for value in run.get("config_faults") or []:
+        found.update((value or "").split())
+    return sorted(found)
+
+
+def _summary(data: dict, targets: list[str]) -> dict:
+    """Machine-readable facts embedded in the page (tests and scripts read them; nothing loads them)."""
+    return {"targets": targets, "runs": [r["run_id"] for r in data["runs"]], "totals": data["totals"][0],
+            "flaky": len(data["flaky"]),
+            "regressions": sum(1 for r in data["regressions"] if r["kind"] == "regression")}
+
+
+def _json_for_script(value) -> str:
+    return json.dumps(value, default=str).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

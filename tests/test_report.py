@@ -1,0 +1,310 @@
+"""The report's Spark job on small generated runs with known answers, and its HTML page in headless Chromium.
+
+One SparkSession for the module (starting one takes seconds); the job runs once over the known-answer runs and
+the tests read its tables and its page.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from reports import cli as report_cli  # noqa: E402
+from reports import page as html  # noqa: E402
+from reports.job import ReportError, run_job, spark_session  # noqa: E402
+from reports.synthetic import write_runs  # noqa: E402
+
+A = {"router": {"vendor": "reference", "version": "0.1.0", "provider": "subprocess"}}
+B = {"router": {"vendor": "qdrouterd", "version": "1.19.0", "provider": "native"}}
+A_NAME, B_NAME = "router=reference", "router=qdrouterd"
+CATALOG = ["S-1", "S-2", "S-3", "S-4", "S-9"]
+
+
+def record(run: int, case: str, outcome: str, peers: dict, spec: list[str], duration: float = 0.5,
+           **extra) -> dict:
+    return {"schema": 1, "run_id": f"run-{run}", "case": f"suites/demo/test_x.py::{case}", "suite": "demo",
+            "spec": spec, "topology": "single-router", "peers": peers, "fault": extra.pop("fault", None),
+            "outcome": outcome, "duration_s": duration, "started_at": f"2026-01-0{run}T00:00:0{len(case) % 9}.000Z",
+            "details": extra.pop("details", {}), "message": None if outcome == "passed" else "boom", **extra}
+
+
+KNOWN_RUNS = {
+    1: [record(1, "c1", "passed", A, ["S-1"]), record(1, "c2", "passed", A, ["S-2"]),
+        record(1, "c3", "not-applicable", A, ["S-3"]), record(1, "c4", "xfail", A, ["S-4"]),
+        record(1, "c1", "passed", B, ["S-1"]), record(1, "c2", "failed", B, ["S-2"])],
+    2: [record(2, "c1", "passed", A, ["S-1"]), record(2, "c2", "failed", A, ["S-2"]),
+        record(2, "c1", "passed", B, ["S-1"]), record(2, "c2", "passed", B, ["S-2"])],
+    3: [record(3, "c1", "failed", A, ["S-1"], details={"config_fault": "router:no-priority"}),
+        record(3, "c2", "passed", A, ["S-2"]),
+        # errored before its peers started: no version of its own, it ran against the run's 0.1.0
+        record(3, "c5", "error", {"router": {"vendor": "reference"}}, ["S-1"],
+               fault={"name": "latency", "latency_ms": 50},
+               details={"checks": {"total-queue": {"ok": False, "attempted": 10, "delivered": 9, "lost": 1}}}),
+        # tagged by interop run with its cell's choices: compared as that cell, whatever nodes the case used
+        record(3, "c6", "passed", {"broker": {"vendor": "rabbitmq", "version": "3.10"}}, ["S-9"],
+               details={"cell": "c", "cell_peers": "router=reference,broker=rabbitmq"})],
+}
+DAMAGED = [
+    '{"schema": 1, "run_id": "run-3", "case": "torn',                       # a run killed mid-write
+    "this is not json",
+    json.dumps(record(3, "c9", "exploded", A, [])),                          # unknown outcome
+    json.dumps({k: v for k, v in record(3, "c9", "passed", A, []).items() if k != "suite"}),
+    json.dumps({**record(3, "c9", "passed", A, []), "duration_s": "slow"}),  # wrong type
+]
+
+
+def write_known_runs(root: Path) -> Path:
+    for run, records in KNOWN_RUNS.items():
+        folder = root / f"run-{run}"
+        folder.mkdir(parents=True)
+        lines = [json.dumps(r) for r in records] + (DAMAGED if run == 3 else [])
+        (folder / "results.jsonl").write_text("\n".join(lines) + "\n")
+        meta = {"run_id": f"run-{run}", "started_at": f"2026-01-0{run}T00:00:00Z",
+                "breaks": ["router:no-priority"] if run == 3 else []}
+        (folder / "run.json").write_text(json.dumps(meta) if run != 2 else "{broken json")
+    return root
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = spark_session("local[2]")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def known(spark, tmp_path_factory):
+    root = write_known_runs(tmp_path_factory.mktemp("runs"))
+    out = tmp_path_factory.mktemp("report")
+    # inputs given three ways: a run folder, a glob, and a results.jsonl file
+    result = run_job(spark, [str(root / "run-1"), str(root / "run-[2]"), str(root / "run-3" / "results.jsonl")],
+                     str(out), CATALOG)
+    return result, out
+
+
+def rows(result, name: str) -> list[dict]:
+    return result.data[name]
+
+
+# ---- the Spark job --------------------------------------------------------------------------------------------------
+
+
+def test_runs_are_ordered_and_counted(known):
+    result, _ = known
+    runs = rows(result, "runs")
+    assert [r["run_id"] for r in runs] == ["run-1", "run-2", "run-3"]
+    assert [r["cases"] for r in runs] == [6, 4, 4]
+    assert runs[2]["breaks"] == ["router:no-priority"]
+    assert result.data["totals"][0] == {"records": 14, "rejects": 5, "files": 3, "runs": 3}
+    cell = {r["target"] for r in rows(result, "trend") if r["run_id"] == "run-3"}
+    assert cell == {A_NAME, "broker=rabbitmq + router=reference"}
+
+
+def test_damaged_lines_are_counted_and_set_aside(known):
+    result, out = known
+    reasons = {r["reason"]: r["count"] for r in rows(result, "reject_reasons")}
+    assert reasons == {
+        "not a JSON record (a torn or garbled line)": 2,
+        "outcome: unknown value exploded": 1,
+        "suite: missing, empty or not a string": 1,
+        "a field has the wrong type": 1,
+    }
+    assert all(r["source_file"].endswith("run-3/results.jsonl") for r in rows(result, "rejects"))
+    assert any(r["line"].startswith('{"schema": 1, "run_id": "run-3", "case": "torn') for r in rows(result, "rejects"))
+
+
+def test_conformance_cells_use_each_clauses_latest_run(known):
+    result, _ = known
+    cells = {(r["target"], r["clause"]): r["status"] for r in rows(result, "conformance")}
+    assert cells[(A_NAME, "S-1")] == "failed"          # run 3: c1 failed and c5 errored
+    assert cells[(A_NAME, "S-2")] == "passed"          # run 3: c2 passed again
+    assert cells[(A_NAME, "S-3")] == "not-applicable"  # only run 1 had a case for it
+    assert cells[(A_NAME, "S-4")] == "xfail"
+    assert cells[(A_NAME, "S-9")] == "not run"         # in the catalog, no case
+    assert cells[(B_NAME, "S-1")] == "passed"
+    assert cells[(B_NAME, "S-2")] == "passed"          # run 2 fixed it
+    assert cells[(B_NAME, "S-9")] == "not run"
+    assert cells[("broker=rabbitmq + router=reference", "S-9")] == "passed"
+    assert cells[("broker=rabbitmq + router=reference", "S-1")] == "not run"
+
+
+def test_flaky_cases_pass_and_fail_on_the_same_target_and_version(known):
+    result, _ = known
+    flaky = {(r["target"], r["version"], r["case"].split("::")[1]): r for r in rows(result, "flaky")}
+    a, b = "router 0.1.0", "router 1.19.0"
+    assert set(flaky) == {(A_NAME, a, "c1"), (A_NAME, a, "c2"), (B_NAME, b, "c2")}
+    assert (flaky[(A_NAME, a, "c1")]["passes"], flaky[(A_NAME, a, "c1")]["fails"]) == (2, 1)
+    assert flaky[(A_NAME, a, "c1")]["flips"] == 1
+    assert flaky[(A_NAME, a, "c2")]["flips"] == 2
+    assert flaky[(A_NAME, a, "c1")]["last_outcome"] == "failed"
+
+
+def test_regressions_compare_each_targets_latest_run_with_its_previous(known):
+    result, _ = known
+    found = {(r["kind"], r["target"], r["case"].split("::")[1], r["run_id"], r["prev_run_id"])
+             for r in rows(result, "regressions")}
+    assert found == {("regression", A_NAME, "c1", "run-3", "run-2"), ("fixed", A_NAME, "c2", "run-3", "run-2"),
+                     ("fixed", B_NAME, "c2", "run-2", "run-1")}
+    c1 = next(r for r in rows(result, "regressions") if r["kind"] == "regression")
+    assert c1["config_fault"] == "router:no-priority"
+
+
+def test_trend_and_pass_rates(known):
+    result, _ = known
+    trend = {(r["target"], r["run_id"]): r["pass_rate"] for r in rows(result, "trend")}
+    assert trend[(A_NAME, "run-1")] == pytest.approx(2 / 3, abs=1e-4)   # 2 passed; the xfail counts, n/a does not
+    assert trend[(A_NAME, "run-2")] == 0.5
+    assert trend[(A_NAME, "run-3")] == pytest.approx(1 / 3, abs=1e-4)
+    assert trend[(B_NAME, "run-2")] == 1.0
+    rates = {r["target"]: r for r in rows(result, "pass_rate")}
+    assert (rates[A_NAME]["cases"], rates[A_NAME]["passed"], rates[A_NAME]["error"]) == (9, 4, 1)
+
+
+def test_versions_durations_and_fault_checks(known, spark):
+    result, out = known
+    records = spark.read.parquet(str(out / "tables" / "records"))
+    assert records.count() == 14
+    assert json.loads(records.where("case like '%c5'").first()["peers"]) == {"router": {"vendor": "reference"}}
+    versions = {(r["target"], r["run_id"]): r["version"] for r in rows(result, "trend")}
+    assert versions[(A_NAME, "run-3")] == "router 0.1.0"    # c5 had none of its own
+    assert versions[("broker=rabbitmq + router=reference", "run-3")] == "broker 3.10"
+    durations = {r["target"]: r for r in rows(result, "durations")}
+    assert durations[A_NAME]["p50_s"] == 0.5 and durations[A_NAME]["p95_s"] == 0.5
+    faults = {(r["target"], r["fault_label"]): r for r in rows(result, "fault_checks")}
+    assert faults[(A_NAME, "latency")]["error"] == 1
+    assert faults[(A_NAME, "config: router:no-priority")]["failed"] == 1
+    (checker,) = rows(result, "checkers")
+    assert (checker["checker"], checker["violations"], checker["lost"], checker["delivered"]) == \
+        ("total-queue", 1, 1, 9)
+
+
+def test_parquet_tables_are_written(known):
+    _, out = known
+    names = {p.name for p in (out / "tables").iterdir()}
+    assert {"records", "rejects", "runs", "conformance", "pass_rate", "flaky", "trend", "regressions",
+            "durations", "fault_checks", "checkers"} <= names
+    assert "_lines" not in names
+
+
+def test_no_input_found_is_a_one_line_user_error(spark, tmp_path):
+    with pytest.raises(ReportError, match="no results.jsonl found"):
+        run_job(spark, [str(tmp_path / "nothing-here")], str(tmp_path / "out"))
+
+
+def test_synthetic_runs_have_the_shape_the_benchmark_needs(tmp_path):
+    ids = write_runs(tmp_path / "runs", runs=3, cases=400)
+    assert ids == sorted(ids) and len(ids) == 3
+    lines = (tmp_path / "runs" / ids[0] / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 400
+    first = json.loads(lines[0])
+    assert first["schema"] == 1 and first["outcome"] in ("passed", "failed", "error", "skipped", "not-applicable",
+                                                         "xfail")
+
+
+# ---- the HTML page -------------------------------------------------------------------------------------------------
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (make setup)")
+
+
+def open_in_chromium(page: Path) -> tuple[str, list[str]]:
+    """(DOM after the page's scripts ran, console messages) from headless Chromium."""
+    with tempfile.TemporaryDirectory(prefix="interop-chromium-") as profile:
+        done = subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+             "--enable-logging=stderr", "--v=0", "--virtual-time-budget=2000", "--dump-dom", page.as_uri()],
+            capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return done.stdout, console
+
+
+@pytest.fixture(scope="module")
+def page(known, tmp_path_factory) -> Path:
+    result, out = known
+    ids, info = CATALOG, {c: {"text": f"clause {c}", "source": "doc §1"} for c in CATALOG}
+    assert ids
+    return html.write(out / "index.html", result.data, title="known answers", inputs=["runs"], catalog=info,
+                      timings=result.timings, allure={"text": "not built: test", "href": None})
+
+
+def test_page_is_self_contained(page):
+    text = page.read_text()
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", text), "no external resource"
+    assert "http-equiv=\"Content-Security-Policy\"" in text and "default-src 'none'" in text
+    assert text.count("<svg") >= 3
+
+
+@needs_chromium
+def test_page_in_headless_chromium_shows_matrix_and_charts_without_console_errors(page):
+    dom, console = open_in_chromium(page)
+    assert console == [], console
+    assert 'data-ready="yes"' in dom, "the page's script did not run to its end"
+    matrix = dom[dom.index('<table id="conformance"'):]
+    matrix = matrix[:matrix.index("</table>")]
+    assert matrix.count("<tr") == 1 + len(CATALOG)   # header + one row per clause
+    assert '<th class="target">broker=rabbitmq + router=reference</th>' in matrix
+    assert f'<th class="target">{A_NAME}</th>' in matrix and f'<th class="target">{B_NAME}</th>' in matrix
+    assert re.search(r'data-status="failed" title="S-1 on router=reference: failed', matrix)
+    assert dom.count('class="chart"') >= 3             # pass rate, trend, durations
+    assert 'data-clauses-shown="5"' in dom              # the filter script ran over every row
+    assert "c1" in dom[dom.index("Flaky cases"):]
+
+
+@needs_chromium
+def test_the_console_check_catches_errors(tmp_path):
+    bad = tmp_path / "bad.html"
+    bad.write_text("<!DOCTYPE html><html><body><script>undefinedFunction();</script></body></html>")
+    _, console = open_in_chromium(bad)
+    assert any("undefinedFunction" in line for line in console), console
+
+
+# ---- the command ----------------------------------------------------------------------------------------------------
+
+
+def test_report_command_writes_the_page_and_tables(tmp_path, capsys, spark):
+    root = write_known_runs(tmp_path / "results")
+    assert report_cli.main([str(root), "--no-allure", "--master", "local[2]"]) == 0
+    out = capsys.readouterr().out
+    index = root / "report" / "index.html"
+    assert index.is_file() and f"report: {index.resolve()}" in out
+    assert "3 run(s), 14 records, 5 rejected line(s)" in out
+
+
+def test_report_command_with_no_input_is_one_line_and_exit_2(tmp_path, capsys):
+    assert report_cli.main([str(tmp_path / "none"), "--out", str(tmp_path / "o"), "--no-allure"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such file or folder" in err
+
+
+@pytest.mark.skipif(not (Path(report_cli.REPO) / "reports" / "node_modules" / ".bin" / "allure").exists()
+                    and shutil.which("allure") is None, reason="allure command line not installed")
+def test_allure_report_is_built_from_the_latest_run_with_allure_results(tmp_path):
+    from reports import allure_report as allure
+
+    run = tmp_path / "r1"
+    (run / "allure-results").mkdir(parents=True)
+    (run / "allure-results" / "a-result.json").write_text(json.dumps({
+        "uuid": "a", "historyId": "h", "name": "test_x", "fullName": "t.test_x", "status": "passed",
+        "stage": "finished", "start": 1, "stop": 2, "labels": []}))
+    note = allure.build([(run / "results.jsonl").as_uri()], [{"run_id": "r1", "run_index": 1}], tmp_path / "allure")
+    assert note["href"] == "allure/index.html", note
+    assert (tmp_path / "allure" / "index.html").is_file()
+
+
+def test_report_reuses_no_harness_module():
+    # The wall of DESIGN.md: reports/ reads result records only.
+    for path in Path(report_cli.__file__).parent.glob("*.py"):
+        assert not re.search(r"^\s*(from|import)\s+harness", path.read_text(), re.M), path
+    assert os.path.exists(Path(report_cli.__file__).parent / "package.json")
