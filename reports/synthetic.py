@@ -47,6 +47,9 @@ def write_runs(folder: str | Path, runs: int = 100, cases: int = 10_000, seed: i
         written = 0
         for t, (peers, pass_p) in enumerate(TARGETS):
             cell = "-".join(f"{r}-{p['vendor']}" for r, p in peers.items())
+            # as `interop run` tags records: the cell's choice of vendor per role (routing-only cases list only
+            # the router in `peers`, the cell still says which broker was chosen)
+            cell_peers = ",".join(f"{r}={p['vendor']}" for r, p in peers.items())
             for k in range(per_target):
                 if written >= cases:
                     break
@@ -62,7 +65,7 @@ def write_runs(folder: str | Path, runs: int = 100, cases: int = 10_000, seed: i
                     outcome = "not-applicable"
                 else:
                     outcome = rng.choice(("failed", "error", "skipped", "xfail"))
-                details = {"cell": cell, "sent": 20}
+                details = {"cell": cell, "cell_peers": cell_peers, "sent": 20}
                 fault = None
                 if k % 50 == 0:
                     fault = {"name": "latency", "link": "R1->B1", "latency_ms": 100}
