@@ -412,3 +412,24 @@ def test_sigkill_mid_stream_then_restart_recovers_the_journal(tmp_path, start_br
     assert len(seqs) == recovered == len(set(seqs))
     accepted_seqs = {seq for seq, o in sender.outcomes.items() if o.outcome == "accepted"}
     assert accepted_seqs <= set(seqs)
+
+
+def test_a_durable_subscription_name_reused_on_another_address_starts_afresh(tmp_path, start_broker, clients):
+    # Artemis names a durable subscription after the container id and link name; a subscriber that comes back
+    # under that name on another address gets a new, empty subscription there, not the old address's queue.
+    (tmp_path / "broker.xml").write_text(broker_xml(persistence=False))
+    broker = start_broker("broker.xml").wait_ready()
+    conn = clients.connect(broker.url)
+    first = conn.receiver("old.topic", name="sub", capabilities=("topic",), durable=True)
+    first.wait_attached()
+    first.detach(close=False)
+    conn.sender("old.topic").send(2)
+    broker.wait_queue("broker-process-tests.sub", depth=2)
+    again = conn.receiver("new.topic", name="sub", capabilities=("topic",), durable=True)
+    sender = conn.sender("new.topic")
+    sender.send(1, body="to the new address")
+    sender.wait_outcomes(1, IO_TIMEOUT)
+    got = again.wait_received(1, IO_TIMEOUT)
+    assert [m.body for m in got] == ["to the new address"]
+    row = broker.wait_queue("broker-process-tests.sub", depth=0)
+    assert row["address"] == "new.topic", "the old address's messages went with the old subscription"
