@@ -4,14 +4,18 @@
 
 For each broker vendor (started from the single-broker topology) and for non-durable and durable 1 KB
 messages: one producer (unsettled, the broker's credit) and one consumer attached to a fresh queue, N
-messages. Prints msgs/s (first send to last outcome) and the p50/p99 latency from the moment a message
-went on the wire to the moment the consumer had it. Clients and brokers share this 2-core machine, so the
-ratio between vendors is the figure to quote, not the absolute rate.
+messages. Prints msgs/s (first send to last outcome), the p50/p99 latency from the moment a message
+went on the wire to the moment the consumer had it, and the CPU time the broker's processes and the client
+process spent per 1000 messages (so a slow row says whether the broker was busy or the pipeline waited).
+Clients and brokers share this 2-core machine, so the ratio between vendors is the figure to quote, not the
+absolute rate.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import sys
 import time
 import uuid
@@ -33,21 +37,43 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run(url: str, address: str, n: int, durable: bool) -> dict:
-    with Clients() as clients:
+def process_cpu_s(pids: list[int]) -> float:
+    """User + system CPU seconds of live processes (0 for one that is gone)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(url: str, address: str, n: int, durable: bool, broker_pids: list[int]) -> dict:
+    # A container id of its own per row: a durable receiver makes a durable subscription named after the
+    # container id and link name, and rows must not share one.
+    with Clients(container_id=f"bench-{uuid.uuid4().hex[:8]}") as clients:
         receiver = clients.connect(url).receiver(address, credit=500, durable=durable)
         sender = clients.connect(url).sender(address, durable=durable)
         sender.wait_credit(1)
-        t0 = time.monotonic()
+        t0, broker0, clients0 = time.monotonic(), process_cpu_s(broker_pids), own_cpu_s()
         sender.send(n, body=BODY, durable=durable)
         sender.wait_outcomes(n, timeout=600)
         wait_for(lambda: receiver.count >= n, 600, f"{n} messages at the consumer")
         elapsed = time.monotonic() - t0
+        broker_cpu, clients_cpu = process_cpu_s(broker_pids) - broker0, own_cpu_s() - clients0
         sent_at = {e.data["seq"]: e.t for e in clients.history.events("send", sender.name)}
         latencies = [e.t - sent_at[e.data["seq"]] for e in clients.history.events("receive", receiver.name)]
         accepted = sender.outcome_counts().get("accepted", 0)
     return {"msgs_per_s": n / elapsed, "p50_ms": percentile(latencies, 0.5) * 1000,
-            "p99_ms": percentile(latencies, 0.99) * 1000, "accepted": accepted}
+            "p99_ms": percentile(latencies, 0.99) * 1000, "accepted": accepted,
+            "broker_cpu_ms_per_1000": broker_cpu * 1e6 / n, "clients_cpu_ms_per_1000": clients_cpu * 1e6 / n}
 
 
 def main() -> int:
@@ -58,7 +84,8 @@ def main() -> int:
     topology = load_topology(Path(__file__).resolve().parent.parent / "topologies" / "single-broker.yaml")
     results: dict[tuple[str, bool], dict] = {}
     print(f"{args.messages} messages of 1 KB per row; one producer, one consumer, same clients")
-    print(f"{'broker':<28}{'durable':<9}{'msgs/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
+    print(f"{'broker':<28}{'durable':<9}{'msgs/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
+          f"{'broker cpu':>12}{'client cpu':>12}  (cpu: ms per 1000 msgs)")
     for vendor in args.vendors.split(","):
         try:
             running = start_topology(topology, {"broker": vendor})
@@ -70,10 +97,11 @@ def main() -> int:
             label = f"{vendor} {broker.info.version}"[:27]
             for durable in (False, True):
                 address = broker.wire_address(f"bench.{uuid.uuid4().hex[:10]}")
-                fig = run(broker.url, address, args.messages, durable)
+                fig = run(broker.url, address, args.messages, durable, broker.pids)
                 results[(vendor, durable)] = fig
                 print(f"{label:<28}{'yes' if durable else 'no':<9}{fig['msgs_per_s']:>9.0f}"
-                      f"{fig['p50_ms']:>9.1f}{fig['p99_ms']:>9.1f}")
+                      f"{fig['p50_ms']:>9.1f}{fig['p99_ms']:>9.1f}"
+                      f"{fig['broker_cpu_ms_per_1000']:>12.0f}{fig['clients_cpu_ms_per_1000']:>12.0f}")
         finally:
             running.stop()
     for durable in (False, True):

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 import zlib
 from pathlib import Path
 
 import pytest
 
 from reference.broker import journal as journal_module
-from reference.broker.journal import FILE_NAME, Journal, RecoveredQueue
+from reference.broker.journal import FILE_NAME, GroupCommitter, Journal, RecoveredQueue
 
 HEADER = struct.Struct(">II")
 ENQUEUE, DELETE, QUEUE, QUEUE_DELETE = 1, 2, 3, 4
@@ -220,6 +221,72 @@ def test_datasync_false_still_writes_without_fsync(jdir, fsyncs):
     assert fsyncs == []
     queues, highest, torn = recover(jdir)
     assert (live(queues), highest, torn) == ({"q": {1: b"written"}}, 1, 0)
+
+
+# ---- group commit on the writer thread -------------------------------------------------------------------------------
+
+
+class GatedDisk:
+    """Stands in for fdatasync: each call blocks until the test opens the gate, so a write can be held "in
+    progress" while the event-loop side goes on submitting."""
+
+    def __init__(self, monkeypatch):
+        self.calls: list[bytes] = []
+        self.entered = threading.Semaphore(0)
+        self.gate = threading.Semaphore(0)
+        self.path = None
+        monkeypatch.setattr(journal_module.os, "fdatasync", self._sync)
+
+    def _sync(self, _fd):
+        self.calls.append(Path(self.path).read_bytes())  # what is in the file when the sync starts
+        self.entered.release()
+        assert self.gate.acquire(timeout=10), "the test never let the sync finish"
+
+
+def test_callbacks_run_only_after_their_batch_is_synced_and_busy_time_merges_batches(jdir, monkeypatch):
+    disk = GatedDisk(monkeypatch)
+    journal = opened(jdir)
+    disk.path = journal.path
+    wakes = threading.Semaphore(0)
+    committer = GroupCommitter(journal, wakes.release)
+    journal.add_queue("q", "q", "anycast")
+    journal.enqueue(1, "q", b"first")
+    committer.submit(lambda: "batch 1")
+    assert disk.entered.acquire(timeout=10), "the writer thread syncs the first batch"
+    assert committer.completed() == [], "nothing is durable while its sync is in progress"
+    # Two more batches arrive while the disk is busy: they must become one write and one sync.
+    journal.enqueue(2, "q", b"second")
+    committer.submit(lambda: "batch 2")
+    journal.enqueue(3, "q", b"third")
+    committer.submit(lambda: "batch 3")
+    disk.gate.release()
+    assert wakes.acquire(timeout=10)
+    assert [cb() for cb in committer.completed()] == ["batch 1"]
+    assert disk.entered.acquire(timeout=10)
+    assert len(records(disk.calls[-1])) == 4, "batches 2 and 3 were written together before one sync"
+    disk.gate.release()
+    assert wakes.acquire(timeout=10)
+    assert [cb() for cb in committer.completed()] == ["batch 2", "batch 3"], "in the order submitted"
+    committer.close()
+    journal.close()
+    assert len(disk.calls) == 2
+    queues, _, _ = recover(jdir)
+    assert live(queues) == {"q": {1: b"first", 2: b"second", 3: b"third"}}
+
+
+def test_a_failed_write_is_reported_and_never_acknowledged(jdir, monkeypatch):
+    journal = opened(jdir)
+
+    def broken(_fd):
+        raise OSError(5, "Input/output error")
+    monkeypatch.setattr(journal_module.os, "fdatasync", broken)
+    wakes = threading.Semaphore(0)
+    committer = GroupCommitter(journal, wakes.release)
+    journal.add_queue("q", "q", "anycast")
+    committer.submit(lambda: pytest.fail("a batch that failed to sync must not be acknowledged"))
+    assert wakes.acquire(timeout=10)
+    with pytest.raises(OSError, match="write failed: .*Input/output error"):
+        committer.completed()
 
 
 # ---- torn tails and corruption -------------------------------------------------------------------------------------

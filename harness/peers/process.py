@@ -73,6 +73,11 @@ class ProcessPeer(Peer):
     def is_running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def pids(self) -> list[int]:
+        """The live process (benchmarks read its CPU time)."""
+        return [self._proc.pid] if self.is_running() else []
+
     def _check_alive(self) -> None:
         if self._proc is not None and self._proc.poll() is not None:
             tail = "\n".join(self.logs().splitlines()[-5:])

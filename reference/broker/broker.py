@@ -10,25 +10,30 @@ Semantics (Artemis-compatible where the documents are silent; AMQP 1.0 §3.4 for
   delivery-count; modified with delivery-failed counts a failed attempt, and undeliverable-here keeps it
   from that consumer link; rejected dead-letters it. When the failed attempts reach max-delivery-attempts
   it is dead-lettered too. A message whose TTL ran out is expired (to the expiry address, or dropped).
-* A durable message is accepted only once its journal batch is on disk (see journal.py).
+* A durable message is accepted only once its journal batch is on disk (see journal.py); so is the broker's
+  settlement of a consumer's outcome for a durable message. In a running server the batches are written by
+  the journal's writer thread (GroupCommitter), so a slow disk never stalls routing and dispatch.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import logging
+import os
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 
 from proton import Condition, Delivery, Endpoint, Link, Message, Terminus
+from proton.reactor import ApplicationEvent, EventInjector
 
 from ..links import read_message, refuse
 from ..peek import Peek, peek
 from .config import ANYCAST, MULTICAST, BrokerConfig
-from .journal import Journal
+from .journal import GroupCommitter, Journal
 
 log = logging.getLogger("BROKER")
 
@@ -102,7 +107,9 @@ class Broker:
         self._consumer_ids = itertools.count(1)
         self._tags = itertools.count(1)
         self._dirty: set[Queue] = set()
-        self._awaiting_commit: list[Delivery] = []
+        # (delivery, state to answer or None to settle only), done once the journal batch is on disk
+        self._awaiting_commit: list[tuple[Delivery, int | None]] = []
+        self._committer: GroupCommitter | None = None
         self._stats_lock = threading.Lock()
         self._stats: list[dict] = []
         self._stats_dirty = True
@@ -286,6 +293,11 @@ class Broker:
             queue = next(q for q in info["queues"] if q.routing == ANYCAST)
         else:
             queue = self._subscription(link, address, source)
+            if queue is None:
+                _refuse(link, "amqp:resource-locked",
+                        f"durable subscription {link.connection.remote_container}.{link.name} is in use on another "
+                        "address")
+                return
         link.source.copy(source)
         link.target.copy(link.remote_target)
         consumer = Consumer(link, queue, next(self._consumer_ids))
@@ -295,13 +307,20 @@ class Broker:
         self._dirty.add(queue)
         self._stats_dirty = True
 
-    def _subscription(self, link, address, source) -> Queue:
+    def _subscription(self, link, address, source) -> Queue | None:
         durable = source.durability != Terminus.NONDURABLE and source.expiry_policy == Terminus.EXPIRE_NEVER
         if durable:  # Artemis names a durable subscription after the client's container id and link name
             name = f"{link.connection.remote_container}.{link.name}"
             existing = self.queues.get(name)
-            if existing is not None:
+            if existing is not None and existing.address == address:
                 return existing
+            if existing is not None:
+                # The same subscription name on another address: the old subscription ends and a new one
+                # starts (as Artemis does when a durable subscriber changes its address).
+                if existing.consumers:
+                    return None
+                log.info("Durable subscription %r moves from address %r to %r", name, existing.address, address)
+                self._delete_queue(existing)
             queue = self._create_queue(name, address, MULTICAST)
             queue.durable_subscription = True
             return queue
@@ -381,7 +400,7 @@ class Broker:
         if dlv.settled:
             dlv.settle()
         elif durable:
-            self._awaiting_commit.append(dlv)  # accepted once the journal batch is on disk
+            self._awaiting_commit.append((dlv, Delivery.ACCEPTED))  # accepted once its batch is on disk
         else:
             _finish(dlv, Delivery.ACCEPTED)
 
@@ -409,7 +428,12 @@ class Broker:
                 return
             state = Delivery.ACCEPTED  # settled with no outcome: the consumer is done with it
         entry = consumer.unsettled.pop(dlv.tag, None)
-        dlv.settle()
+        if entry is not None and entry.durable and not dlv.settled:
+            # The consumer waits for our settlement (rcv-settle-mode second): give it once the outcome's journal
+            # records (the delete, or the dead-letter copy) are on disk.
+            self._awaiting_commit.append((dlv, None))
+        else:
+            dlv.settle()
         if entry is None:
             return
         queue = consumer.queue
@@ -476,18 +500,41 @@ class Broker:
             self._dirty.add(consumer.queue)
 
     def on_reactor_quiesced(self, _event):
-        # End of a batch of I/O events, before anything is written back: dispatch, then one journal commit
-        # (one fsync) for everything the batch stored, acknowledged or moved, then tell producers. Frames
-        # queued here leave only after this returns, so no `accepted` or settlement precedes its fsync.
+        # End of a batch of I/O events: dispatch, then one journal batch (one fsync) for everything this batch
+        # stored, acknowledged or moved; the producers' `accepted` (and the settlements that depend on the
+        # batch) are answered once it is on disk: by the writer thread's wake-up (on_journal_durable), or, with
+        # no writer thread, right here after a synchronous commit, before any frame queued here is written.
         while self._dirty:
             self._dispatch(self._dirty.pop())
+        awaiting, self._awaiting_commit = self._awaiting_commit, []
         if self.journal is not None and self.journal.dirty:
-            self.journal.commit()
-        for dlv in self._awaiting_commit:
-            _finish(dlv, Delivery.ACCEPTED)
-        self._awaiting_commit.clear()
+            if self._committer is not None:
+                self._committer.submit(functools.partial(_answer, awaiting))
+                awaiting = []
+            else:
+                self.journal.commit()
+        _answer(awaiting)  # nothing of theirs to write (e.g. a durable message no queue took)
         if self._stats_dirty:
             self._publish_stats()
+
+    def on_journal_durable(self, _event):
+        try:
+            done = self._committer.completed()
+        except OSError as exc:
+            # Like Artemis on a critical journal I/O error: stop at once, without acknowledging anything more.
+            log.critical("%s; stopping the broker", exc)
+            logging.shutdown()
+            os._exit(1)
+        for on_durable in done:
+            on_durable()
+
+    def close_journal(self) -> None:
+        """Shutdown: everything handed to the writer thread is on disk, then the journal is closed."""
+        if self._committer is not None:
+            self._committer.close()
+            self._committer = None
+        if self.journal is not None:
+            self.journal.close()
 
     def _dispatch(self, queue: Queue) -> None:
         now_wall, now = time.time(), time.monotonic()
@@ -543,6 +590,12 @@ class Broker:
 
     def on_reactor_init(self, event):
         event.container.schedule(EXPIRY_SCAN_S, self)
+        if self.journal is not None:
+            # The writer thread wakes the event loop through a pipe when a batch is on disk.
+            injector = EventInjector()
+            event.container.selectable(injector)
+            self._committer = GroupCommitter(
+                self.journal, lambda: injector.trigger(ApplicationEvent("journal_durable")))
 
     def on_timer_task(self, event):
         now_wall, now = time.time(), time.monotonic()
@@ -618,6 +671,14 @@ def _symbols(data) -> set[str]:
     value = data.get_object()
     values = getattr(value, "elements", None)
     return {str(v) for v in (values if values is not None else [value])}
+
+
+def _answer(awaiting: list[tuple[Delivery, int | None]]) -> None:
+    for dlv, state in awaiting:
+        if state is None:
+            dlv.settle()
+        else:
+            _finish(dlv, state)
 
 
 def _finish(dlv: Delivery, state, condition: Condition | None = None) -> None:

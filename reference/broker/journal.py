@@ -3,7 +3,10 @@
 Each record is `length (u32) | crc32 (u32) | body`, body = `type (u8) | payload`. A durable message is
 accepted to its producer only after the batch that holds its record has been written and (with
 `journal-datasync`, the default) fsync'ed: `commit()` runs once per batch of I/O events, so many messages
-share one fsync. On start the journal is replayed; a torn or corrupt tail (a crash mid-write) is cut off
+share one fsync. `GroupCommitter` moves the write and fsync off the event loop: the loop hands a batch over
+with the callbacks to run once it is durable and goes on serving; batches handed over while the disk is busy
+are merged into the next write, so a slow disk makes batches bigger instead of stalling the broker (the way
+Artemis's journal buffers writes). On start the journal is replayed; a torn or corrupt tail (a crash mid-write) is cut off
 there, and the live records are compacted into a fresh file. A record whose crc is right but whose body does
 not follow the format (unknown type, a name running past the body, bytes left over, bad UTF-8, a routing other
 than anycast/multicast) is corruption too: replay stops there and the rest counts as torn.
@@ -13,7 +16,9 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,8 +100,16 @@ class Journal:
         """Write every pending record in one go, then fsync (if datasync): the batch is now durable."""
         if not self._pending:
             return
-        self._file.write(b"".join(self._pending))
-        self._pending.clear()
+        records = self.take_pending()
+        self.write_durably(records)
+
+    def take_pending(self) -> list[bytes]:
+        """The records added since the last commit, handed over (to `write_durably`, maybe on another thread)."""
+        records, self._pending = self._pending, []
+        return records
+
+    def write_durably(self, records: list[bytes]) -> None:
+        self._file.write(b"".join(records))
         self._file.flush()
         if self.datasync:
             os.fdatasync(self._file.fileno())  # data (and the size it changes); not mtime
@@ -106,6 +119,79 @@ class Journal:
             self.commit()
             self._file.close()
             self._file = None
+
+
+class GroupCommitter:
+    """Writes and fsyncs journal batches on a thread of its own, in the order they were handed over.
+
+    `submit(on_durable)` (event-loop thread) takes the journal's pending records; once they are on disk,
+    `on_durable` is queued and `wake()` is called from the writer thread; the loop then calls `completed()` and
+    runs what it returns. Everything submitted while a write is in progress goes into the next write, as one
+    batch. A failed write is fatal for the broker (as a journal I/O error is for Artemis): it is reported by
+    `completed()` raising, never by answering `accepted`.
+    """
+
+    def __init__(self, journal: Journal, wake: Callable[[], None]):
+        self.journal, self.wake = journal, wake
+        self._lock = threading.Condition()
+        self._records: list[bytes] = []
+        self._callbacks: list[Callable[[], None]] = []
+        self._done: list[Callable[[], None]] = []
+        self._busy = False
+        self._error: BaseException | None = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._write_loop, name="journal-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, on_durable: Callable[[], None]) -> None:
+        records = self.journal.take_pending()
+        with self._lock:
+            self._records.extend(records)
+            self._callbacks.append(on_durable)
+            self._lock.notify()
+
+    def completed(self) -> list[Callable[[], None]]:
+        with self._lock:
+            if self._error is not None:
+                raise OSError(f"journal {self.journal.path}: write failed: {self._error}") from self._error
+            done, self._done = self._done, []
+        return done
+
+    def flush(self) -> None:
+        """Wait until everything submitted is on disk (shutdown)."""
+        with self._lock:
+            self._lock.wait_for(lambda: (not self._records and not self._callbacks and not self._busy)
+                                or self._error is not None)
+
+    def close(self) -> None:
+        self.flush()
+        with self._lock:
+            self._closed = True
+            self._lock.notify()
+        self._thread.join()
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._lock:
+                self._lock.wait_for(lambda: self._callbacks or self._closed)
+                if not self._callbacks:
+                    return
+                records, callbacks = self._records, self._callbacks
+                self._records, self._callbacks, self._busy = [], [], True
+            try:
+                if records:
+                    self.journal.write_durably(records)
+            except OSError as exc:
+                with self._lock:
+                    self._error, self._busy = exc, False
+                    self._lock.notify_all()
+                self.wake()
+                return
+            with self._lock:
+                self._done.extend(callbacks)
+                self._busy = False
+                self._lock.notify_all()
+            self.wake()
 
 
 class _Malformed(Exception):

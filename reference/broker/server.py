@@ -83,8 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         threading.Thread(target=http.serve_forever, name="management", daemon=True).start()
         log.log(serving.NOTICE, "Management on 127.0.0.1:%d", http.server_address[1])
     code = server.run(f"Broker {config.name} started; ready")
-    if journal is not None:
-        journal.close()
+    broker.close_journal()
     log.log(serving.NOTICE, "Broker %s stopped", config.name)
     return code
 
