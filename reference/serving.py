@@ -15,6 +15,8 @@ import time
 
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
+from .loop import EngineLoop
+
 log = logging.getLogger("SERVER")
 
 LEVELS = {
@@ -44,10 +46,12 @@ class ForegroundServer:
     receives the `<event_name>` application event when a shutdown is requested (it calls back `shutdown`).
     """
 
-    def __init__(self, handler, container_id: str, event_name: str):
+    def __init__(self, handler, container_id: str, event_name: str, engine_loop: bool = False):
+        """`engine_loop`: run on reference/loop.py's EngineLoop (accepting servers only) instead of proton's
+        Container."""
         self.handler = handler
         self.event_name = event_name
-        self.container = Container(handler)
+        self.container = EngineLoop(handler) if engine_loop else Container(handler)
         self.container.container_id = container_id
         self.acceptors: list = []
         self._injector = EventInjector()
@@ -99,6 +103,8 @@ class _StopWhenClosed:
 
 def _bound_port(acceptor) -> int | None:
     """The port the kernel gave a listener (differs from the configured one when that was 0)."""
+    if isinstance(getattr(acceptor, "port", None), int):
+        return acceptor.port
     sock = getattr(getattr(acceptor, "_selectable", None), "_delegate", None)
     try:
         return sock.getsockname()[1]

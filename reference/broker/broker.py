@@ -232,6 +232,7 @@ class Broker:
     def on_transport_closed(self, event):
         if event.connection is not None:
             self._connection_gone(event.connection)
+            self._connections.discard(event.connection)
 
     def on_connection_final(self, event):
         self._connections.discard(event.connection)
