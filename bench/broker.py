@@ -1,6 +1,6 @@
 """Broker figures: the reference broker against RabbitMQ, with the same clients, in one run.
 
-    .venv/bin/python bench/broker.py [--messages N] [--vendors reference,rabbitmq]
+    .venv/bin/python bench/broker.py [--messages N] [--rounds R] [--vendors reference,rabbitmq]
 
 For each broker vendor (started from the single-broker topology) and for non-durable and durable 1 KB
 messages: one producer (unsettled, the broker's credit) and one consumer attached to a fresh queue, N
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import sys
 import time
 import uuid
@@ -79,36 +80,55 @@ def run(url: str, address: str, n: int, durable: bool, broker_pids: list[int]) -
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=5000)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="measure every row this many times, vendors interleaved; the median is quoted")
     parser.add_argument("--vendors", default="reference,rabbitmq")
     args = parser.parse_args()
     topology = load_topology(Path(__file__).resolve().parent.parent / "topologies" / "single-broker.yaml")
-    results: dict[tuple[str, bool], dict] = {}
-    print(f"{args.messages} messages of 1 KB per row; one producer, one consumer, same clients")
-    print(f"{'broker':<28}{'durable':<9}{'msgs/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
-          f"{'broker cpu':>12}{'client cpu':>12}  (cpu: ms per 1000 msgs)")
+    brokers, stacks = {}, []
     for vendor in args.vendors.split(","):
         try:
             running = start_topology(topology, {"broker": vendor})
         except PeerUnavailable as exc:
             print(f"{vendor:<28}skipped: {exc}")
             continue
-        try:
-            broker = running["B1"]
-            label = f"{vendor} {broker.info.version}"[:27]
+        stacks.append(running)
+        brokers[vendor] = running["B1"]
+    rows: dict[tuple[str, bool], list[dict]] = {}
+    try:
+        for broker in brokers.values():  # warm-up: first connections, first queue, caches
+            run(broker.url, broker.wire_address(f"warmup.{uuid.uuid4().hex[:10]}"), 200, False, broker.pids)
+        # Rounds interleave the vendors so that a burst of load from elsewhere on the machine hits all rows
+        # alike; each figure printed is the median over the rounds (min-max beside it).
+        for _ in range(args.rounds):
             for durable in (False, True):
-                address = broker.wire_address(f"bench.{uuid.uuid4().hex[:10]}")
-                fig = run(broker.url, address, args.messages, durable, broker.pids)
-                results[(vendor, durable)] = fig
-                print(f"{label:<28}{'yes' if durable else 'no':<9}{fig['msgs_per_s']:>9.0f}"
-                      f"{fig['p50_ms']:>9.1f}{fig['p99_ms']:>9.1f}"
-                      f"{fig['broker_cpu_ms_per_1000']:>12.0f}{fig['clients_cpu_ms_per_1000']:>12.0f}")
-        finally:
+                for vendor, broker in brokers.items():
+                    address = broker.wire_address(f"bench.{uuid.uuid4().hex[:10]}")
+                    rows.setdefault((vendor, durable), []).append(
+                        run(broker.url, address, args.messages, durable, broker.pids))
+    finally:
+        for running in stacks:
             running.stop()
+    print(f"{args.messages} messages of 1 KB per row, {args.rounds} rounds; one producer, one consumer, "
+          "same clients; median (min-max) over rounds")
+    print(f"{'broker':<22}{'durable':<9}{'msgs/s':>20}{'p50 ms':>9}{'p99 ms':>9}"
+          f"{'broker cpu':>12}{'client cpu':>12}  (cpu: ms per 1000 msgs)")
+    medians: dict[tuple[str, bool], float] = {}
+    for (vendor, durable), figs in rows.items():
+        rates = sorted(f["msgs_per_s"] for f in figs)
+        medians[(vendor, durable)] = statistics.median(rates)
+        label = f"{vendor} {brokers[vendor].info.version}"[:21]
+        spread = f"{medians[(vendor, durable)]:.0f} ({rates[0]:.0f}-{rates[-1]:.0f})"
+        print(f"{label:<22}{'yes' if durable else 'no':<9}{spread:>20}"
+              f"{statistics.median(f['p50_ms'] for f in figs):>9.1f}"
+              f"{statistics.median(f['p99_ms'] for f in figs):>9.1f}"
+              f"{statistics.median(f['broker_cpu_ms_per_1000'] for f in figs):>12.0f}"
+              f"{statistics.median(f['clients_cpu_ms_per_1000'] for f in figs):>12.0f}")
     for durable in (False, True):
-        ref, other = results.get(("reference", durable)), results.get(("rabbitmq", durable))
+        ref, other = medians.get(("reference", durable)), medians.get(("rabbitmq", durable))
         if ref and other:
-            print(f"reference / rabbitmq, {'durable' if durable else 'non-durable'}: "
-                  f"{ref['msgs_per_s'] / other['msgs_per_s']:.2f}x throughput")
+            print(f"reference / rabbitmq, {'durable' if durable else 'non-durable'}: {ref / other:.2f}x throughput "
+                  "(medians)")
     return 0
 
 
