@@ -30,7 +30,7 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 
-from proton import Condition, Data, Delivery, Described, Message, Terminus, symbol, ulong
+from proton import Condition, Data, Delivery, Described, Message, Terminus, ulong
 
 from ..links import read_message
 
@@ -61,6 +61,7 @@ class Retirement:
     state: int
     failed: bool = False
     undeliverable: bool = False
+    settled: bool = False  # by the consumer: then only the broker can decide its fate after a rollback
 
 
 @dataclass(eq=False)
@@ -162,7 +163,10 @@ class Transactions:
         if dlv.remote_state != TRANSACTIONAL_STATE:
             return False
         if dlv.tag not in consumer.unsettled:  # already in a transaction (or settled): only settling is left
-            if dlv.settled:
+            retirement = getattr(dlv, "txn_retirement", None)
+            if dlv.settled and (retirement is None or not retirement.settled):
+                if retirement is not None:
+                    retirement.settled = True
                 dlv.settle()
             return True
         txn_id, outcome = (list(dlv.remote.data or []) + [None, None])[:2]
@@ -176,8 +180,12 @@ class Transactions:
         if state is None:  # no terminal outcome: nothing to apply at commit, the message stays acquired
             consumer.unsettled[dlv.tag] = entry
             return True
-        txn.retired.append(Retirement(consumer, dlv, entry, state, failed=bool(fields[:1] and fields[0]),
-                                      undeliverable=bool(fields[1:2] and fields[1])))
+        retirement = Retirement(consumer, dlv, entry, state, failed=bool(fields[:1] and fields[0]),
+                                undeliverable=bool(fields[1:2] and fields[1]), settled=dlv.settled)
+        dlv.txn_retirement = retirement  # proton keeps attributes with the delivery: a later settle finds it
+        txn.retired.append(retirement)
+        if retirement.settled:
+            dlv.settle()
         return True
 
     # ---- discharge ----------------------------------------------------------------------------------------
@@ -190,14 +198,15 @@ class Transactions:
                 broker.route_new(info, data, durable, expiry)
             for r in txn.retired:
                 broker.apply_outcome(r.consumer, r.entry, r.state, r.failed, r.undeliverable)
-                if not r.dlv.settled:
-                    r.dlv.settle()
+                if not r.settled:
+                    r.settled = True
+                    r.dlv.settle()  # the outcome is final now: the resource may settle (§4.4.2)
         log.info("Transaction %s committed: %d posted, %d retired", txn.id.hex(), len(txn.posted), len(txn.retired))
         return journal is not None and journal.dirty
 
     def _rollback(self, txn: Transaction, why: str) -> None:
         for r in txn.retired:
-            if r.dlv.settled or r.consumer.closed:
+            if r.settled or r.consumer.closed:
                 self.broker.apply_outcome(r.consumer, r.entry, Delivery.RELEASED)
             else:
                 r.consumer.unsettled[r.dlv.tag] = r.entry  # §4.4.2: back to acquired by the consumer
