@@ -560,6 +560,7 @@ class TransactionController(_Link):
 
     def __init__(self, conn: ClientConnection, name: str):
         super().__init__(conn, None, name)
+        self.capabilities: tuple[str, ...] = ()  # what the coordinator said it supports, on attach
         self.answers: dict[int, Outcome] = {}
         self._seqs = itertools.count()
 
@@ -579,7 +580,12 @@ class TransactionController(_Link):
         # The coordinator target comes back as the peer's own: there is no address to show.
         if link.remote_target is None or link.remote_target.type != Terminus.COORDINATOR:
             return
-        self.history.record(self.name, h.ATTACHED, address="coordinator")
+        caps = link.remote_target.capabilities
+        caps.rewind()
+        value = caps.get_object() if caps.next() is not None else None
+        values = getattr(value, "elements", None)  # an array of symbols, or a single one
+        self.capabilities = tuple(str(v) for v in (values if values is not None else [value] if value else []))
+        self.history.record(self.name, h.ATTACHED, address="coordinator", capabilities=list(self.capabilities))
         self.attached.set()
 
     def sender(self, address: str | None, **kwargs) -> RecordingSender:

@@ -38,6 +38,7 @@ def _posted(controller, queue: str, txn: bytes, count: int, **send_options):
 @pytest.mark.spec("TXN-DECLARE-1", "TXN-POST-1")
 def test_commit_makes_sent_messages_visible(connect, queue, details):
     controller = connect().coordinator()
+    assert "amqp:local-transactions" in controller.capabilities, "the coordinator offers what was asked (§4.2)"
     txn = controller.declare()
     assert 0 < len(txn) <= 32, "a txn-id is up to 32 octets of binary (§4.5)"
     sender = _posted(controller, queue, txn, 3)

@@ -42,6 +42,8 @@ def _posted(controller, queue: str, txn: bytes, count: int):
 def test_transactions_through_the_coordinator_route_commit_and_roll_back_on_the_broker(routed, clients, details):
     b1 = routed["B1"]
     controller = _controller(routed, clients)
+    # The broker's coordinator target came back across the route, capabilities and all.
+    assert "amqp:local-transactions" in controller.capabilities, controller.capabilities
     # Posting: the broker's transactional-state answers come back across the route; B1 stores only at commit.
     txn = controller.declare()
     outcomes = _posted(controller, B1_QUEUE, txn, 3)
