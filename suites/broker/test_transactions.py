@@ -127,13 +127,17 @@ def test_discharge_of_an_unknown_txn_id_is_rejected(connect, details):
 
 
 @pytest.mark.spec("TXN-CONTROL-LINK-1")
-def test_detaching_the_controller_rolls_back_its_transactions(connect, queue, details):
+@pytest.mark.parametrize("ending", ["detach", "connection-drop"])
+def test_losing_the_controller_rolls_back_its_transactions(connect, queue, details, ending):
     controller = connect().coordinator()
     producer, receiver = _held_by_controller(connect, controller, queue, 1)
     txn = controller.declare()
     _posted(controller, queue, txn, 2)
     receiver.settle("accept", txn=txn)
-    controller.detach()
+    if ending == "detach":
+        controller.detach()
+    else:
+        controller.conn.kill()  # TCP gone without an AMQP close: the links end with the connection
     left = _received_up_to_a_marker(connect, queue)
     details.update(left=len(left))
     # §4.1: the open transaction is rolled back: the accepted message is back, the two posted never arrive.
