@@ -158,3 +158,19 @@ def test_committed_durable_transaction_survives_kill_9_and_an_open_one_does_not(
     details.update(recovered=len(left))
     assert [m.seq for m in left] == [0, 1, 2, 3, 4], "the committed transaction's messages, once, in order"
     assert not [m for m in left if m.producer == left_open.name], "nothing of the transaction left open"
+
+
+@pytest.mark.spec("TXN-UNKNOWN-1")
+def test_work_naming_an_unknown_txn_id_is_refused(connect, queue, details):
+    controller = connect().coordinator()
+    sender = controller.sender(queue)
+    sender.send(1, txn=b"no-such-transaction")
+    refused = sender.wait_outcomes(1)[0]
+    producer, receiver = _held_by_controller(connect, controller, queue, 1)
+    receiver.settle("accept", txn=b"no-such-transaction")
+    receiver.wait_detached()
+    details.update(transfer=refused.condition, disposition=receiver.condition)
+    assert refused.outcome == "rejected" and (refused.condition or "").startswith(UNKNOWN_ID), refused
+    assert (receiver.condition or "").startswith(UNKNOWN_ID), "an outcome in an unknown transaction ends the link"
+    left = _received_up_to_a_marker(connect, queue)
+    assert [(m.producer, m.seq) for m in left] == [(producer.name, 0)], "the outcome was not applied"
