@@ -30,7 +30,7 @@ from ..links import read_message, refuse
 from ..peek import Peek, peek
 from .config import ANYCAST, MULTICAST, BrokerConfig
 from .journal import Journal
-from .transactions import Transactions
+from .transactions import TRANSACTIONAL_STATE, Transactions
 
 log = logging.getLogger("BROKER")
 
@@ -386,8 +386,9 @@ class Broker:
             _finish(dlv, Delivery.REJECTED, Condition("amqp:not-found", f"address {address!r} does not exist"))
             return
         durable = fields.durable and self.journal is not None
-        if self.transactions.post(dlv, info, data, durable, _expiry_of(fields)):
-            return  # transactional: held for the commit, answered by transactions.py
+        if dlv.remote_state == TRANSACTIONAL_STATE:  # held for the commit, answered by transactions.py
+            self.transactions.post(dlv, info, data, durable, _expiry_of(fields))
+            return
         self._route(info, next(self._ids), data, durable, _expiry_of(fields))
         if dlv.settled:
             dlv.settle()
@@ -414,8 +415,9 @@ class Broker:
     # ---- consumers' outcomes ---------------------------------------------------------------------------------------
 
     def _consumer_outcome(self, consumer: Consumer, dlv: Delivery):
-        if self.transactions.retire(consumer, dlv):
-            return  # a transactional outcome: applied at commit
+        if dlv.remote_state == TRANSACTIONAL_STATE:  # an outcome within a transaction: applied at commit
+            self.transactions.retire(consumer, dlv)
+            return
         state = dlv.remote_state
         if state not in (Delivery.ACCEPTED, Delivery.REJECTED, Delivery.RELEASED, Delivery.MODIFIED):
             if not dlv.settled:

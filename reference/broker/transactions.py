@@ -143,50 +143,45 @@ class Transactions:
 
     # ---- transactional work ------------------------------------------------------------------------------
 
-    def post(self, dlv: Delivery, info: dict, data: bytes, durable: bool, expiry: float | None) -> bool:
-        """A producer's message: False when it is not transactional (the broker routes it now), else True,
-        with the message held for the commit and the delivery answered here."""
-        if dlv.remote_state != TRANSACTIONAL_STATE:
-            return False
+    def post(self, dlv: Delivery, info: dict, data: bytes, durable: bool, expiry: float | None) -> None:
+        """A producer's message whose transfer carries a transactional-state: held for the commit, and the
+        delivery answered here."""
         txn_id = _first(dlv.remote.data)
         txn = self._lookup(txn_id, dlv.link.connection)
         if txn is None:
             _answer(dlv, Delivery.REJECTED, condition=Condition(
                 UNKNOWN_ID, f"transfer: txn-id {_show(txn_id)} is not a live transaction of this connection"))
-            return True
+            return
         txn.posted.append((info, data, durable, expiry))
         _answer(dlv, TRANSACTIONAL_STATE, data=[txn.id, Described(ulong(0x24), [])])  # §4.4.1
-        return True
 
-    def retire(self, consumer, dlv: Delivery) -> bool:
-        """A consumer's disposition: False when it is not transactional, else True (handled here)."""
-        if dlv.remote_state != TRANSACTIONAL_STATE:
-            return False
+    def retire(self, consumer, dlv: Delivery) -> None:
+        """A consumer's disposition whose state is a transactional-state."""
         if dlv.tag not in consumer.unsettled:  # already in a transaction (or settled): only settling is left
             retirement = getattr(dlv, "txn_retirement", None)
             if dlv.settled and (retirement is None or not retirement.settled):
                 if retirement is not None:
                     retirement.settled = True
                 dlv.settle()
-            return True
+            return
         txn_id, outcome = (list(dlv.remote.data or []) + [None, None])[:2]
         txn = self._lookup(txn_id, consumer.link.connection)
         if txn is None:
             self.broker.close_link(consumer.link, UNKNOWN_ID,
                                    f"disposition: txn-id {_show(txn_id)} is not a live transaction of this connection")
-            return True
+            return
         entry = consumer.unsettled.pop(dlv.tag)
         state, fields = _OUTCOMES.get(_descriptor(outcome)), list(getattr(outcome, "value", None) or [])
         if state is None:  # no terminal outcome: nothing to apply at commit, the message stays acquired
             consumer.unsettled[dlv.tag] = entry
-            return True
+            return
         retirement = Retirement(consumer, dlv, entry, state, failed=bool(fields[:1] and fields[0]),
                                 undeliverable=bool(fields[1:2] and fields[1]), settled=dlv.settled)
         dlv.txn_retirement = retirement  # proton keeps attributes with the delivery: a later settle finds it
         txn.retired.append(retirement)
         if retirement.settled:
             dlv.settle()
-        return True
+        return
 
     # ---- discharge ----------------------------------------------------------------------------------------
 
