@@ -170,18 +170,17 @@ class Transactions:
             self.broker.close_link(consumer.link, UNKNOWN_ID,
                                    f"disposition: txn-id {_show(txn_id)} is not a live transaction of this connection")
             return
-        entry = consumer.unsettled.pop(dlv.tag)
-        state, fields = _OUTCOMES.get(_descriptor(outcome)), list(getattr(outcome, "value", None) or [])
+        state = _OUTCOMES.get(_descriptor(outcome))
         if state is None:  # no terminal outcome: nothing to apply at commit, the message stays acquired
-            consumer.unsettled[dlv.tag] = entry
             return
+        fields = list(getattr(outcome, "value", None) or [])
+        entry = consumer.unsettled.pop(dlv.tag)
         retirement = Retirement(consumer, dlv, entry, state, failed=bool(fields[:1] and fields[0]),
                                 undeliverable=bool(fields[1:2] and fields[1]), settled=dlv.settled)
         dlv.txn_retirement = retirement  # proton keeps attributes with the delivery: a later settle finds it
         txn.retired.append(retirement)
         if retirement.settled:
             dlv.settle()
-        return
 
     # ---- discharge ----------------------------------------------------------------------------------------
 
