@@ -94,3 +94,12 @@ def test_coordinator_attach_without_a_route_is_refused(routed, clients, details)
     details.update(refusal=str(refused.value))
     assert "qd:no-route-to-dest" in str(refused.value)
     assert not conn.ended, "only the link is refused, not the connection"
+
+
+@pytest.mark.spec("LINKROUTE-COORDINATOR-4")
+def test_a_router_without_a_coordinator_route_refuses_the_coordinator(topology, clients, details):
+    conn = clients.connect(topology("single-router").client_url("producer"))
+    with pytest.raises(ConnectionError) as refused:
+        conn.coordinator(timeout=5)
+    details.update(refusal=str(refused.value))
+    assert not conn.ended, "only the link is refused, not the connection"
