@@ -7,6 +7,11 @@ do and see into a shared `History`, and expose small, lock-protected summaries f
 Senders behave like a well-mannered AMQP client: a message is put on the wire only when the link has credit
 (so a producer without credit blocks, as 003_9cdc7c48796dae4f.txt §12.1.1.1 describes), and a drain request
 with nothing queued is answered by giving the credit back.
+
+Local transactions (AMQP 1.0 part 4): `conn.coordinator()` attaches a transaction controller, whose
+`declare()`, `commit(txn)` and `rollback(txn)` record their answers; `ctl.sender()` / `ctl.receiver()` open
+links on the controller's session (where the spec lets work name a transaction by default, §4.1), whose
+`send(..., txn=)` and `settle(..., txn=)` make the work transactional.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from proton import Delivery, Endpoint, Link, Message, Terminus
+from proton import Data, Delivery, Described, Endpoint, Link, Message, Terminus, symbol, ulong
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
 from . import history as h
@@ -31,6 +36,12 @@ _STATE = {
     Delivery.RELEASED: "released", Delivery.MODIFIED: "modified",
 }
 DEFAULT_TIMEOUT = 10.0
+# AMQP 1.0 §4.5: the transactional delivery states, and the outcome descriptors a transactional-state carries.
+DECLARED, TRANSACTIONAL_STATE = 0x33, 0x34
+_OUTCOME_CODES = {"accept": 0x24, "reject": 0x25, "release": 0x26}
+_OUTCOME_NAMES = {0x24: "accepted", 0x25: "rejected", 0x26: "released", 0x27: "modified",
+                  "amqp:accepted:list": "accepted", "amqp:rejected:list": "rejected",
+                  "amqp:released:list": "released", "amqp:modified:list": "modified"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,7 @@ class Outcome:
     failed: bool = False
     undeliverable: bool = False
     condition: str | None = None
+    txn: str | None = None  # hex txn-id when the outcome came in a transactional-state
 
 
 class Clients:
@@ -136,10 +148,11 @@ class ClientConnection:
 
     def sender(self, address: str | None, name: str | None = None, *, presettled: bool = False,
                window: int | None = None, durable: bool = False, wait: bool = True,
-               timeout: float = DEFAULT_TIMEOUT) -> RecordingSender:
+               timeout: float = DEFAULT_TIMEOUT, session_of: _Link | None = None) -> RecordingSender:
         """A sender. `durable` asks for a durable target terminus, so a broker that creates the queue on
-        attach makes it durable (RabbitMQ does only then)."""
+        attach makes it durable (RabbitMQ does only then). `session_of`: open it on that link's session."""
         snd = RecordingSender(self, address, name or self.clients.unique("snd"), presettled, window, durable)
+        snd.session_of = session_of
         self._links.append(snd)
         self.clients.call(snd._open)
         if wait:
@@ -149,16 +162,29 @@ class ClientConnection:
     def receiver(self, address: str | None, name: str | None = None, *, credit: int = 50,
                  auto_credit: bool = True, outcome: str = "accept", dynamic: bool = False,
                  capabilities: tuple[str, ...] = (), durable: bool = False,
-                 wait: bool = True, timeout: float = DEFAULT_TIMEOUT) -> RecordingReceiver:
+                 wait: bool = True, timeout: float = DEFAULT_TIMEOUT,
+                 session_of: _Link | None = None) -> RecordingReceiver:
         """A receiver. `capabilities` go on the source (e.g. "topic"); `durable` asks for a durable
-        subscription (terminus durable, expiry-policy never), kept by `detach(close=False)`."""
+        subscription (terminus durable, expiry-policy never), kept by `detach(close=False)`. `session_of`:
+        open it on that link's session."""
         rcv = RecordingReceiver(self, address, name or self.clients.unique("rcv"), credit, auto_credit,
                                 outcome, dynamic, capabilities, durable)
+        rcv.session_of = session_of
         self._links.append(rcv)
         self.clients.call(rcv._open)
         if wait:
             rcv.wait_attached(timeout)
         return rcv
+
+    def coordinator(self, name: str | None = None, *, wait: bool = True,
+                    timeout: float = DEFAULT_TIMEOUT) -> TransactionController:
+        """A transaction controller: a link to the peer's coordinator asking for local transactions."""
+        ctl = TransactionController(self, name or self.clients.unique("txn-ctl"))
+        self._links.append(ctl)
+        self.clients.call(ctl._open)
+        if wait:
+            ctl.wait_attached(timeout)
+        return ctl
 
     def sync(self, timeout: float = DEFAULT_TIMEOUT) -> None:
         """A round trip through the peer: attach and detach a throw-away receiver on this connection.
@@ -212,8 +238,11 @@ class _Link:
         self._lock = threading.Lock()
         self._link: Link | None = None
         self._detach_requested = False
+        self.session_of: _Link | None = None
 
     def _session(self):
+        if self.session_of is not None:
+            return self.session_of._link.session
         session = self.conn._conn.session()
         session.open()
         return session
@@ -281,8 +310,9 @@ class RecordingSender(_Link):
 
     def send(self, count: int = 1, *, to: str | None = None, priority: int | None = None,
              body: object = None, properties: dict | None = None, durable: bool = False,
-             ttl: float | None = None) -> list[int]:
-        """Queue `count` messages; each goes on the wire when the link has credit. Returns their seqs."""
+             ttl: float | None = None, txn: bytes | None = None) -> list[int]:
+        """Queue `count` messages; each goes on the wire when the link has credit. Returns their seqs.
+        `txn`: post them in that transaction (their transfers carry a transactional-state)."""
         messages, seqs = [], []
         for _ in range(count):
             seq = next(self._seqs)
@@ -294,6 +324,7 @@ class RecordingSender(_Link):
                 msg.priority = priority
             if ttl is not None:
                 msg.ttl = ttl  # seconds (header ttl is sent in milliseconds)
+            msg.txn = txn
             messages.append(msg)
             seqs.append(seq)
 
@@ -347,12 +378,16 @@ class RecordingSender(_Link):
                 msg = self._queue.popleft()
             seq = msg.properties["seq"]
             dlv = link.send(msg)
+            if msg.txn is not None:  # set before the frame is written, so the transfer carries it
+                dlv.local.data = [msg.txn]
+                dlv.update(TRANSACTIONAL_STATE)
             dlv.seq = seq
             self.sent += 1
             settled = link.snd_settle_mode == Link.SND_SETTLED
             if not settled:
                 self._in_flight += 1
-            self.history.record(self.name, h.SEND, seq=seq, settled=settled, address=msg.address)
+            self.history.record(self.name, h.SEND, seq=seq, settled=settled, address=msg.address,
+                                **({"txn": msg.txn.hex()} if msg.txn is not None else {}))
         if link.drain_mode and not self._queue and link.credit > 0:
             link.drained()
         self._note_credit(link)
@@ -369,18 +404,20 @@ class RecordingSender(_Link):
 
     def _on_delivery(self, dlv):
         state = dlv.remote_state
-        if state not in _STATE and not dlv.settled:
+        txn, inner = _transactional(dlv)
+        if state not in _STATE and inner is None and not dlv.settled:
             return
         seq = getattr(dlv, "seq", None)
         remote = dlv.remote
         cond = remote.condition
-        outcome = Outcome(_STATE.get(state, "settled"), bool(remote.failed), bool(remote.undeliverable),
-                          f"{cond.name}: {cond.description}" if cond is not None else None)
+        outcome = Outcome(inner or _STATE.get(state, "settled"), bool(remote.failed), bool(remote.undeliverable),
+                          f"{cond.name}: {cond.description}" if cond is not None else None, txn)
         with self._lock:
             self.outcomes[seq] = outcome
         self._in_flight -= 1
         self.history.record(self.name, h.OUTCOME, seq=seq, outcome=outcome.outcome, failed=outcome.failed,
-                            undeliverable=outcome.undeliverable, condition=outcome.condition)
+                            undeliverable=outcome.undeliverable, condition=outcome.condition,
+                            **({"txn": txn} if txn is not None else {}))
         dlv.settle()
         self._pump()
 
@@ -443,15 +480,35 @@ class RecordingReceiver(_Link):
         """Credit the sender has not used yet, as this receiver knows it."""
         return self.conn.clients.call(lambda: self._link.credit)
 
-    def settle(self, outcome: str, count: int | None = None) -> int:
-        """Settle held (unsettled) messages, oldest first, with the given outcome; returns how many."""
+    def settle(self, outcome: str, count: int | None = None, *, txn: bytes | None = None,
+               settle: bool = True) -> int:
+        """Settle held (unsettled) messages, oldest first, with the given outcome; returns how many.
+
+        `txn`: give the outcome (accept, reject or release) within that transaction instead. `settle=False`
+        then sends the transactional outcome without settling: the messages stay held, and a later
+        `settle()` may give them another outcome (after a rollback, say)."""
+        if txn is not None and outcome not in _OUTCOME_CODES:
+            raise ValueError(f"outcome within a transaction must be one of {', '.join(_OUTCOME_CODES)}, "
+                             f"got {outcome!r}")
+        if txn is None and not settle:
+            raise ValueError("settle=False needs a txn: an outcome outside a transaction is final")
+
         def do():
             todo = self._held_order[:count] if count is not None else list(self._held_order)
             for key in todo:
-                self._held_order.remove(key)
-                dlv, seq = self._held.pop(key)
-                _apply_outcome(dlv, outcome)
-                self.history.record(self.name, h.SETTLE, seq=seq, outcome=outcome)
+                dlv, seq = self._held[key]
+                if txn is None:
+                    _apply_outcome(dlv, outcome)
+                else:
+                    dlv.local.data = [txn, Described(ulong(_OUTCOME_CODES[outcome]), [])]
+                    dlv.update(TRANSACTIONAL_STATE)
+                    if settle:
+                        dlv.settle()
+                if settle:
+                    self._held_order.remove(key)
+                    del self._held[key]
+                self.history.record(self.name, h.SETTLE, seq=seq, outcome=outcome, settled=settle,
+                                    **({"txn": txn.hex()} if txn is not None else {}))
             return len(todo)
         return self.conn.clients.call(do)
 
@@ -489,6 +546,120 @@ class RecordingReceiver(_Link):
             self.history.record(self.name, h.SETTLE, seq=item.seq, outcome=self.outcome)
         if self.auto_credit and self.window and link.credit < self.window // 2 + 1:
             link.flow(self.window - link.credit)
+
+
+class TransactionRefused(Exception):
+    """A declare the coordinator did not answer with `declared` (the message says what it answered)."""
+
+
+class TransactionController(_Link):
+    """A link to the peer's transaction coordinator (AMQP 1.0 §4.2): declares and discharges transactions.
+
+    Each answer is recorded in the history (DECLARE, DISCHARGE) and kept in `answers` (control seq ->
+    Outcome). A refused attach is raised by `wait_attached` like any link's."""
+
+    def __init__(self, conn: ClientConnection, name: str):
+        super().__init__(conn, None, name)
+        self.capabilities: tuple[str, ...] = ()  # what the coordinator said it supports, on attach
+        self.answers: dict[int, Outcome] = {}
+        self._seqs = itertools.count()
+
+    def _open(self):
+        link = self._session().sender(self.name)
+        link.target.type = Terminus.COORDINATOR
+        caps = link.target.capabilities
+        caps.put_array(False, Data.SYMBOL)
+        caps.enter()
+        caps.put_symbol("amqp:local-transactions")
+        caps.exit()
+        link.recording = self
+        self._link = link
+        link.open()
+
+    def _on_attached(self, link: Link) -> None:
+        # The coordinator target comes back as the peer's own: there is no address to show.
+        if link.remote_target is None or link.remote_target.type != Terminus.COORDINATOR:
+            return
+        caps = link.remote_target.capabilities
+        caps.rewind()
+        value = caps.get_object() if caps.next() is not None else None
+        values = getattr(value, "elements", None)  # an array of symbols, or a single one
+        self.capabilities = tuple(str(v) for v in (values if values is not None else [value] if value else []))
+        self.history.record(self.name, h.ATTACHED, address="coordinator", capabilities=list(self.capabilities))
+        self.attached.set()
+
+    def sender(self, address: str | None, **kwargs) -> RecordingSender:
+        """A sender on this controller's session."""
+        return self.conn.sender(address, session_of=self, **kwargs)
+
+    def receiver(self, address: str | None, **kwargs) -> RecordingReceiver:
+        """A receiver on this controller's session."""
+        return self.conn.receiver(address, session_of=self, **kwargs)
+
+    def declare(self, timeout: float = DEFAULT_TIMEOUT) -> bytes:
+        """A new transaction's id; TransactionRefused if the coordinator answers anything but `declared`."""
+        answer = self._control(Described(symbol("amqp:declare:list"), [None]), h.DECLARE, {}, timeout)
+        if answer.outcome != "declared":
+            raise TransactionRefused(f"declare on {self.conn.url} was {answer.outcome}: {answer.condition}")
+        return bytes.fromhex(answer.txn)
+
+    def commit(self, txn: bytes, timeout: float = DEFAULT_TIMEOUT) -> Outcome:
+        """Discharge `txn` with fail=false; the coordinator's answer (accepted, or rejected with why)."""
+        return self._discharge(txn, False, timeout)
+
+    def rollback(self, txn: bytes, timeout: float = DEFAULT_TIMEOUT) -> Outcome:
+        """Discharge `txn` with fail=true."""
+        return self._discharge(txn, True, timeout)
+
+    def _discharge(self, txn: bytes, fail: bool, timeout: float) -> Outcome:
+        return self._control(Described(symbol("amqp:discharge:list"), [txn, fail]), h.DISCHARGE,
+                             {"txn": txn.hex(), "fail": fail}, timeout)
+
+    def _control(self, body: Described, kind: str, data: dict, timeout: float) -> Outcome:
+        seq = next(self._seqs)
+
+        def send():
+            if not self.attached.is_set() or self.detached.is_set():
+                raise ConnectionError(f"transaction controller {self.name} is not attached: {self.condition}")
+            dlv = self._link.send(Message(body=body))
+            dlv.control = (seq, kind, data)
+        self.conn.clients.call(send)
+        wait_for(lambda: seq in self.answers or self.detached.is_set(), timeout,
+                 f"the coordinator to answer {kind} on {self.name}")
+        if seq not in self.answers:
+            raise ConnectionError(f"transaction controller {self.name} detached before the {kind} was answered: "
+                                  f"{self.condition}")
+        return self.answers[seq]
+
+    # loop thread
+    def _on_delivery(self, dlv):
+        control = getattr(dlv, "control", None)
+        state = dlv.remote_state
+        if control is None or (state not in _STATE and state != DECLARED and not dlv.settled):
+            return
+        seq, kind, data = control
+        cond = dlv.remote.condition
+        txn = data.get("txn")
+        if state == DECLARED:
+            txn = bytes(dlv.remote.data[0]).hex()
+        outcome = Outcome("declared" if state == DECLARED else _STATE.get(state, "settled"),
+                          condition=f"{cond.name}: {cond.description}" if cond is not None else None, txn=txn)
+        self.history.record(self.name, kind, **{**data, "txn": txn, "outcome": outcome.outcome,
+                                                "condition": outcome.condition})
+        with self._lock:
+            self.answers[seq] = outcome
+        dlv.settle()
+
+
+def _transactional(dlv: Delivery) -> tuple[str | None, str | None]:
+    """(hex txn-id, outcome name) of a delivery whose remote state is a transactional-state, else Nones."""
+    if dlv.remote_state != TRANSACTIONAL_STATE:
+        return None, None
+    data = list(dlv.remote.data or []) + [None, None]
+    txn, outcome = data[0], data[1]
+    code = getattr(outcome, "descriptor", None)
+    code = int(code) if isinstance(code, int) else str(code) if code is not None else None
+    return (bytes(txn).hex() if txn is not None else None), _OUTCOME_NAMES.get(code, "transactional")
 
 
 def _apply_outcome(dlv: Delivery, outcome: str) -> None:

@@ -20,6 +20,8 @@ SEND = "send"  # a message was put on the wire (data: seq, settled)
 OUTCOME = "outcome"  # a sent message reached a terminal outcome (data: seq, outcome, ...)
 RECEIVE = "receive"  # a message arrived (data: seq, producer, body, priority, address, settled)
 SETTLE = "settle"  # a receiver settled a message with an outcome (data: seq, outcome)
+DECLARE = "declare"  # a transaction controller's declare was answered (data: txn, outcome, condition)
+DISCHARGE = "discharge"  # a commit or rollback was answered (data: txn, fail, outcome, condition)
 DETACHED = "detached"  # a link was detached (data: by, condition)
 DISCONNECTED = "disconnected"  # a connection ended (data: by, condition)
 

@@ -173,11 +173,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xfail(reason=f"expected difference: {reason}", strict=strict))
 
 
+def required_capabilities(markers) -> set[str]:
+    """Every capability the `requires` markers name: a module's `pytestmark` and a case's own add up (a
+    case-level marker must not hide its module's needs, as `get_closest_marker` would)."""
+    return {cap for marker in markers for cap in marker.args}
+
+
 def pytest_runtest_setup(item):
-    marker = item.get_closest_marker("requires")
-    if marker is None:
-        return
-    missing = sorted(set(marker.args) - item.config.stash[_session_key].capabilities)
+    needed = required_capabilities(item.iter_markers("requires"))
+    missing = sorted(needed - item.config.stash[_session_key].capabilities)
     if missing:
         pytest.skip(f"{NOT_APPLICABLE}missing capability {', '.join(missing)}")
 

@@ -433,3 +433,43 @@ def test_a_durable_subscription_name_reused_on_another_address_starts_afresh(tmp
     assert [m.body for m in got] == ["to the new address"]
     row = broker.wait_queue("broker-process-tests.sub", depth=0)
     assert row["address"] == "new.topic", "the old address's messages went with the old subscription"
+
+
+def test_a_committed_transaction_is_one_journal_group_and_a_torn_one_is_lost_whole(tmp_path, start_broker, clients):
+    """What a commit changes in the journal (AMQP 1.0 §4.4) is one atomic record: kill -9 right after the commit
+    leaves it whole; a tail torn inside it (a crash mid-write) brings back none of its effects."""
+    from test_journal import records  # the journal's documented framing, read independently of journal.py
+
+    config = tmp_path / "broker.xml"
+    config.write_text(broker_xml())
+    broker = start_broker(config).wait_ready()
+    conn = clients.connect(broker.url)
+    stored = conn.sender("orders")
+    stored.send(1, durable=True)
+    stored.wait_outcomes(1, IO_TIMEOUT)
+    controller = conn.coordinator()
+    held = controller.receiver("orders", credit=1, auto_credit=False, outcome="hold")
+    held.wait_received(1, IO_TIMEOUT)
+    txn = controller.declare()
+    controller.sender("orders").send(3, durable=True, txn=txn)
+    held.settle("accept", txn=txn)
+    assert controller.commit(txn, IO_TIMEOUT).outcome == "accepted"
+    broker.proc.kill()
+    broker.wait_exit(STOP_TIMEOUT)
+
+    path = tmp_path / "data" / "journal" / "journal.dat"
+    data = path.read_bytes()
+    offset, size, kind = records(data)[-1]
+    assert (kind, offset + size) == (5, len(data)), "the commit is the journal's last record, an atomic group"
+    members = data[offset + 9: offset + size]  # past the record's header and type byte
+    assert sorted(k for _, _, k in records(members)) == [1, 1, 1, 2], "three enqueues and one delete"
+
+    path.write_bytes(data[:offset + size // 2])
+    restarted = start_broker(config).wait_ready()
+    journal = restarted.journal_line()
+    assert (int(journal.group(2)), int(journal.group(3))) == (1, size // 2)
+    receiver = clients.connect(restarted.url).receiver("orders")
+    receiver.wait_received(1, IO_TIMEOUT)
+    receiver.conn.sync()
+    assert [(m.producer, m.seq) for m in receiver.messages()] == [(stored.name, 0)], \
+        "the accepted message is back and none of the three posted: nothing of the torn transaction"

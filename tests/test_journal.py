@@ -475,3 +475,98 @@ def test_many_records(jdir):
     assert list(messages) == list(range(2, count + 1, 2))
     assert all(m == body for m in messages.values())
     assert (jdir / FILE_NAME).stat().st_size < size_before * 2 // 3
+
+
+# ---- atomic groups (a committing transaction's records) ----------------------------------------------------------
+
+ATOMIC = 5
+
+
+def _write_group_after_a_message(jdir: Path) -> bytes:
+    """Message 1 outside any group, then one atomic group: enqueue 2 and 3, delete 1."""
+    journal = opened(jdir)
+    journal.add_queue("q", "q", "anycast")
+    journal.enqueue(1, "q", b"one")
+    journal.commit()
+    with journal.atomic():
+        journal.enqueue(2, "q", b"two")
+        journal.enqueue(3, "q", b"three")
+        journal.delete(1, "q")
+    journal.close()
+    return (jdir / FILE_NAME).read_bytes()
+
+
+def test_an_atomic_group_is_one_record_and_round_trips(jdir):
+    data = _write_group_after_a_message(jdir)
+    assert [kind for _, _, kind in records(data)] == [QUEUE, ENQUEUE, ATOMIC]
+    offset, size, _ = records(data)[-1]
+    members = data[offset + HEADER.size + 1: offset + size]
+    assert [kind for _, _, kind in records(members)] == [ENQUEUE, ENQUEUE, DELETE], "members use the file framing"
+    queues, highest, torn = recover(jdir)
+    assert (live(queues), highest, torn) == ({"q": {2: b"two", 3: b"three"}}, 3, 0)
+    # Compaction rewrites the group's effect as plain records.
+    assert [kind for _, _, kind in records((jdir / FILE_NAME).read_bytes())] == [QUEUE, ENQUEUE, ENQUEUE]
+
+
+def test_a_torn_atomic_group_is_lost_whole_at_every_byte(jdir):
+    data = _write_group_after_a_message(jdir)
+    offset, _, kind = records(data)[-1]
+    assert kind == ATOMIC
+    path = jdir / FILE_NAME
+    for cut in range(offset, len(data)):
+        path.write_bytes(data[:cut])
+        queues, highest, torn = recover(jdir)
+        assert live(queues) == {"q": {1: b"one"}}, f"cut at {cut}: none of the group, all that came before"
+        assert (highest, torn) == (1, cut - offset), cut
+
+
+def test_records_outside_the_group_keep_their_own_framing(jdir):
+    journal = opened(jdir)
+    journal.add_queue("q", "q", "anycast")
+    journal.enqueue(1, "q", b"before")  # pending when the group starts: stays a record of its own
+    with journal.atomic():
+        journal.enqueue(2, "q", b"inside")
+        with journal.atomic():  # a nested block joins the outer group
+            journal.enqueue(3, "q", b"nested")
+    journal.enqueue(4, "q", b"after")
+    journal.close()
+    data = (jdir / FILE_NAME).read_bytes()
+    assert [kind for _, _, kind in records(data)] == [QUEUE, ENQUEUE, ATOMIC, ENQUEUE]
+    assert live(recover(jdir)[0]) == {"q": {1: b"before", 2: b"inside", 3: b"nested", 4: b"after"}}
+
+
+def test_a_group_whose_block_raises_writes_nothing(jdir):
+    journal = opened(jdir)
+    journal.add_queue("q", "q", "anycast")
+    with pytest.raises(RuntimeError):
+        with journal.atomic():
+            journal.enqueue(1, "q", b"half a transaction")
+            raise RuntimeError("commit failed half way")
+    journal.enqueue(2, "q", b"later")
+    journal.close()
+    assert live(recover(jdir)[0]) == {"q": {2: b"later"}}
+
+
+def _group(*members: bytes) -> bytes:
+    return _record(ATOMIC, b"".join(members))
+
+
+_ENQ_7 = _record(ENQUEUE, struct.pack(">Q", 7) + _name("q") + b"seven")
+
+
+@pytest.mark.parametrize("payload", [
+    pytest.param(_group(_ENQ_7, _ENQ_7[:-1]), id="member-cut"),
+    pytest.param(_group(_ENQ_7, _ENQ_7[:5] + bytes([_ENQ_7[5] ^ 0x80]) + _ENQ_7[6:]), id="member-bad-crc"),
+    pytest.param(_group(_ENQ_7, HEADER.pack(0, zlib.crc32(b""))), id="member-empty"),
+    pytest.param(_group(_ENQ_7, b"\x00\x00"), id="member-header-cut"),
+    pytest.param(_group(_ENQ_7, _record(9, b"x")), id="member-unknown-type"),
+    pytest.param(_group(_ENQ_7, _group(_ENQ_7)), id="nested-group"),
+])
+def test_a_malformed_group_applies_none_of_its_members(jdir, payload):
+    """The first member (message 7) is well formed: it must not be applied when a later one is bad."""
+    data = _write_three_messages(jdir)
+    good = _record(ENQUEUE, struct.pack(">Q", 99) + _name("q") + b"after the bad group")
+    (jdir / FILE_NAME).write_bytes(data + payload + good)
+    queues, highest, torn = recover(jdir)
+    assert live(queues) == {"q": {1: b"one", 2: b"two", 3: b"three, the last record of the file"}}
+    assert (highest, torn) == (3, len(payload) + len(good))

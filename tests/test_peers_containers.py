@@ -181,8 +181,14 @@ def test_vendor_table():
     assert len(vendor_roles()) == len(VENDORS)
     ref = vendor("reference", "broker").capabilities
     assert ref == {"store-and-forward", "outcome.released", "outcome.modified", "outcome.rejected", "dead-letter",
-                   "ttl", "durable", "drain", "competing-consumers", "multicast-subscription"}
-    assert vendor("rabbitmq", "broker").capabilities == RABBITMQ_BROKER == ref - {"outcome.modified", "drain"}
+                   "ttl", "durable", "drain", "competing-consumers", "multicast-subscription", "transactions"}
+    # RabbitMQ 3.10 refuses the coordinator (measured): no transactions.
+    assert vendor("rabbitmq", "broker").capabilities == RABBITMQ_BROKER == ref - {"outcome.modified", "drain",
+                                                                               "transactions"}
+    # Routers carry transactions only through a $coordinator link route; neither coordinates itself.
+    for router in ("reference", "qdrouterd"):
+        caps = vendor(router, "router").capabilities
+        assert "coordinator-link-route" in caps and "transactions" not in caps
     assert vendor("rabbitmq@native", "broker") is vendor("rabbitmq", "broker")
     assert split_choice("rabbitmq@container") == ("rabbitmq", "container")
 

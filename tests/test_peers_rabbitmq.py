@@ -1,8 +1,8 @@
 """The native RabbitMQ provider against the real Debian rabbitmq-server (skipped, with the reason, without it).
 
 One node serves the module; a second one, started alongside, is crashed with kill -9, restarted and stopped.
-The two cases on `modified` and drain pin the capabilities RabbitMQ is declared without (vendors.py): if a
-newer RabbitMQ starts handling them, these fail and the capability list must change.
+The cases on `modified`, drain and the transaction coordinator pin the capabilities RabbitMQ is declared
+without (vendors.py): if a newer RabbitMQ starts handling them, these fail and the capability list must change.
 """
 
 import os
@@ -161,6 +161,16 @@ def test_drain_on_a_classic_queue_ends_the_session(rabbit, clients):
     receiver.drain(5)
     ended = wait_for(lambda: session_end(clients, receiver), 10, "RabbitMQ to answer the drain")
     assert ended == "amqp:internal-error"
+
+
+@needs_rabbitmq
+def test_a_coordinator_attach_ends_the_session(rabbit, clients):
+    """Measured: RabbitMQ 3.10 has no transaction coordinator; attaching to one ends the session with
+    amqp:not-implemented (no `transactions`)."""
+    conn = clients.connect(rabbit.url)
+    with pytest.raises(ConnectionError, match=r"amqp:not-implemented: Transactions not supported"):
+        conn.coordinator()
+    assert not conn.ended, "only the session ends, not the connection"
 
 
 @needs_rabbitmq

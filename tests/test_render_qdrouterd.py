@@ -140,6 +140,24 @@ def test_router_in_front_of_brokers():
     assert "Generated from topologies/brokered.yaml" in text
 
 
+def test_a_coordinator_link_route_gets_no_external_prefix():
+    """A broker's queue prefix (RabbitMQ's /amq/queue/) is for queue names; a coordinator link has no address."""
+    topo = parse_topology({
+        "name": "txn",
+        "nodes": {"R1": {"role": "router", "mode": "interior", "link_routes": [
+            {"prefix": "$coordinator", "direction": "in", "connection": "B1"},
+            {"prefix": "q", "direction": "in", "connection": "B1"}]},
+                  "B1": {"role": "broker"}},
+        "links": [{"from": "R1", "to": "B1", "role": "route-container"}],
+    }, "topologies/txn.yaml")
+    text = render_router(topo, "R1", {"clients": 1001}, {"B1": 2001},
+                         external_address=lambda node, address: f"/amq/queue/{address}")
+    assert of_kind(read_conf(text), "linkRoute") == [
+        {"prefix": "$coordinator", "direction": "in", "connection": "B1"},
+        {"prefix": "q", "direction": "in", "connection": "B1", "addExternalPrefix": "/amq/queue/"},
+    ]
+
+
 def test_router_network_connectors_and_listeners():
     topo = parse_topology(
         {

@@ -292,6 +292,17 @@ def test_link_route_and_auto_link_fields() -> None:
     assert cfg.connectors[0].port == 61617
 
 
+def test_the_coordinator_link_route_of_the_document_parses() -> None:
+    """003 §12.2.2 gives this one-line section for routing transactions to a broker."""
+    cfg = parse_config(
+        "connector { name: my_broker role: route-container host: 192.0.2.1 port: 61617 }\n"
+        "linkRoute { prefix: $coordinator connection: my_broker direction: in }\n"
+    )
+    (route,) = cfg.link_routes
+    assert (route.prefix, route.direction, route.connection) == ("$coordinator", "in", "my_broker")
+    assert route.match_pattern == "$coordinator/#"
+
+
 # --- errors: every one is FILE:LINE: message --------------------------------------------------
 
 ERRORS = [

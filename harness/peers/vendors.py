@@ -30,6 +30,12 @@ BROKER_STORE_AND_FORWARD = frozenset({
     "durable", "drain", "competing-consumers", "multicast-subscription",
 })
 
+# Local transactions (AMQP 1.0 part 4): a coordinator that declares and discharges, transactional posting and
+# retirement. A router has no coordinator of its own; qdrouterd and the reference router carry one only
+# through a `$coordinator` link route to a broker (003 §12.2.2), which `coordinator-link-route` names.
+TRANSACTIONS = frozenset({"transactions"})
+ROUTER_COORDINATOR_ROUTE = frozenset({"coordinator-link-route"})
+
 # RabbitMQ 3.10 with its AMQP 1.0 plugin, measured against the Debian package (classic queues):
 # - the source advertises outcomes accepted/rejected/released (default-outcome released); a `modified`
 #   disposition (with or without delivery-failed/undeliverable-here) ends the session with
@@ -41,20 +47,24 @@ BROKER_STORE_AND_FORWARD = frozenset({
 # - a message to an address with no queue behind it (missing /amq/queue/NAME, unbound exchange) is
 #   `accepted` and dropped;
 # - rejected goes to the dead-letter queue through a policy (harness/render/rabbitmq.py), expired messages
-#   too (no separate expiry address); durable messages on durable queues survive kill -9.
+#   too (no separate expiry address); durable messages on durable queues survive kill -9;
+# - no transactions: attaching a link to the coordinator ends the session with amqp:not-implemented
+#   "Transactions not supported".
 RABBITMQ_BROKER = BROKER_STORE_AND_FORWARD - {"outcome.modified", "drain"}
 
 # Not measured on this machine (no Docker engine): declared from the products' documentation.
-ARTEMIS_BROKER = BROKER_STORE_AND_FORWARD
+ARTEMIS_BROKER = BROKER_STORE_AND_FORWARD | TRANSACTIONS
 # ActiveMQ Classic's AMQP transport: outcomes, drain, TTL, durable; its dead-letter queue is its own shared
 # ActiveMQ.DLQ (not the topology's), so `dead-letter` is left out.
-ACTIVEMQ_CLASSIC_BROKER = BROKER_STORE_AND_FORWARD - {"dead-letter"}
+ACTIVEMQ_CLASSIC_BROKER = (BROKER_STORE_AND_FORWARD - {"dead-letter"}) | TRANSACTIONS
 
 VENDORS: dict[tuple[str, str], VendorSpec] = {
-    ("reference", "router"): VendorSpec("reference", "router", ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS),
+    ("reference", "router"): VendorSpec("reference", "router",
+                                        ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE),
     # Qpid Dispatch Router / AMQ Interconnect: the product the routing documents describe.
-    ("qdrouterd", "router"): VendorSpec("qdrouterd", "router", ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS),
-    ("reference", "broker"): VendorSpec("reference", "broker", BROKER_STORE_AND_FORWARD),
+    ("qdrouterd", "router"): VendorSpec("qdrouterd", "router",
+                                        ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE),
+    ("reference", "broker"): VendorSpec("reference", "broker", BROKER_STORE_AND_FORWARD | TRANSACTIONS),
     ("rabbitmq", "broker"): VendorSpec("rabbitmq", "broker", RABBITMQ_BROKER),
     ("artemis", "broker"): VendorSpec("artemis", "broker", ARTEMIS_BROKER),
     ("activemq-classic", "broker"): VendorSpec("activemq-classic", "broker", ACTIVEMQ_CLASSIC_BROKER),

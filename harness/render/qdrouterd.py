@@ -109,11 +109,14 @@ def _external(external_address, node: str, address: str) -> str | None:
     return wire if wire != address else None
 
 
+COORDINATOR = "$coordinator"  # 003 §12.2.2: the link-route prefix that carries transactions
+
+
 def _external_prefix(external_address, topology: Topology, route) -> str | None:
     """The prefix a broker puts before queue names, learned from a queue the broker declares under the route
     (or a sample name when it declares none)."""
-    if external_address is None or route.prefix is None:
-        return None
+    if external_address is None or route.prefix is None or route.prefix == COORDINATOR:
+        return None  # a coordinator link has no address to prefix: it goes to the broker's coordinator
     declared = [q.address for q in topology.node(route.connection).queues
                 if q.address == route.prefix or q.address.startswith(route.prefix + ".")]
     sample = declared[0] if declared else f"{route.prefix}.sample"

@@ -13,6 +13,7 @@ Semantics (Artemis-compatible where the documents are silent; AMQP 1.0 §3.4 for
 * A durable message is accepted only once its journal batch is on disk (see journal.py); so is the broker's
   settlement of a consumer's outcome for a durable message. In a running server the batches are written by
   the journal's writer thread (GroupCommitter), so a slow disk never stalls routing and dispatch.
+* Local transactions (AMQP 1.0 part 4) are in transactions.py; this module calls it from a few hooks.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ..links import read_message, refuse
 from ..peek import Peek, peek
 from .config import ANYCAST, MULTICAST, BrokerConfig
 from .journal import GroupCommitter, Journal
+from .transactions import TRANSACTIONAL_STATE, Transactions
 
 log = logging.getLogger("BROKER")
 
@@ -115,6 +117,7 @@ class Broker:
         self._stats_dirty = True
         self._connections: set = set()
         self.on_shutdown = None
+        self.transactions = Transactions(self)
 
     # ---- start-up ------------------------------------------------------------------------------------------------
 
@@ -261,6 +264,8 @@ class Broker:
         link.rcv_settle_mode = link.remote_rcv_settle_mode
         if link.is_sender:
             self._attach_consumer(link)
+        elif link.remote_target.type == Terminus.COORDINATOR:
+            self.transactions.attach(link)
         else:
             self._attach_producer(link)
 
@@ -338,6 +343,8 @@ class Broker:
             event.link.detach()
 
     def _link_gone(self, link, closed: bool):
+        if getattr(link, "broker_coordinator", False):
+            self.transactions.link_gone(link)
         producer = getattr(link, "broker_producer", None)
         if producer is not None:
             producer.closed = True
@@ -373,6 +380,8 @@ class Broker:
         consumer = getattr(link, "broker_consumer", None)
         if consumer is not None:
             self._consumer_outcome(consumer, dlv)
+        elif getattr(link, "broker_coordinator", False):
+            self.transactions.control(link, dlv)
 
     def _receive(self, producer: Producer, dlv: Delivery):
         link = producer.link
@@ -397,6 +406,9 @@ class Broker:
             _finish(dlv, Delivery.REJECTED, Condition("amqp:not-found", f"address {address!r} does not exist"))
             return
         durable = fields.durable and self.journal is not None
+        if dlv.remote_state == TRANSACTIONAL_STATE:  # held for the commit, answered by transactions.py
+            self.transactions.post(dlv, info, data, durable, _expiry_of(fields))
+            return
         self._route(info, next(self._ids), data, durable, _expiry_of(fields))
         if dlv.settled:
             dlv.settle()
@@ -423,6 +435,9 @@ class Broker:
     # ---- consumers' outcomes ---------------------------------------------------------------------------------------
 
     def _consumer_outcome(self, consumer: Consumer, dlv: Delivery):
+        if dlv.remote_state == TRANSACTIONAL_STATE:  # an outcome within a transaction: applied at commit
+            self.transactions.retire(consumer, dlv)
+            return
         state = dlv.remote_state
         if state not in (Delivery.ACCEPTED, Delivery.REJECTED, Delivery.RELEASED, Delivery.MODIFIED):
             if not dlv.settled:
@@ -437,6 +452,12 @@ class Broker:
             dlv.settle()
         if entry is None:
             return
+        remote = dlv.remote
+        self.apply_outcome(consumer, entry, state, bool(remote.failed), bool(remote.undeliverable))
+
+    def apply_outcome(self, consumer: Consumer, entry: Entry, state, failed: bool = False,
+                      undeliverable: bool = False) -> None:
+        """A consumer's outcome for a message it held (now or, for a transaction, at commit)."""
         queue = consumer.queue
         queue.in_flight -= 1
         if state == Delivery.ACCEPTED:
@@ -444,10 +465,9 @@ class Broker:
         elif state == Delivery.RELEASED:
             self._requeue(queue, entry)  # back in its place, delivery-count unchanged
         elif state == Delivery.MODIFIED:
-            remote = dlv.remote
-            if remote.undeliverable:
+            if undeliverable:
                 entry.excluded.add(consumer.id)
-            if remote.failed:
+            if failed:
                 entry.delivery_count += 1
                 self._requeue_or_dead_letter(queue, entry)
             else:
@@ -456,6 +476,23 @@ class Broker:
             self._dead_letter(queue, entry, "rejected")
         self._dirty.add(queue)
         self._stats_dirty = True
+
+    # ---- hooks for transactions.py -----------------------------------------------------------------------------
+
+    def route_new(self, info: dict, data: bytes, durable: bool, expiry: float | None) -> None:
+        """Store a message as a producer's would be, with the next message id (arrival order)."""
+        self._route(info, next(self._ids), data, durable, expiry)
+
+    def after_journal_commit(self, dlv: Delivery) -> None:
+        """Accept `dlv` once this batch's journal commit is on disk."""
+        self._awaiting_commit.append((dlv, Delivery.ACCEPTED))
+
+    def close_link(self, link, name: str, description: str) -> None:
+        """End a link with an error, as if its peer had closed it."""
+        link.condition = Condition(name, description)
+        self._link_gone(link, closed=True)
+        link.close()
+        log.warning("Closed link %r: %s", link.name, description)
 
     def _remove(self, queue: Queue, entry: Entry) -> None:
         if entry.durable:

@@ -10,6 +10,10 @@ Artemis's journal buffers writes). On start the journal is replayed; a torn or c
 there, and the live records are compacted into a fresh file. A record whose crc is right but whose body does
 not follow the format (unknown type, a name running past the body, bytes left over, bad UTF-8, a routing other
 than anycast/multicast) is corruption too: replay stops there and the rest counts as torn.
+
+An *atomic group* (`with journal.atomic():`, used by a committing transaction) is one record of type 5 whose
+payload is the group's records, each in the same `length | crc32 | body` framing. One crc covers the whole
+group, so a crash that tears it loses all of it: recovery applies every record of a group or none.
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ import os
 import struct
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 _HEADER = struct.Struct(">II")
-_ENQUEUE, _DELETE, _QUEUE, _QUEUE_DELETE = 1, 2, 3, 4
+_ENQUEUE, _DELETE, _QUEUE, _QUEUE_DELETE, _ATOMIC = 1, 2, 3, 4, 5
 FILE_NAME = "journal.dat"
 
 
@@ -42,6 +47,7 @@ class Journal:
         self.path = self.directory / FILE_NAME
         self.datasync = datasync
         self._pending: list[bytes] = []
+        self._grouping = False
         self._file = None
 
     # ---- recovery ---------------------------------------------------------------------------------------------
@@ -91,6 +97,25 @@ class Journal:
 
     def delete(self, msg_id: int, queue: str) -> None:
         self._pending.append(_record(_DELETE, struct.pack(">Q", msg_id) + _name(queue)))
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Records added inside the block reach the disk as one atomic group (see the module docstring). If
+        the block raises, its records are dropped. Nested blocks join the outer group."""
+        if self._grouping:
+            yield
+            return
+        outer, self._pending, self._grouping = self._pending, [], True
+        try:
+            yield
+        except BaseException:
+            self._pending = outer
+            raise
+        finally:
+            self._grouping = False
+        group, self._pending = self._pending, outer
+        if group:
+            self._pending.append(_record(_ATOMIC, b"".join(group)))
 
     @property
     def dirty(self) -> bool:
@@ -245,6 +270,8 @@ def _apply(body: bytes, queues: dict[str, RecoveredQueue]) -> int:
 
     The whole record is decoded before the state changes, so a malformed one (`_Malformed`) changes nothing."""
     kind = body[0]
+    if kind == _ATOMIC:
+        return _apply_atomic(body, queues)
     if kind == _QUEUE:
         name, offset = _read_name(body, 1)
         address, offset = _read_name(body, offset)
@@ -271,6 +298,25 @@ def _apply(body: bytes, queues: dict[str, RecoveredQueue]) -> int:
         if queue in queues:
             queues[queue].messages.pop(msg_id, None)
     return msg_id
+
+
+def _apply_atomic(body: bytes, queues: dict[str, RecoveredQueue]) -> int:
+    """All the records of an atomic group, or (`_Malformed`) none of them."""
+    members, offset = [], 1
+    while offset < len(body):
+        if offset + _HEADER.size > len(body):
+            raise _Malformed("group member header past the end of the record")
+        length, crc = _HEADER.unpack_from(body, offset)
+        member = body[offset + _HEADER.size: offset + _HEADER.size + length]
+        if len(member) < length or not member or zlib.crc32(member) != crc:
+            raise _Malformed("group member cut or corrupt")
+        if member[0] == _ATOMIC:
+            raise _Malformed("atomic group inside an atomic group")
+        members.append(member)
+        offset += _HEADER.size + length
+    for member in members:  # a dry run first: records are checked before any state changes
+        _apply(member, {})
+    return max((_apply(member, queues) for member in members), default=0)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -7,6 +7,12 @@ path to a router that advertises the route. Once the far end answers, the client
 terminus the far end gave, and from then on the pair relays transfers, credit (the receiver's credit
 reaches the sender, §12.2.1.1), drain, dispositions, settlement and detach, in both directions.
 
+Transactions ride a link route too (§12.2.2): a link whose target is a transaction coordinator matches
+the link-route address `$coordinator` and is routed to the one broker that route names, with the client's
+coordinator target (and its capabilities) as is. Delivery states are relayed by type and content, so the
+coordinator's `declared` and the `transactional-state` of transactional transfers and dispositions (AMQP 1.0
+§4.5) pass end to end in both directions, not only the five standard outcomes.
+
 Errors, named as the real router names them so clients behave the same:
 * no holder anywhere: the attach is refused with `qd:no-route-to-dest`;
 * the broker connection fails: routed links are detached with `qd:routed-link-lost`; the client's
@@ -209,6 +215,8 @@ class LinkRouter:
         twin = pair.tx.delivery(dlv.tag)
         pair.tx.stream(data)
         pair.tx.advance()
+        if dlv.remote_state:  # a transfer's own state (a transactional-state): set before the frame leaves
+            _copy_state(dlv, twin)
         twin.router_twin = dlv
         if dlv.settled:
             twin.settle()
@@ -221,16 +229,8 @@ class LinkRouter:
         dlv = getattr(twin, "router_twin", None)
         if dlv is None:
             return
-        state = twin.remote_state
-        if state:
-            remote, local = twin.remote, dlv.local
-            if state == Delivery.MODIFIED:
-                local.failed, local.undeliverable = remote.failed, remote.undeliverable
-                if remote.annotations:
-                    local.annotations = remote.annotations
-            elif state == Delivery.REJECTED and remote.condition is not None:
-                local.condition = remote.condition
-            dlv.update(state)
+        if twin.remote_state:
+            _copy_state(twin, dlv)
         if twin.settled:
             dlv.settle()
             twin.settle()
@@ -265,6 +265,26 @@ class LinkRouter:
                 near.open()
             if not near.state & Endpoint.LOCAL_CLOSED:
                 near.close()
+
+
+_STANDARD = (Delivery.RECEIVED, Delivery.ACCEPTED, Delivery.REJECTED, Delivery.RELEASED, Delivery.MODIFIED)
+
+
+def _copy_state(source: Delivery, target: Delivery) -> None:
+    """Give `target` the delivery state `source` received: the standard outcomes field by field, any other
+    state (declared, transactional-state, ...) as its descriptor and fields, which proton re-encodes as is."""
+    state, remote, local = source.remote_state, source.remote, target.local
+    if state not in _STANDARD:
+        local.data = remote.data
+    elif state == Delivery.MODIFIED:
+        local.failed, local.undeliverable = remote.failed, remote.undeliverable
+        if remote.annotations:
+            local.annotations = remote.annotations
+    elif state == Delivery.REJECTED and remote.condition is not None:
+        local.condition = remote.condition
+    elif state == Delivery.RECEIVED:
+        local.section_number, local.section_offset = remote.section_number, remote.section_offset
+    target.update(state)
 
 
 def _external_address(section: LinkRoute, address: str) -> str:

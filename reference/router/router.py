@@ -23,7 +23,7 @@ import secrets
 from collections import deque
 from dataclasses import dataclass, field
 
-from proton import Condition, Delivery, Endpoint, Link, Message, symbol
+from proton import Condition, Delivery, Endpoint, Link, Message, Terminus, symbol
 
 from ..links import read_message, refuse
 from ..peek import Peek, peek
@@ -288,6 +288,11 @@ class Router:
             self.link_router.attach(link, *routed)
         elif role == "inter-router":
             _refuse(link, "amqp:not-allowed", "unexpected link on an inter-router connection")
+        elif link.is_receiver and link.remote_target.type == Terminus.COORDINATOR:
+            # The router is no coordinator (003 §12.2.2): without a $coordinator link route, say so at
+            # once rather than take the link as an anonymous sender whose declares nobody answers.
+            _refuse(link, "amqp:precondition-failed",
+                    "the router does not coordinate transactions; a linkRoute for $coordinator is needed")
         elif link.is_sender:
             self._attach_consumer(link)
         else:
