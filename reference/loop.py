@@ -27,13 +27,25 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from proton import Collector, Connection, Event, Transport
+from cproton import (
+    isnull,
+    pn_collector_peek,
+    pn_collector_pop,
+    pn_event_connection,
+    pn_event_delivery,
+    pn_event_link,
+    pn_event_session,
+    pn_event_transport,
+    pn_event_type,
+)
+from proton import Collector, Connection, Delivery, Event, EventType, Link, Session, Transport
 
 log = logging.getLogger("SERVER")
 
 _BACKLOG = 128
 _READ_CHUNK = 65536
 _ACCEPT = "accept"  # selector data of a listening socket
+_TRANSPORT_CLOSED = Event.TRANSPORT_CLOSED.number
 
 
 @dataclass
@@ -41,6 +53,37 @@ class LoopEvent:
     """What handlers get for loop-level events (init, quiesced, timer): only the container."""
 
     container: EngineLoop
+
+
+class EngineEvent:
+    """An engine event for the handler. proton's own Event wraps the delivery, link, session, connection and
+    transport of every event up front (five Python objects, each with a record lookup); this one wraps only
+    what the handler asks for. Valid during the handler call."""
+
+    __slots__ = ("_impl", "type")
+
+    def __init__(self, impl, etype: EventType):
+        self._impl, self.type = impl, etype
+
+    @property
+    def delivery(self) -> Delivery | None:
+        return Delivery.wrap(pn_event_delivery(self._impl))
+
+    @property
+    def link(self) -> Link | None:
+        return Link.wrap(pn_event_link(self._impl))
+
+    @property
+    def session(self) -> Session | None:
+        return Session.wrap(pn_event_session(self._impl))
+
+    @property
+    def connection(self) -> Connection | None:
+        return Connection.wrap(pn_event_connection(self._impl))
+
+    @property
+    def transport(self) -> Transport | None:
+        return Transport.wrap(pn_event_transport(self._impl))
 
 
 @dataclass
@@ -81,7 +124,7 @@ class EngineLoop:
         self._peers: dict[socket.socket, _Peer] = {}
         self._timers: list[_Timer] = []
         self._timer_seq = itertools.count()
-        self._methods: dict[object, object] = {}  # event type -> bound handler method (or None)
+        self._methods: dict[int, object] = {}  # event type number -> bound handler method (or None)
         self._stopped = False
 
     # ---- the Container interface the servers use ----------------------------------------------------------------
@@ -133,19 +176,20 @@ class EngineLoop:
             fn(event)
 
     def _dispatch_events(self) -> None:
-        collector, methods = self.collector, self._methods
+        collector, methods, closed = self.collector._impl, self._methods, _TRANSPORT_CLOSED
         while True:
-            event = collector.peek()
-            if event is None:
+            impl = pn_collector_peek(collector)
+            if isnull(impl):
                 return
-            etype = event.type
-            fn = methods.get(etype, False)
+            number = pn_event_type(impl)
+            fn = methods.get(number, False)
             if fn is False:
-                fn = methods[etype] = getattr(self.handler, etype.method, None)
+                etype = EventType.TYPES.get(number)
+                fn = methods[number] = getattr(self.handler, etype.method, None) if etype else None
             if fn is not None:
-                fn(event)
-            collector.pop()
-            if etype is Event.TRANSPORT_CLOSED:
+                fn(EngineEvent(impl, EventType.TYPES[number]))
+            pn_collector_pop(collector)
+            if number == closed:
                 self._drop_closed()
 
     def _injected(self, injector) -> None:

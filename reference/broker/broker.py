@@ -542,6 +542,10 @@ class Broker:
         # stored, acknowledged or moved; the producers' `accepted` (and the settlements that depend on the
         # batch) are answered once it is on disk: by the writer thread's wake-up (on_journal_durable), or, with
         # no writer thread, right here after a synchronous commit, before any frame queued here is written.
+        if self._committer is not None:
+            # Answers for batches that reached the disk meanwhile leave with this turn's frames, rather than in a
+            # turn (and a wake-up of the client) of their own.
+            self.on_journal_durable(None)
         while self._dirty:
             self._dispatch(self._dirty.pop())
         awaiting, self._awaiting_commit = self._awaiting_commit, []
