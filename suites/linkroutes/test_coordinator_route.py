@@ -102,4 +102,7 @@ def test_a_router_without_a_coordinator_route_refuses_the_coordinator(topology, 
     with pytest.raises(ConnectionError) as refused:
         conn.coordinator(timeout=5)
     details.update(refusal=str(refused.value))
+    # Qpid Dispatch refuses it with precondition-failed ("the router can't coordinate transactions by itself");
+    # clients written against the real router see that condition.
+    assert "amqp:precondition-failed" in str(refused.value)
     assert not conn.ended, "only the link is refused, not the connection"
