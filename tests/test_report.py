@@ -23,6 +23,10 @@ from reports import page as html  # noqa: E402
 from reports.job import ReportError, run_job, spark_session  # noqa: E402
 from reports.synthetic import write_runs  # noqa: E402
 
+# A Spark session and job take well under a minute alone, but several minutes when other JVMs share the two
+# cores (seen in CI-like runs next to other Spark work): a generous limit still catches a hung job.
+pytestmark = pytest.mark.timeout(600)
+
 A = {"router": {"vendor": "reference", "version": "0.1.0", "provider": "subprocess"}}
 B = {"router": {"vendor": "qdrouterd", "version": "1.19.0", "provider": "native"}}
 A_NAME, B_NAME = "router=reference", "router=qdrouterd"

@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+# A Spark session and job take well under a minute alone, but several minutes when other JVMs share the two
+# cores (seen in CI-like runs next to other Spark work): a generous limit still catches a hung job.
+pytestmark = pytest.mark.timeout(600)
+
 pytest.importorskip("pyspark")
 
 INTEROP = Path(sys.executable).with_name("interop")
