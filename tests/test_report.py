@@ -228,7 +228,7 @@ def open_in_chromium(page: Path) -> tuple[str, list[str]]:
             [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
              "--enable-logging=stderr", "--v=0", "--virtual-time-budget=2000", "--dump-dom", page.as_uri()],
-            capture_output=True, text=True, timeout=90)
+            capture_output=True, text=True, timeout=540)
     assert done.returncode == 0, done.stderr[-2000:]
     console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
     return done.stdout, console
