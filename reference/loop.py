@@ -105,7 +105,6 @@ class _Peer:
     transport: Transport
     connection: Connection
     writing: bool = False
-    deadline: float = 0.0
 
 
 @dataclass(order=True)
@@ -265,9 +264,9 @@ class EngineLoop:
         now = time.monotonic()
         deadlines = [t.deadline for t in self._timers[:1]]
         for peer in self._peers.values():
-            peer.deadline = peer.transport.tick(now)
-            if peer.deadline:
-                deadlines.append(peer.deadline)
+            deadline = peer.transport.tick(now)
+            if deadline:
+                deadlines.append(deadline)
         if self.collector.peek() is not None:
             self._dispatch_events()  # an idle peer timed out: its transport closed
         return max(0.0, min(deadlines) - now) if deadlines else None
