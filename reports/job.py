@@ -153,6 +153,9 @@ def resolve_inputs(spark, inputs: list[str]) -> Inputs:
 # ---- ingest -----------------------------------------------------------------------------------------------------
 
 
+# the columns of a record the aggregates read (records.parquet has them all)
+USED_COLUMNS = ("run_id", "target", "peers", "suite", "case", "spec", "outcome", "duration_s", "started", "cell",
+                "config_fault", "fault_name", "checks", "message")
 RECORD_FIELDS = ("schema", "run_id", "case", "suite", "spec", "topology", "peers", "fault", "outcome", "duration_s",
                  "started_at", "details", "message", "host")
 
@@ -199,7 +202,8 @@ def ingest(spark, files: list[str]):
               .when(c("_corrupt").isNotNull(), F.lit("a field has the wrong type"))
               .when(c("schema").isNull() | (c("schema") != 1), F.lit("schema: expected 1")))
     for name in required:
-        reason = reason.when(c(name).isNull() | (F.length(name) == 0), F.lit(f"{name}: missing, empty or not a string"))
+        # `== ""`, not length() == 0: length counts characters, a scan of the string
+        reason = reason.when(c(name).isNull() | (c(name) == ""), F.lit(f"{name}: missing, empty or not a string"))
     reason = (reason.when(~c("outcome").isin(*OUTCOMES),
                           F.concat(F.lit("outcome: unknown value "), F.substring("outcome", 1, 40)))
               .when(c("duration_s").isNull() | F.isnan("duration_s") | (c("duration_s") < 0),
@@ -230,10 +234,12 @@ def _derive(records):
     # json_tuple parses `details` once for all its fields (get_json_object would parse it once per field).
     # The target is the cell's choice of vendor per role where the record says it (interop run tags every record
     # with details.cell_peers), else the peers the case itself used (decoded only for those records).
-    chosen = F.array_join(F.array_sort(F.split("cell_peers", ",")), " + ")
+    # sort_array, not array_sort: array_sort's comparator is a lambda that Spark interprets, element by element,
+    # and it takes the whole projection out of generated code (same order: the parts are never null)
+    chosen = F.array_join(F.sort_array(F.split("cell_peers", ",")), " + ")
     return (records.select("*", F.json_tuple("details", "cell", "config_fault", "checks", "cell_peers")
                            .alias("cell", "config_fault", "checks", "cell_peers"))
-            .withColumn("target", F.when(F.length("cell_peers") > 0, chosen)
+            .withColumn("target", F.when(F.col("cell_peers") != "", chosen)
                         .when(F.col("peers").startswith("{") & (F.col("peers") != "{}"), peers_target(F.col("peers")))
                         .otherwise(F.lit("(no peers)")))
             .withColumn("spec", F.coalesce("spec", F.array().cast("array<string>")))
@@ -534,22 +540,25 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
     fields = [*RECORD_FIELDS]
     line = F.substring(F.coalesce("_corrupt", F.to_json(F.struct(*fields))), 1, 300)
     kind = F.when(F.col("reason").isNull(), "records").otherwise("rejects")
-    checked = checked.withColumn("line", F.when(F.col("reason").isNotNull(), line))
-    # Parsed once into memory (columnar, compressed); the Parquet tables are written from there and the aggregates
-    # read from there too, so neither the JSON nor the Parquet is decoded twice.
-    checked = checked.withColumn("kind", kind).cache()
+    checked = checked.withColumn("line", F.when(F.col("reason").isNotNull(), line)).withColumn("kind", kind)
+    # Not cached: the JSON is parsed in this one write. The aggregates then cache only the columns they read, from
+    # the Parquet records (a few MB), instead of every parsed field (details, host, line, ...) held in memory.
     checked.write.mode("overwrite").partitionBy("kind").parquet(lines)
     t = stage("ingest (JSON lines -> Parquet)", t)
+    table_schema = checked.drop("kind").schema
     for name in ("records", "rejects"):
         if not _move(spark, f"{lines}/kind={name}", f"{tables_dir}/{name}"):
-            empty = spark.createDataFrame([], checked.drop("kind").schema)
-            empty.write.mode("overwrite").parquet(f"{tables_dir}/{name}")
+            # (limit 0 plans to an empty relation: nothing is read; createDataFrame([]) would start Python workers)
+            checked.drop("kind").limit(0).write.mode("overwrite").parquet(f"{tables_dir}/{name}")
     _remove(spark, lines)
-    records = spark.read.parquet(f"{tables_dir}/records").drop("reason", "_corrupt", "line")
-    used = checked.where(F.col("kind") == "records").select(
-        "run_id", "target", "peers", "suite", "case", "spec", "outcome", "duration_s", "started", "cell",
-        "config_fault", "fault_name", "checks", "message")
-    rejects = spark.read.parquet(f"{tables_dir}/rejects").select("source_file", "reason", "line")
+
+    def table(name: str):  # the schema is known: no Spark job to infer it from the files' footers
+        return spark.read.schema(table_schema).parquet(f"{tables_dir}/{name}")
+
+    records = table("records").drop("reason", "_corrupt", "line")
+    # the narrow projection every aggregate reads: cached once, materialised by the first aggregate
+    used = records.select(*USED_COLUMNS).cache()
+    rejects = table("rejects").select("source_file", "reason", "line")
     metas = read_metas(spark, found.metas)
 
     cubed = cube(used).cache()
@@ -578,7 +587,7 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
     data["totals"] = [{"records": sum(r["cases"] for r in data["runs"]), "rejects": data["reject_count"][0]["n"],
                        "files": len(found.results), "runs": len(data["runs"])}]
     # dependents first: uncaching a base would re-cache what was built on it
-    for df in (*tables.values(), versions, cubed, runs, truns, checked):
+    for df in (*tables.values(), versions, cubed, runs, truns, used):
         df.unpersist()
     stage("collect for the report", t)
     tables["records"], tables["rejects"] = records, rejects
