@@ -294,21 +294,22 @@ def read_metas(spark, files: list[str]):
 # ---- aggregates ---------------------------------------------------------------------------------------------------
 
 
-def _counts(df, keys: list[str], weight: str | None = None):
-    """Case counts per outcome (columns passed, failed, error, skipped, not_applicable, xfail) and `cases`."""
+def _counts(df, keys: list[str], weight: str | None = None, extra: tuple = ()):
+    """Case counts per outcome (columns passed, failed, error, skipped, not_applicable, xfail) and `cases`, then the
+    `extra` aggregates."""
     from pyspark.sql import functions as F
 
     one = F.col(weight) if weight else F.lit(1)
     aggs = [F.sum(F.when(F.col("outcome") == o, one).otherwise(0)).cast("long").alias(o.replace("-", "_"))
             for o in OUTCOMES]
-    return df.groupBy(*keys).agg(F.sum(one).cast("long").alias("cases"), *aggs)
+    return df.groupBy(*keys).agg(F.sum(one).cast("long").alias("cases"), *aggs, *extra)
 
 
-def _sum_counts(df, keys: list[str]):
+def _sum_counts(df, keys: list[str], extra: tuple = ()):
     from pyspark.sql import functions as F
 
     names = ["cases", *[o.replace("-", "_") for o in OUTCOMES]]
-    return df.groupBy(*keys).agg(*[F.sum(n).cast("long").alias(n) for n in names])
+    return df.groupBy(*keys).agg(*[F.sum(n).cast("long").alias(n) for n in names], *extra)
 
 
 def _pass_rate(df):
@@ -319,19 +320,24 @@ def _pass_rate(df):
 
 
 def cube(records):
-    """Outcome counts per run, target and suite (small): runs, trend and pass rate are sums of it."""
+    """Outcome counts per run, target and suite (small): runs, trend and pass rate are sums of it.
+
+    Two steps. Spark's fast (generated, hash) aggregation takes only aggregates whose state is a number: a string
+    min/max falls back to sorting every record, a collect_set to its slower generic aggregation. So the pass over
+    every record groups by the string columns as well (a run has one or two cells, config faults and peers values
+    per target and suite), and the second step reduces those few rows per run to their min, max and set."""
     from pyspark.sql import functions as F
 
-    aggs = [F.sum(F.when(F.col("outcome") == o, 1).otherwise(0)).cast("long").alias(o.replace("-", "_"))
-            for o in OUTCOMES]
-    return records.groupBy("run_id", "target", "suite").agg(
-        F.count(F.lit(1)).alias("cases"), *aggs,
+    fine = _counts(records, ["run_id", "target", "suite", "cell", "config_fault", "peers"], extra=(
         F.min("started").alias("first_case"), F.max("started").alias("last_case"),
-        F.sum("duration_s").alias("case_seconds"), F.max("config_fault").alias("config_fault"),
-        # min and max rather than collect_set: plain (codegen'd) hash aggregation; a run rarely has more than two
-        # cells with the same peers and suite, and the list is only shown
+        F.sum("duration_s").alias("case_seconds")))
+    return _sum_counts(fine, ["run_id", "target", "suite"], extra=(
+        F.min("first_case").alias("first_case"), F.max("last_case").alias("last_case"),
+        F.sum("case_seconds").alias("case_seconds"), F.max("config_fault").alias("config_fault"),
+        # min and max rather than collect_set: a run rarely has more than two cells with the same peers and suite,
+        # and the list is only shown
         F.array_distinct(F.array_compact(F.array(F.min("cell"), F.max("cell")))).alias("cells"),
-        F.collect_set("peers").alias("peers_seen"))
+        F.collect_set("peers").alias("peers_seen")))
 
 
 def runs_table(cubed, metas):
