@@ -153,6 +153,9 @@ def resolve_inputs(spark, inputs: list[str]) -> Inputs:
 # ---- ingest -----------------------------------------------------------------------------------------------------
 
 
+# the columns of a record the aggregates read (records.parquet has them all)
+USED_COLUMNS = ("run_id", "target", "peers", "suite", "case", "spec", "outcome", "duration_s", "started", "cell",
+                "config_fault", "fault_name", "checks", "message")
 RECORD_FIELDS = ("schema", "run_id", "case", "suite", "spec", "topology", "peers", "fault", "outcome", "duration_s",
                  "started_at", "details", "message", "host")
 
@@ -199,7 +202,8 @@ def ingest(spark, files: list[str]):
               .when(c("_corrupt").isNotNull(), F.lit("a field has the wrong type"))
               .when(c("schema").isNull() | (c("schema") != 1), F.lit("schema: expected 1")))
     for name in required:
-        reason = reason.when(c(name).isNull() | (F.length(name) == 0), F.lit(f"{name}: missing, empty or not a string"))
+        # `== ""`, not length() == 0: length counts characters, a scan of the string
+        reason = reason.when(c(name).isNull() | (c(name) == ""), F.lit(f"{name}: missing, empty or not a string"))
     reason = (reason.when(~c("outcome").isin(*OUTCOMES),
                           F.concat(F.lit("outcome: unknown value "), F.substring("outcome", 1, 40)))
               .when(c("duration_s").isNull() | F.isnan("duration_s") | (c("duration_s") < 0),
@@ -230,10 +234,12 @@ def _derive(records):
     # json_tuple parses `details` once for all its fields (get_json_object would parse it once per field).
     # The target is the cell's choice of vendor per role where the record says it (interop run tags every record
     # with details.cell_peers), else the peers the case itself used (decoded only for those records).
-    chosen = F.array_join(F.array_sort(F.split("cell_peers", ",")), " + ")
+    # sort_array, not array_sort: array_sort's comparator is a lambda that Spark interprets, element by element,
+    # and it takes the whole projection out of generated code (same order: the parts are never null)
+    chosen = F.array_join(F.sort_array(F.split("cell_peers", ",")), " + ")
     return (records.select("*", F.json_tuple("details", "cell", "config_fault", "checks", "cell_peers")
                            .alias("cell", "config_fault", "checks", "cell_peers"))
-            .withColumn("target", F.when(F.length("cell_peers") > 0, chosen)
+            .withColumn("target", F.when(F.col("cell_peers") != "", chosen)
                         .when(F.col("peers").startswith("{") & (F.col("peers") != "{}"), peers_target(F.col("peers")))
                         .otherwise(F.lit("(no peers)")))
             .withColumn("spec", F.coalesce("spec", F.array().cast("array<string>")))
@@ -288,21 +294,22 @@ def read_metas(spark, files: list[str]):
 # ---- aggregates ---------------------------------------------------------------------------------------------------
 
 
-def _counts(df, keys: list[str], weight: str | None = None):
-    """Case counts per outcome (columns passed, failed, error, skipped, not_applicable, xfail) and `cases`."""
+def _counts(df, keys: list[str], weight: str | None = None, extra: tuple = ()):
+    """Case counts per outcome (columns passed, failed, error, skipped, not_applicable, xfail) and `cases`, then the
+    `extra` aggregates."""
     from pyspark.sql import functions as F
 
     one = F.col(weight) if weight else F.lit(1)
     aggs = [F.sum(F.when(F.col("outcome") == o, one).otherwise(0)).cast("long").alias(o.replace("-", "_"))
             for o in OUTCOMES]
-    return df.groupBy(*keys).agg(F.sum(one).cast("long").alias("cases"), *aggs)
+    return df.groupBy(*keys).agg(F.sum(one).cast("long").alias("cases"), *aggs, *extra)
 
 
-def _sum_counts(df, keys: list[str]):
+def _sum_counts(df, keys: list[str], extra: tuple = ()):
     from pyspark.sql import functions as F
 
     names = ["cases", *[o.replace("-", "_") for o in OUTCOMES]]
-    return df.groupBy(*keys).agg(*[F.sum(n).cast("long").alias(n) for n in names])
+    return df.groupBy(*keys).agg(*[F.sum(n).cast("long").alias(n) for n in names], *extra)
 
 
 def _pass_rate(df):
@@ -313,19 +320,24 @@ def _pass_rate(df):
 
 
 def cube(records):
-    """Outcome counts per run, target and suite (small): runs, trend and pass rate are sums of it."""
+    """Outcome counts per run, target and suite (small): runs, trend and pass rate are sums of it.
+
+    Two steps. Spark's fast (generated, hash) aggregation takes only aggregates whose state is a number: a string
+    min/max falls back to sorting every record, a collect_set to its slower generic aggregation. So the pass over
+    every record groups by the string columns as well (a run has one or two cells, config faults and peers values
+    per target and suite), and the second step reduces those few rows per run to their min, max and set."""
     from pyspark.sql import functions as F
 
-    aggs = [F.sum(F.when(F.col("outcome") == o, 1).otherwise(0)).cast("long").alias(o.replace("-", "_"))
-            for o in OUTCOMES]
-    return records.groupBy("run_id", "target", "suite").agg(
-        F.count(F.lit(1)).alias("cases"), *aggs,
+    fine = _counts(records, ["run_id", "target", "suite", "cell", "config_fault", "peers"], extra=(
         F.min("started").alias("first_case"), F.max("started").alias("last_case"),
-        F.sum("duration_s").alias("case_seconds"), F.max("config_fault").alias("config_fault"),
-        # min and max rather than collect_set: plain (codegen'd) hash aggregation; a run rarely has more than two
-        # cells with the same peers and suite, and the list is only shown
+        F.sum("duration_s").alias("case_seconds")))
+    return _sum_counts(fine, ["run_id", "target", "suite"], extra=(
+        F.min("first_case").alias("first_case"), F.max("last_case").alias("last_case"),
+        F.sum("case_seconds").alias("case_seconds"), F.max("config_fault").alias("config_fault"),
+        # min and max rather than collect_set: a run rarely has more than two cells with the same peers and suite,
+        # and the list is only shown
         F.array_distinct(F.array_compact(F.array(F.min("cell"), F.max("cell")))).alias("cells"),
-        F.collect_set("peers").alias("peers_seen"))
+        F.collect_set("peers").alias("peers_seen")))
 
 
 def runs_table(cubed, metas):
@@ -401,35 +413,43 @@ def conformance(records, runs, catalog_ids: list[str]):
 
 def flaky(records):
     """Same target, version and case both passing and failing across runs; `flips` counts the changes between
-    consecutive runs of the case. One aggregation pass: each case's history is a small sorted array."""
+    consecutive runs of the case (in start order).
+
+    One shuffle: a window over each case's records in start order marks every change, and the aggregation after it
+    reads rows already in case order. (Collecting each case's history into an array instead sends every record
+    through Spark's generic object aggregation: two to three times the CPU on a million records.)"""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    judged = records.where(F.col("outcome").isin("passed", *BAD))  # usually so already
-    passed = (F.col("outcome") == "passed").cast("int")
-    grouped = judged.groupBy("target", "version", "case").agg(
+    keys = ["target", "version", "case"]
+    in_order = Window.partitionBy(*keys).orderBy("started", "p")
+    judged = (records.where(F.col("outcome").isin("passed", *BAD))  # usually so already
+              .withColumn("p", (F.col("outcome") == "passed").cast("int")))
+    marked = judged.withColumn("flip", (F.col("p") != F.lag("p").over(in_order)).cast("int"))
+    grouped = marked.groupBy(*keys).agg(
         F.first("suite").alias("suite"),
-        F.sum(passed).alias("passes"),
+        F.sum("p").alias("passes"),
         F.count(F.lit(1)).alias("runs"),  # one record per case and run
         F.max_by("outcome", "started").alias("last_outcome"),
         F.array_compact(F.array(F.max("config_fault"))).alias("config_faults"),
-        F.array_sort(F.collect_list(F.struct(F.col("started"), passed.alias("p")))).alias("history"))
+        F.coalesce(F.sum("flip"), F.lit(0)).cast("int").alias("flips"))  # the first run has no change (null)
     found = (grouped.withColumn("fails", F.col("runs") - F.col("passes"))
              .where((F.col("passes") > 0) & (F.col("fails") > 0)))
-    ps = F.transform("history", lambda h: h["p"])
-    flips = F.aggregate(F.sequence(F.lit(2), F.size(ps)), F.lit(0),
-                        lambda acc, i: acc + F.when(F.element_at(ps, i) != F.element_at(ps, i - 1), 1).otherwise(0))
-    return (found.withColumn("flips", flips).drop("history")
-            .withColumn("fail_rate", F.round(F.col("fails") / (F.col("passes") + F.col("fails")), 4)))
+    return found.select(*keys, "suite", "passes", "runs", "last_outcome", "config_faults", "fails", "flips",
+                        F.round(F.col("fails") / (F.col("passes") + F.col("fails")), 4).alias("fail_rate"))
 
 
-def regressions(records, truns):
+def regressions(records, truns, versions):
     """Each case whose outcome changed between the latest run of a target and that target's previous run."""
     from pyspark.sql import functions as F
 
     pairs = truns.where(F.col("is_latest") & F.col("prev_run_id").isNotNull()).select(
         "target", "run_id", "prev_run_id", "run_index", "is_latest")
     cols = ["target", "run_id", "suite", "case", "version", "outcome", "message", "config_fault"]
-    judged = records.where(F.col("outcome").isin("passed", *BAD)).select(*cols)
+    # the records of those two runs per target only, before anything else is done to them
+    both = pairs.select("target", "run_id").union(pairs.select("target", F.col("prev_run_id").alias("run_id")))
+    judged = with_versions(records.where(F.col("outcome").isin("passed", *BAD))
+                           .join(F.broadcast(both), ["target", "run_id"], "left_semi"), versions).select(*cols)
     cur = judged.join(F.broadcast(pairs), ["target", "run_id"])
     prev = judged.join(F.broadcast(pairs.select("target", F.col("prev_run_id").alias("run_id"))),
                        ["target", "run_id"], "left_semi").select(
@@ -534,27 +554,30 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
     fields = [*RECORD_FIELDS]
     line = F.substring(F.coalesce("_corrupt", F.to_json(F.struct(*fields))), 1, 300)
     kind = F.when(F.col("reason").isNull(), "records").otherwise("rejects")
-    checked = checked.withColumn("line", F.when(F.col("reason").isNotNull(), line))
-    # Parsed once into memory (columnar, compressed); the Parquet tables are written from there and the aggregates
-    # read from there too, so neither the JSON nor the Parquet is decoded twice.
-    checked = checked.withColumn("kind", kind).cache()
+    checked = checked.withColumn("line", F.when(F.col("reason").isNotNull(), line)).withColumn("kind", kind)
+    # Not cached: the JSON is parsed in this one write. The aggregates then cache only the columns they read, from
+    # the Parquet records (a few MB), instead of every parsed field (details, host, line, ...) held in memory.
     checked.write.mode("overwrite").partitionBy("kind").parquet(lines)
     t = stage("ingest (JSON lines -> Parquet)", t)
+    table_schema = checked.drop("kind").schema
     for name in ("records", "rejects"):
         if not _move(spark, f"{lines}/kind={name}", f"{tables_dir}/{name}"):
-            empty = spark.createDataFrame([], checked.drop("kind").schema)
-            empty.write.mode("overwrite").parquet(f"{tables_dir}/{name}")
+            # (limit 0 plans to an empty relation: nothing is read; createDataFrame([]) would start Python workers)
+            checked.drop("kind").limit(0).write.mode("overwrite").parquet(f"{tables_dir}/{name}")
     _remove(spark, lines)
-    records = spark.read.parquet(f"{tables_dir}/records").drop("reason", "_corrupt", "line")
-    used = checked.where(F.col("kind") == "records").select(
-        "run_id", "target", "peers", "suite", "case", "spec", "outcome", "duration_s", "started", "cell",
-        "config_fault", "fault_name", "checks", "message")
-    rejects = spark.read.parquet(f"{tables_dir}/rejects").select("source_file", "reason", "line")
+
+    def table(name: str):  # the schema is known: no Spark job to infer it from the files' footers
+        return spark.read.schema(table_schema).parquet(f"{tables_dir}/{name}")
+
+    records = table("records").drop("reason", "_corrupt", "line")
+    # the narrow projection every aggregate reads: cached once, materialised by the first aggregate
+    used = records.select(*USED_COLUMNS).cache()
+    rejects = table("rejects").select("source_file", "reason", "line")
     metas = read_metas(spark, found.metas)
 
     cubed = cube(used).cache()
     versions = run_versions(cubed).cache()
-    judged = with_versions(used.where(F.col("outcome").isin("passed", *BAD)), versions)
+    judged = with_versions(used.where(F.col("outcome").isin("passed", *BAD)), versions)  # for flaky
     runs = runs_table(cubed, metas).cache()
     truns = target_runs(cubed, runs).cache()
     tables = {
@@ -563,7 +586,7 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
         "pass_rate": _pass_rate(_sum_counts(cubed, ["target", "suite"])),
         "conformance": conformance(used, runs, catalog_ids or []),
         "flaky": flaky(judged),
-        "regressions": regressions(judged, truns),
+        "regressions": regressions(used, truns, versions),
         "durations": durations(used),
     }
     tables["fault_checks"], tables["checkers"] = fault_checks(used)
@@ -578,7 +601,7 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
     data["totals"] = [{"records": sum(r["cases"] for r in data["runs"]), "rejects": data["reject_count"][0]["n"],
                        "files": len(found.results), "runs": len(data["runs"])}]
     # dependents first: uncaching a base would re-cache what was built on it
-    for df in (*tables.values(), versions, cubed, runs, truns, checked):
+    for df in (*tables.values(), versions, cubed, runs, truns, used):
         df.unpersist()
     stage("collect for the report", t)
     tables["records"], tables["rejects"] = records, rejects
