@@ -49,9 +49,14 @@ class ReportError(Exception):
 # ---- session ---------------------------------------------------------------------------------------------------
 
 
-def spark_session(master: str | None = None, app_name: str = "interop-report"):
-    """A SparkSession: local[*] unless a master is given (or spark-submit set one)."""
+def spark_session(master: str | None = None, app_name: str = "interop-report",
+                  log: Callable[[str], None] = lambda _: None):
+    """A SparkSession: local[*] unless a master is given (or spark-submit set one). Where this process starts the
+    JVM (not under spark-submit), it picks the JDK and options of reports/jvm.py."""
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
+
+    from reports import jvm
 
     submitted = bool(os.environ.get("SPARK_ENV_LOADED")) or "pyspark-shell" not in os.environ.get(
         "PYSPARK_SUBMIT_ARGS", "pyspark-shell")
@@ -77,8 +82,15 @@ def spark_session(master: str | None = None, app_name: str = "interop-report"):
         # local mode: the driver is the executor, and Spark's default 1 GiB heap makes a million rows crawl in GC
         builder = (builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.driver.memory", os.environ.get("INTEROP_REPORT_DRIVER_MEMORY", "4g")))
-        if os.environ.get("INTEROP_REPORT_JAVA_OPTS"):
-            builder = builder.config("spark.driver.extraJavaOptions", os.environ["INTEROP_REPORT_JAVA_OPTS"])
+    if not submitted and SparkContext._gateway is None:  # this process is about to start the JVM
+        try:
+            jdk = jvm.choose_jdk()
+        except ValueError as exc:
+            raise ReportError(str(exc)) from None
+        jvm.apply(jdk)
+        options = jvm.java_options(jdk)
+        log(f"JVM: {jdk.why}; options: {' '.join(options)}")
+        builder = builder.config("spark.driver.extraJavaOptions", " ".join(options))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -193,7 +205,8 @@ def ingest(spark, files: list[str]):
     parsed = (spark.read.schema(schema)
               .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt")
               .json(files)
-              .withColumn("source_file", F.col("_metadata.file_path")))
+              # parsed once: the check below and the aggregates' `started` column
+              .withColumn("started", F.col("started_at").cast("timestamp")))
     c = F.col
     required = ("run_id", "case", "suite", "outcome", "started_at")
     corrupt = F.trim("_corrupt")
@@ -208,11 +221,14 @@ def ingest(spark, files: list[str]):
                           F.concat(F.lit("outcome: unknown value "), F.substring("outcome", 1, 40)))
               .when(c("duration_s").isNull() | F.isnan("duration_s") | (c("duration_s") < 0),
                     F.lit("duration_s: missing or not a number >= 0"))
-              .when(~c("started_at").endswith("Z") | c("started_at").cast("timestamp").isNull(),
+              .when(~c("started_at").endswith("Z") | c("started").isNull(),
                     F.lit("started_at: not an ISO-8601 UTC time"))
               .when(c("peers").isNull() | ~c("peers").startswith("{"),
                     F.lit("peers: missing or not an object of role to {vendor, ...}")))
-    return _derive(parsed.withColumn("reason", reason))
+    # the file a line came from is kept for rejected lines only: a record names its run, and copying the path
+    # into every row costs a tenth of the parse
+    return _derive(parsed.withColumn("reason", reason)
+                   .withColumn("source_file", F.when(c("reason").isNotNull(), c("_metadata.file_path"))))
 
 
 PEERS_MAP = "map<string, struct<vendor: string, version: string, provider: string>>"
@@ -226,6 +242,18 @@ def peers_target(peers_json):
     return F.concat_ws(" + ", F.transform(entries, lambda e: F.concat(e["key"], F.lit("="), e["value"]["vendor"])))
 
 
+def _roles_in_order(cell_peers):
+    """`router=x,broker=y` -> `broker=y + router=x`. A cell has one or two roles, put in order by comparing the
+    parts; only a longer list is split into an array and sorted (that costs several times as much per record)."""
+    from pyspark.sql import functions as F
+
+    first, last = F.substring_index(cell_peers, ",", 1), F.substring_index(cell_peers, ",", -1)
+    return (F.when(~cell_peers.contains(","), cell_peers)
+            .when(F.concat(first, F.lit(","), last) == cell_peers,
+                  F.when(first <= last, F.concat(first, F.lit(" + "), last)).otherwise(F.concat(last, F.lit(" + "), first)))
+            .otherwise(F.array_join(F.sort_array(F.split(cell_peers, ",")), " + ")))
+
+
 def _derive(records):
     """Per-row columns the aggregates group by: target, cell, deliberate config fault, checker counts, fault name.
     Cheap string functions only: this runs once per record."""
@@ -234,16 +262,13 @@ def _derive(records):
     # json_tuple parses `details` once for all its fields (get_json_object would parse it once per field).
     # The target is the cell's choice of vendor per role where the record says it (interop run tags every record
     # with details.cell_peers), else the peers the case itself used (decoded only for those records).
-    # sort_array, not array_sort: array_sort's comparator is a lambda that Spark interprets, element by element,
-    # and it takes the whole projection out of generated code (same order: the parts are never null)
-    chosen = F.array_join(F.sort_array(F.split("cell_peers", ",")), " + ")
+    chosen = _roles_in_order(F.col("cell_peers"))
     return (records.select("*", F.json_tuple("details", "cell", "config_fault", "checks", "cell_peers")
                            .alias("cell", "config_fault", "checks", "cell_peers"))
             .withColumn("target", F.when(F.col("cell_peers") != "", chosen)
                         .when(F.col("peers").startswith("{") & (F.col("peers") != "{}"), peers_target(F.col("peers")))
                         .otherwise(F.lit("(no peers)")))
             .withColumn("spec", F.coalesce("spec", F.array().cast("array<string>")))
-            .withColumn("started", F.col("started_at").cast("timestamp"))
             .withColumn("fault_name", F.when(F.col("fault").startswith("{"), F.coalesce(
                 F.get_json_object("fault", "$.name"), F.get_json_object("fault", "$.type"), F.lit("fault")))
                 .otherwise(F.col("fault"))))
@@ -319,18 +344,25 @@ def _pass_rate(df):
     return df.withColumn("pass_rate", F.when(executed > 0, F.round(F.col("passed") / executed, 4)))
 
 
-def cube(records):
-    """Outcome counts per run, target and suite (small): runs, trend and pass rate are sums of it.
+def fine_counts(records):
+    """The one pass over every record that runs, trend, pass rate, conformance and fault counts share: outcome
+    counts per run, target, suite, spec list and fault (a few hundred rows per run, not ten thousand).
 
-    Two steps. Spark's fast (generated, hash) aggregation takes only aggregates whose state is a number: a string
-    min/max falls back to sorting every record, a collect_set to its slower generic aggregation. So the pass over
-    every record groups by the string columns as well (a run has one or two cells, config faults and peers values
-    per target and suite), and the second step reduces those few rows per run to their min, max and set."""
+    Spark's fast (generated, hash) aggregation takes only aggregates whose state is a number: a string min/max falls
+    back to sorting every record, a collect_set to its slower generic aggregation. So this pass groups by the string
+    columns as well (a run has one or two cells, config faults and `peers` values per target and suite), and `cube`
+    reduces those few rows to their min, max and set."""
     from pyspark.sql import functions as F
 
-    fine = _counts(records, ["run_id", "target", "suite", "cell", "config_fault", "peers"], extra=(
+    return _counts(records, ["run_id", "target", "suite", "spec", "cell", "config_fault", "peers", "fault_label"], extra=(
         F.min("started").alias("first_case"), F.max("started").alias("last_case"),
         F.sum("duration_s").alias("case_seconds")))
+
+
+def cube(fine):
+    """Outcome counts per run, target and suite (small): runs, trend and pass rate are sums of it."""
+    from pyspark.sql import functions as F
+
     return _sum_counts(fine, ["run_id", "target", "suite"], extra=(
         F.min("first_case").alias("first_case"), F.max("last_case").alias("last_case"),
         F.sum("case_seconds").alias("case_seconds"), F.max("config_fault").alias("config_fault"),
@@ -387,14 +419,15 @@ def trend(cubed, truns, versions):
             .join(versions.withColumnRenamed("run_version", "version"), ["target", "run_id"], "left"))
 
 
-def conformance(records, runs, catalog_ids: list[str]):
+def conformance(fine, runs, catalog_ids: list[str]):
     """target x clause: the clause's status in the latest run of that target that ran a case citing it:
-    failed (a case failed or errored) / xfail (a recorded difference) / passed / not-applicable / not run."""
+    failed (a case failed or errored) / xfail (a recorded difference) / passed / not-applicable / not run.
+    A case citing two clauses counts for both."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    per_run = _counts(records.select("target", "run_id", F.explode("spec").alias("clause"), "outcome"),
-                      ["target", "run_id", "clause"]).join(runs.select("run_id", "run_index"), "run_id")
+    per_run = _sum_counts(fine.select("*", F.explode("spec").alias("clause")),
+                          ["target", "run_id", "clause"]).join(runs.select("run_id", "run_index"), "run_id")
     latest = Window.partitionBy("target", "clause").orderBy(F.desc("run_index"))
     counted = (per_run.withColumn("n", F.row_number().over(latest)).where("n = 1").drop("n", "run_index"))
     status = (F.when(F.col("failed") + F.col("error") > 0, "failed")
@@ -404,39 +437,43 @@ def conformance(records, runs, catalog_ids: list[str]):
               .otherwise("not run"))
     counted = counted.withColumn("status", status)
     if catalog_ids:
-        spark = records.sparkSession
+        spark = fine.sparkSession
         clauses = spark.createDataFrame([(c,) for c in catalog_ids], "clause string")
         grid = counted.select("target").distinct().crossJoin(clauses.union(counted.select("clause")).distinct())
         counted = grid.join(counted, ["target", "clause"], "left").fillna({"status": "not run"}).fillna(0)
     return counted
 
 
-def flaky(records):
+def flaky(judged):
     """Same target, version and case both passing and failing across runs; `flips` counts the changes between
     consecutive runs of the case (in start order).
 
-    One shuffle: a window over each case's records in start order marks every change, and the aggregation after it
-    reads rows already in case order. (Collecting each case's history into an array instead sends every record
-    through Spark's generic object aggregation: two to three times the CPU on a million records.)"""
+    Two passes: a hash aggregation over every record finds the cases that both passed and failed (usually a few
+    percent); only their records are then put in start order by a window, for flips and the last outcome. The
+    candidates are broadcast to that second pass, so the other records are dropped where they are read instead of
+    being shuffled to a join. (Ordering every record, or collecting each case's history into an array, costs several
+    times the CPU on a million records.)"""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     keys = ["target", "version", "case"]
+    judged = judged.where(F.col("outcome").isin("passed", *BAD)).withColumn(
+        "p", (F.col("outcome") == "passed").cast("int"))
+    candidates = (judged.groupBy(*keys).agg(F.sum("p").alias("passes"), F.count(F.lit(1)).alias("runs"))
+                  .where((F.col("passes") > 0) & (F.col("passes") < F.col("runs"))).select(*keys))
     in_order = Window.partitionBy(*keys).orderBy("started", "p")
-    judged = (records.where(F.col("outcome").isin("passed", *BAD))  # usually so already
-              .withColumn("p", (F.col("outcome") == "passed").cast("int")))
-    marked = judged.withColumn("flip", (F.col("p") != F.lag("p").over(in_order)).cast("int"))
-    grouped = marked.groupBy(*keys).agg(
+    history = (judged.join(F.broadcast(candidates), keys, "left_semi")
+               .withColumn("flip", (F.col("p") != F.lag("p").over(in_order)).cast("int")))
+    found = history.groupBy(*keys).agg(
         F.first("suite").alias("suite"),
         F.sum("p").alias("passes"),
         F.count(F.lit(1)).alias("runs"),  # one record per case and run
         F.max_by("outcome", "started").alias("last_outcome"),
         F.array_compact(F.array(F.max("config_fault"))).alias("config_faults"),
         F.coalesce(F.sum("flip"), F.lit(0)).cast("int").alias("flips"))  # the first run has no change (null)
-    found = (grouped.withColumn("fails", F.col("runs") - F.col("passes"))
-             .where((F.col("passes") > 0) & (F.col("fails") > 0)))
-    return found.select(*keys, "suite", "passes", "runs", "last_outcome", "config_faults", "fails", "flips",
-                        F.round(F.col("fails") / (F.col("passes") + F.col("fails")), 4).alias("fail_rate"))
+    return found.withColumn("fails", F.col("runs") - F.col("passes")).select(
+        *keys, "suite", "passes", "runs", "last_outcome", "config_faults", "fails", "flips",
+        F.round(F.col("fails") / F.col("runs"), 4).alias("fail_rate"))
 
 
 def regressions(records, truns, versions):
@@ -475,15 +512,13 @@ def durations(records):
                     "mean_s", "max_s"))
 
 
-def fault_checks(records):
+def fault_checks(fine, records):
     """Per target and fault (an injected fault, or a deliberate config fault): outcomes, and the sums of the
     checkers' counts where records carry `details.checks.<checker>` objects; absent everywhere is fine."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    label = F.coalesce("fault_name", F.concat(F.lit("config: "), "config_fault"))
-    by_fault = _counts(records.where(F.col("fault_name").isNotNull() | F.col("config_fault").isNotNull())
-                       .withColumn("fault_label", label), ["target", "fault_label"])
+    by_fault = _sum_counts(fine.where(F.col("fault_label").isNotNull()), ["target", "fault_label"])
     checks = (records.where(F.col("checks").isNotNull())
               .withColumn("checks", F.from_json("checks", T.MapType(T.StringType(), T.StringType())))
               .where(F.col("checks").isNotNull())
@@ -570,42 +605,98 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
         return spark.read.schema(table_schema).parquet(f"{tables_dir}/{name}")
 
     records = table("records").drop("reason", "_corrupt", "line")
-    # the narrow projection every aggregate reads: cached once, materialised by the first aggregate
-    used = records.select(*USED_COLUMNS).cache()
+    # Every aggregate reads the Parquet records, not a cache: a scan reads only its columns and costs less than
+    # building an in-memory copy of a million rows. What several aggregates share is small and cached.
+    used = records.select(*USED_COLUMNS, F.coalesce("fault_name", F.concat(F.lit("config: "), "config_fault"))
+                          .alias("fault_label"))  # an injected fault, else a deliberate config fault, else none
     rejects = table("rejects").select("source_file", "reason", "line")
     metas = read_metas(spark, found.metas)
 
-    cubed = cube(used).cache()
+    fine = fine_counts(used).cache()
+    cubed = cube(fine).cache()
     versions = run_versions(cubed).cache()
-    judged = with_versions(used.where(F.col("outcome").isin("passed", *BAD)), versions)  # for flaky
     runs = runs_table(cubed, metas).cache()
     truns = target_runs(cubed, runs).cache()
+    for df in (fine, cubed, versions, runs, truns):
+        df.count()  # materialised here, one after another, before the tables built on them run side by side
+    t = stage("shared aggregates (one pass over the records)", t)
+
     tables = {
         "runs": runs,
         "trend": trend(cubed, truns, versions),
         "pass_rate": _pass_rate(_sum_counts(cubed, ["target", "suite"])),
-        "conformance": conformance(used, runs, catalog_ids or []),
-        "flaky": flaky(judged),
+        "conformance": conformance(fine, runs, catalog_ids or []),
+        "flaky": flaky(with_versions(used, versions)),
         "regressions": regressions(used, truns, versions),
         "durations": durations(used),
     }
-    tables["fault_checks"], tables["checkers"] = fault_checks(used)
-    for name, df in tables.items():
-        t1 = time.monotonic()
-        tables[name] = df = df.cache()  # written once, then collected from memory (the tables are small)
-        df.write.mode("overwrite").parquet(f"{tables_dir}/{name}")
-        timings[f"  {name}"] = round(time.monotonic() - t1, 3)
-    t = stage("aggregates (-> Parquet tables)", t)
-
-    data = collect(tables, rejects)
+    tables["fault_checks"], tables["checkers"] = fault_checks(fine, used)
+    data = _write_and_collect(tables, rejects, tables_dir, timings, log)
+    t = stage("aggregates (-> Parquet tables, collected for the report)", t)
     data["totals"] = [{"records": sum(r["cases"] for r in data["runs"]), "rejects": data["reject_count"][0]["n"],
                        "files": len(found.results), "runs": len(data["runs"])}]
     # dependents first: uncaching a base would re-cache what was built on it
-    for df in (*tables.values(), versions, cubed, runs, truns, used):
+    for df in (truns, runs, versions, cubed, fine):
         df.unpersist()
-    stage("collect for the report", t)
     tables["records"], tables["rejects"] = records, rejects
     return Result(tables, data, timings, found)
+
+
+# Tables are written and collected by a few threads at once: each Spark job of a small table spends much of its time
+# in the driver (planning, code generation) with the executor cores idle, and another job's tasks can use them.
+WRITERS = 3
+
+
+def _report_order() -> dict[str, tuple[list, int | None]]:
+    """Table -> (sort order, row limit) of the rows the HTML report shows."""
+    from pyspark.sql import functions as F
+
+    return {
+        "runs": (["run_index"], None),
+        "conformance": (["clause", "target"], None),
+        "pass_rate": (["target", "suite"], None),
+        "flaky": ([F.desc("flips"), F.desc("fails"), "target", "case"], MAX_LISTED),
+        "trend": (["run_index", "target"], None),
+        "regressions": ([F.desc("run_index"), "kind", "target", "case"], MAX_LISTED),
+        "durations": (["target", "suite"], None),
+        "fault_checks": (["target", "fault_label"], None),
+        "checkers": (["target", "checker"], None),
+    }
+
+
+def _write_and_collect(tables: dict, rejects, tables_dir: str, timings: dict[str, float],
+                       log: Callable[[str], None]) -> dict[str, list[dict]]:
+    """Write each aggregate as a Parquet table and collect its rows for the report (from memory: it is written
+    once, from a cache); the rejected lines' reasons and first lines too."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pyspark.sql import functions as F
+
+    order = _report_order()
+
+    def one(name: str) -> list[dict]:
+        t0 = time.monotonic()
+        df = tables[name].cache()
+        df.write.mode("overwrite").parquet(f"{tables_dir}/{name}")
+        rows = _rows(df, *order[name])
+        df.unpersist()
+        timings[f"  {name}"] = round(time.monotonic() - t0, 3)
+        log(f"  {name}: {timings[f'  {name}']:.2f}s")
+        return rows
+
+    with ThreadPoolExecutor(WRITERS, thread_name_prefix="report-table") as pool:
+        futures = {name: pool.submit(one, name) for name in tables}
+        futures["reject_reasons"] = pool.submit(
+            _rows, rejects.groupBy("reason").count(), [F.desc("count"), "reason"])
+        futures["rejects"] = pool.submit(_rows, rejects, ["source_file"], 50)
+        data = {name: future.result() for name, future in futures.items()}
+    data["reject_count"] = [{"n": sum(r["count"] for r in data["reject_reasons"])}]
+    for row in data["runs"]:
+        for key in ("run_start", "first_case", "last_case"):
+            row[key] = row[key].isoformat(timespec="seconds") + "Z" if row.get(key) else None
+    for row in data["trend"]:
+        row["run_start"] = row["run_start"].isoformat(timespec="seconds") + "Z" if row.get("run_start") else None
+    return data
 
 
 def _rows(df, order: list | None = None, limit: int | None = None) -> list[dict]:
@@ -614,31 +705,6 @@ def _rows(df, order: list | None = None, limit: int | None = None) -> list[dict]
     if limit:
         df = df.limit(limit)
     return [row.asDict(recursive=True) for row in df.collect()]
-
-
-def collect(tables: dict, rejects) -> dict[str, list[dict]]:
-    from pyspark.sql import functions as F
-
-    data = {
-        "runs": _rows(tables["runs"], ["run_index"]),
-        "conformance": _rows(tables["conformance"], ["clause", "target"]),
-        "pass_rate": _rows(tables["pass_rate"], ["target", "suite"]),
-        "flaky": _rows(tables["flaky"], [F.desc("flips"), F.desc("fails"), "target", "case"], MAX_LISTED),
-        "trend": _rows(tables["trend"], ["run_index", "target"]),
-        "regressions": _rows(tables["regressions"], [F.desc("run_index"), "kind", "target", "case"], MAX_LISTED),
-        "durations": _rows(tables["durations"], ["target", "suite"]),
-        "fault_checks": _rows(tables["fault_checks"], ["target", "fault_label"]),
-        "checkers": _rows(tables["checkers"], ["target", "checker"]),
-        "reject_reasons": _rows(rejects.groupBy("reason").count(), [F.desc("count"), "reason"]),
-        "rejects": _rows(rejects, ["source_file"], 50),
-    }
-    data["reject_count"] = [{"n": sum(r["count"] for r in data["reject_reasons"])}]
-    for row in data["runs"]:
-        for key in ("run_start", "first_case", "last_case"):
-            row[key] = row[key].isoformat(timespec="seconds") + "Z" if row.get(key) else None
-    for row in data["trend"]:
-        row["run_start"] = row["run_start"].isoformat(timespec="seconds") + "Z" if row.get("run_start") else None
-    return data
 
 
 if __name__ == "__main__":  # spark-submit reports/job.py INPUTS... --out DIR
