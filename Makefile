@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup system-packages run test clean
+.PHONY: setup system-packages report-jvm-cache run test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,12 @@ $(ALLURE): reports/package.json reports/package-lock.json
 	npm ci --prefix reports --no-audit --no-fund --loglevel=error
 	touch $(ALLURE)
 
-setup: system-packages $(STAMP) $(ALLURE)
+# The report JVM's ahead-of-time cache (JDK 25 or later; reports/jvm.py): a training run of the report, about a
+# minute, once per JDK and Spark version. Without it the report works, only its JVM warms up more slowly.
+report-jvm-cache: $(STAMP)
+	$(VENV)/bin/python -m reports.jvm --build-cache || echo "report JVM cache: not built (see above); the report runs without it"
+
+setup: system-packages $(STAMP) $(ALLURE) report-jvm-cache
 
 # The main job: the conformance matrix (matrix.yaml: the reference peers plus every real product found
 # here), then the Spark report over every run in results/ (results/report/index.html).

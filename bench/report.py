@@ -53,7 +53,8 @@ def main() -> int:
 
     load_before = os.getloadavg()[0]
     t0 = time.monotonic()
-    spark = spark_session(args.master)
+    jvm_line = []
+    spark = spark_session(args.master, log=jvm_line.append)
     start = time.monotonic() - t0
     jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
     result = run_job(spark, [str(runs_dir)], str(out))
@@ -77,6 +78,7 @@ def main() -> int:
           f"rejected lines {result.data['totals'][0]['rejects']}")
     print(f"CPU: {cpu:.1f}s (JVM and Python) on {os.cpu_count()} cores; load average {load_before:.2f} before, "
           f"{os.getloadavg()[0]:.2f} after (other processes on the machine slow the wall time down)")
+    print(jvm_line[0] if jvm_line else "JVM: started before this session (options unknown)")
     print(f"target: under {TARGET_S:.0f}s end to end: {'met' if total < TARGET_S else 'MISSED'}")
     if not args.keep:
         import shutil

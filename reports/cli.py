@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     print(f"report: starting Spark ({args.master or 'as spark-submit says, else local[*]'})", flush=True)
     shared = SparkSession.getActiveSession()  # a caller's session (tests, notebooks) is left running
-    spark = spark_session(args.master)
+    spark = spark_session(args.master, log=lambda line: print(f"report: {line}", flush=True))
     timings = {"spark session start": round(time.monotonic() - t0, 3)}
     try:
         result = run_job(spark, inputs, out, catalog_ids, log=lambda line: print(f"report: {line}", flush=True))

@@ -1,0 +1,97 @@
+"""The report JVM's choice of JDK and its options (reports/jvm.py), on fake JDK folders: no JVM is started."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from reports import jvm
+
+
+def fake_jdk(root: Path, name: str, version: str) -> Path:
+    home = root / name
+    (home / "bin").mkdir(parents=True)
+    java = home / "bin" / "java"
+    java.write_text("#!/bin/sh\n")
+    java.chmod(java.stat().st_mode | stat.S_IXUSR)
+    (home / "release").write_text(f'IMPLEMENTOR="test"\nJAVA_VERSION="{version}"\n')
+    return home
+
+
+@pytest.fixture
+def jdks(tmp_path, monkeypatch):
+    root = tmp_path / "jvm"
+    fake_jdk(root, "java-17", "17.0.15")
+    newest = fake_jdk(root, "temurin-25", "25.0.3")
+    fake_jdk(root, "java-26-ea", "26-ea")  # a version Spark does not run on: never chosen
+    monkeypatch.setattr(jvm, "_default_java_version", lambda: "17.0.15")
+    return root, newest
+
+
+def test_the_newest_supported_jdk_is_chosen_over_an_older_default(jdks):
+    root, newest = jdks
+    jdk = jvm.choose_jdk(env={}, roots=(str(root),))
+    assert (jdk.home, jdk.major, jdk.version) == (str(newest), 25, "25.0.3")
+    assert "newest found" in jdk.why and "17.0.15" in jdk.why
+
+
+def test_java_home_set_by_the_user_is_respected(jdks, tmp_path):
+    root, _ = jdks
+    jdk = jvm.choose_jdk(env={"JAVA_HOME": str(root / "java-17")}, roots=(str(root),))
+    assert (jdk.home, jdk.major) == (str(root / "java-17"), 17)
+
+
+def test_interop_report_java_home_wins_and_must_be_a_jdk(jdks, tmp_path):
+    root, _ = jdks
+    env = {"INTEROP_REPORT_JAVA_HOME": str(root / "java-17"), "JAVA_HOME": str(root / "temurin-25")}
+    assert jvm.choose_jdk(env=env, roots=(str(root),)).major == 17
+    with pytest.raises(ValueError, match=r"INTEROP_REPORT_JAVA_HOME=.*nowhere: no bin/java there"):
+        jvm.choose_jdk(env={"INTEROP_REPORT_JAVA_HOME": str(tmp_path / "nowhere")}, roots=(str(root),))
+
+
+def test_without_a_newer_jdk_the_default_java_is_used(tmp_path, monkeypatch):
+    root = tmp_path / "jvm"
+    fake_jdk(root, "java-17", "17.0.15")
+    monkeypatch.setattr(jvm, "_default_java_version", lambda: "17.0.15")
+    jdk = jvm.choose_jdk(env={}, roots=(str(root),))
+    assert jdk.home is None and jdk.major == 17
+
+
+def test_options_use_the_cache_only_where_one_was_built_and_the_users_options_come_last(jdks, tmp_path):
+    root, newest = jdks
+    env = {"INTEROP_CACHE_DIR": str(tmp_path / "cache"), "INTEROP_REPORT_JAVA_OPTS": "-Xss4m -XX:+UseG1GC"}
+    jdk = jvm.choose_jdk(env={}, roots=(str(root),))
+    cache = jvm.cache_path(jdk, env)
+    assert cache.parent == tmp_path / "cache" and "jdk25.0.3" in cache.name
+    options = jvm.java_options(jdk, env)
+    assert not any(o.startswith("-XX:AOTCache") for o in options)  # not built yet
+    assert options[-2:] == ["-Xss4m", "-XX:+UseG1GC"]
+    cache.parent.mkdir(parents=True)
+    cache.write_bytes(b"x")
+    assert f"-XX:AOTCache={cache}" in jvm.java_options(jdk, env)
+    assert not any(o.startswith("-XX:AOTCache") for o in jvm.java_options(jdk, {**env, "INTEROP_REPORT_AOT_CACHE": "off"}))
+
+
+def test_a_jdk_before_25_has_no_cache_and_building_one_says_why(jdks, monkeypatch):
+    root, _ = jdks
+    jdk = jvm.choose_jdk(env={"JAVA_HOME": str(root / "java-17")}, roots=(str(root),))
+    assert jvm.cache_path(jdk, {}) is None
+    monkeypatch.setenv("JAVA_HOME", str(root / "java-17"))
+    said: list[str] = []
+    assert jvm.build_cache(log=said.append) == 0
+    assert said == [f"report JVM cache: not built: JDK 17.0.15 at {root / 'java-17'} (JAVA_HOME) has no "
+                    "ahead-of-time cache (JDK 25 or later has)"]
+
+
+def test_major_versions_are_read_like_the_jdk_writes_them():
+    assert [jvm._major(v) for v in ("25.0.3", "17.0.15", "21", "1.8.0_402", "26-ea", "", None)] == [25, 17, 21, 8, 26, 0, 0]
+
+
+def test_apply_points_spark_at_the_chosen_jdk(monkeypatch, jdks):
+    _, newest = jdks
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    jvm.apply(jvm.Jdk(str(newest), 25, "25.0.3", "test"))
+    assert os.environ["JAVA_HOME"] == str(newest)
