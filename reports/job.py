@@ -444,25 +444,26 @@ def conformance(fine, runs, catalog_ids: list[str]):
     return counted
 
 
-def flaky(judged):
+def flaky(records, versions):
     """Same target, version and case both passing and failing across runs; `flips` counts the changes between
     consecutive runs of the case (in start order).
 
-    Two passes: a hash aggregation over every record finds the cases that both passed and failed (usually a few
-    percent); only their records are then put in start order by a window, for flips and the last outcome. The
-    candidates are broadcast to that second pass, so the other records are dropped where they are read instead of
-    being shuffled to a join. (Ordering every record, or collecting each case's history into an array, costs several
+    Two passes. A hash aggregation over every record finds the (target, case) pairs that both passed and failed
+    in some runs (usually a few percent; a case flaky within one version is among them). Only their records are
+    then given their version, put in start order by a window, and judged per version. The candidates are
+    broadcast to that second pass, so the other records are dropped where they are read instead of being
+    shuffled to a join. (Ordering every record, or collecting each case's history into an array, costs several
     times the CPU on a million records.)"""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     keys = ["target", "version", "case"]
-    judged = judged.where(F.col("outcome").isin("passed", *BAD)).withColumn(
+    judged = records.where(F.col("outcome").isin("passed", *BAD)).withColumn(
         "p", (F.col("outcome") == "passed").cast("int"))
-    candidates = (judged.groupBy(*keys).agg(F.sum("p").alias("passes"), F.count(F.lit(1)).alias("runs"))
-                  .where((F.col("passes") > 0) & (F.col("passes") < F.col("runs"))).select(*keys))
+    candidates = (judged.groupBy("target", "case").agg(F.sum("p").alias("passes"), F.count(F.lit(1)).alias("runs"))
+                  .where((F.col("passes") > 0) & (F.col("passes") < F.col("runs"))).select("target", "case"))
     in_order = Window.partitionBy(*keys).orderBy("started", "p")
-    history = (judged.join(F.broadcast(candidates), keys, "left_semi")
+    history = (with_versions(judged.join(F.broadcast(candidates), ["target", "case"], "left_semi"), versions)
                .withColumn("flip", (F.col("p") != F.lag("p").over(in_order)).cast("int")))
     found = history.groupBy(*keys).agg(
         F.first("suite").alias("suite"),
@@ -471,7 +472,8 @@ def flaky(judged):
         F.max_by("outcome", "started").alias("last_outcome"),
         F.array_compact(F.array(F.max("config_fault"))).alias("config_faults"),
         F.coalesce(F.sum("flip"), F.lit(0)).cast("int").alias("flips"))  # the first run has no change (null)
-    return found.withColumn("fails", F.col("runs") - F.col("passes")).select(
+    return found.withColumn("fails", F.col("runs") - F.col("passes")).where(
+        (F.col("passes") > 0) & (F.col("fails") > 0)).select(
         *keys, "suite", "passes", "runs", "last_outcome", "config_faults", "fails", "flips",
         F.round(F.col("fails") / F.col("runs"), 4).alias("fail_rate"))
 
@@ -626,7 +628,7 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
         "trend": trend(cubed, truns, versions),
         "pass_rate": _pass_rate(_sum_counts(cubed, ["target", "suite"])),
         "conformance": conformance(fine, runs, catalog_ids or []),
-        "flaky": flaky(with_versions(used, versions)),
+        "flaky": flaky(used, versions),
         "regressions": regressions(used, truns, versions),
         "durations": durations(used),
     }

@@ -152,6 +152,22 @@ def test_flaky_cases_pass_and_fail_on_the_same_target_and_version(known):
     assert flaky[(A_NAME, a, "c1")]["last_outcome"] == "failed"
 
 
+def test_a_case_that_changes_only_with_the_version_is_not_flaky(spark, tmp_path):
+    """Flaky is judged per version: passing on 1.0 and failing on 2.0 is a change of version, not flakiness,
+    while a case that flips within 2.0 is flaky there (and only there)."""
+    v1 = {"router": {"vendor": "reference", "version": "1.0", "provider": "subprocess"}}
+    v2 = {"router": {"vendor": "reference", "version": "2.0", "provider": "subprocess"}}
+    runs = {1: [record(1, "c7", "passed", v1, ["S-1"]), record(1, "c8", "passed", v1, ["S-1"])],
+            2: [record(2, "c7", "failed", v2, ["S-1"]), record(2, "c8", "passed", v2, ["S-1"])],
+            3: [record(3, "c7", "failed", v2, ["S-1"]), record(3, "c8", "failed", v2, ["S-1"])]}
+    for run, records in runs.items():
+        (tmp_path / "runs" / f"run-{run}").mkdir(parents=True)
+        (tmp_path / "runs" / f"run-{run}" / "results.jsonl").write_text("\n".join(json.dumps(r) for r in records))
+    result = run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"))
+    flaky = {(r["version"], r["case"].split("::")[1]): (r["passes"], r["fails"]) for r in rows(result, "flaky")}
+    assert flaky == {("router 2.0", "c8"): (1, 1)}
+
+
 def test_regressions_compare_each_targets_latest_run_with_its_previous(known):
     result, _ = known
     found = {(r["kind"], r["target"], r["case"].split("::")[1], r["run_id"], r["prev_run_id"])
