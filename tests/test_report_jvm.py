@@ -92,6 +92,8 @@ def test_major_versions_are_read_like_the_jdk_writes_them():
 
 def test_apply_points_spark_at_the_chosen_jdk(monkeypatch, jdks):
     _, newest = jdks
-    monkeypatch.delenv("JAVA_HOME", raising=False)
+    # set, then removed: monkeypatch then restores the real value (or its absence) after apply() changed it
+    monkeypatch.setenv("JAVA_HOME", "/before")
+    monkeypatch.delenv("JAVA_HOME")
     jvm.apply(jvm.Jdk(str(newest), 25, "25.0.3", "test"))
     assert os.environ["JAVA_HOME"] == str(newest)
