@@ -72,7 +72,8 @@ def test_options_use_the_cache_only_where_one_was_built_and_the_users_options_co
     cache.parent.mkdir(parents=True)
     cache.write_bytes(b"x")
     assert f"-XX:AOTCache={cache}" in jvm.java_options(jdk, env)
-    assert not any(o.startswith("-XX:AOTCache") for o in jvm.java_options(jdk, {**env, "INTEROP_REPORT_AOT_CACHE": "off"}))
+    switched_off = jvm.java_options(jdk, {**env, "INTEROP_REPORT_AOT_CACHE": "off"})
+    assert not any(o.startswith("-XX:AOTCache") for o in switched_off)
 
 
 def test_a_jdk_before_25_has_no_cache_and_building_one_says_why(jdks, monkeypatch):
@@ -87,7 +88,8 @@ def test_a_jdk_before_25_has_no_cache_and_building_one_says_why(jdks, monkeypatc
 
 
 def test_major_versions_are_read_like_the_jdk_writes_them():
-    assert [jvm._major(v) for v in ("25.0.3", "17.0.15", "21", "1.8.0_402", "26-ea", "", None)] == [25, 17, 21, 8, 26, 0, 0]
+    versions = ("25.0.3", "17.0.15", "21", "1.8.0_402", "26-ea", "", None)
+    assert [jvm._major(v) for v in versions] == [25, 17, 21, 8, 26, 0, 0]
 
 
 def test_apply_points_spark_at_the_chosen_jdk(monkeypatch, jdks):
