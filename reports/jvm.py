@@ -149,9 +149,9 @@ def _training_job(folder: str) -> None:
     spark.stop()
 
 
-def build_cache(force: bool = False, log=print) -> int:
+def build_cache(jdk: Jdk | None = None, force: bool = False, log=print) -> int:
     """Write the AOT cache of the chosen JDK; 0 when written or already there, or when this JDK has none."""
-    jdk = choose_jdk()
+    jdk = jdk or choose_jdk()
     target = cache_path(jdk)
     if target is None:
         log(f"report JVM cache: not built: {jdk.why} has no ahead-of-time cache (JDK 25 or later has)")
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interop report: {exc}", file=sys.stderr)
         return 2
     if args.build_cache:
-        return build_cache(force=args.force)
+        return build_cache(jdk, force=args.force)
     cache = cache_path(jdk)
     print(f"JVM: {jdk.why}")
     print(f"AOT cache: {cache if cache and cache.is_file() else 'none' if cache is None else f'{cache} (not built)'}")
