@@ -168,6 +168,9 @@ def resolve_inputs(spark, inputs: list[str]) -> Inputs:
 # the columns of a record the aggregates read (records.parquet has them all)
 USED_COLUMNS = ("run_id", "target", "peers", "suite", "case", "spec", "outcome", "duration_s", "started", "cell",
                 "config_fault", "fault_name", "checks", "message")
+# columns whose values hardly repeat: a Parquet dictionary for them is built only to be thrown away (measured: a
+# tenth of the ingest's write)
+UNIQUE_COLUMNS = ("started_at", "started", "duration_s")
 RECORD_FIELDS = ("schema", "run_id", "case", "suite", "spec", "topology", "peers", "fault", "outcome", "duration_s",
                  "started_at", "details", "message", "host")
 
@@ -189,7 +192,10 @@ def record_schema():
         T.StructField("outcome", T.StringType()),
         T.StructField("duration_s", T.DoubleType()),
         T.StructField("started_at", T.StringType()),
-        T.StructField("details", T.StringType()),    # free-form object, kept as JSON text
+        # free-form object: key -> value (a string as it is, anything else as its JSON text). Parsed here, with
+        # the line, rather than kept as text and parsed again for the few keys the aggregates read: that second
+        # parse cost more than a third of the whole ingest
+        T.StructField("details", T.MapType(T.StringType(), T.StringType())),
         T.StructField("message", T.StringType()),
         T.StructField("host", T.StringType()),
     ])
@@ -232,14 +238,24 @@ def ingest(spark, files: list[str]):
 
 
 PEERS_MAP = "map<string, struct<vendor: string, version: string, provider: string>>"
+MAX_ROLES = 8  # roles named one by one in a target decoded from `peers`; more are summed up as "N more roles"
 
 
 def peers_target(peers_json):
-    """`broker=rabbitmq + router=reference` from a record's peers (JSON text)."""
+    """`broker=rabbitmq + router=reference` from a record's peers (JSON text).
+
+    Built from functions Spark compiles into the query's generated code: one lambda or from_json in a projection
+    makes Spark evaluate that whole projection row by row, and this one runs over every record (it costs a tenth
+    of the ingest). Hence the JSON text goes through a variant, and the roles are taken by position."""
     from pyspark.sql import functions as F
 
-    entries = F.array_sort(F.map_entries(F.from_json(peers_json, PEERS_MAP)))
-    return F.concat_ws(" + ", F.transform(entries, lambda e: F.concat(e["key"], F.lit("="), e["value"]["vendor"])))
+    as_map = F.try_variant_get(F.try_parse_json(peers_json), "$", PEERS_MAP)
+    entries = F.sort_array(F.map_entries(as_map))  # by role
+    named = [F.when(F.size(entries) > i, F.concat(entries[i]["key"], F.lit("="), entries[i]["value"]["vendor"]))
+             for i in range(MAX_ROLES)]
+    more = F.when(F.size(entries) > MAX_ROLES,
+                  F.concat((F.size(entries) - MAX_ROLES).cast("string"), F.lit(" more roles")))
+    return F.concat_ws(" + ", *named, more)
 
 
 def _roles_in_order(cell_peers):
@@ -260,12 +276,11 @@ def _derive(records):
     Cheap string functions only: this runs once per record."""
     from pyspark.sql import functions as F
 
-    # json_tuple parses `details` once for all its fields (get_json_object would parse it once per field).
     # The target is the cell's choice of vendor per role where the record says it (interop run tags every record
     # with details.cell_peers), else the peers the case itself used (decoded only for those records).
     chosen = _roles_in_order(F.col("cell_peers"))
-    return (records.select("*", F.json_tuple("details", "cell", "config_fault", "checks", "cell_peers")
-                           .alias("cell", "config_fault", "checks", "cell_peers"))
+    return (records.select("*", *[F.col("details")[key].alias(key)
+                                  for key in ("cell", "config_fault", "checks", "cell_peers")])
             .withColumn("target", F.when(F.col("cell_peers") != "", chosen)
                         .when(F.col("peers").startswith("{") & (F.col("peers") != "{}"), peers_target(F.col("peers")))
                         .otherwise(F.lit("(no peers)")))
@@ -593,9 +608,14 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
     fields = [*RECORD_FIELDS]
     line = F.substring(F.coalesce("_corrupt", F.to_json(F.struct(*fields))), 1, 300)
     kind = F.when(F.col("reason").isNull(), "records").otherwise("rejects")
-    checked = checked.withColumn("line", F.when(F.col("reason").isNotNull(), line)).withColumn("kind", kind)
+    # (`line` keeps the text of a line that is not JSON: the raw `_corrupt` column is not written)
+    checked = (checked.withColumn("line", F.when(F.col("reason").isNotNull(), line)).withColumn("kind", kind)
+               .drop("_corrupt"))
     # Not cached: the JSON is parsed in this one write, and the aggregates read the Parquet records it leaves.
-    checked.write.mode("overwrite").partitionBy("kind").parquet(lines)
+    writer = checked.write.mode("overwrite").partitionBy("kind")
+    for column in UNIQUE_COLUMNS:
+        writer = writer.option(f"parquet.enable.dictionary#{column}", "false")
+    writer.parquet(lines)
     t = stage("ingest (JSON lines -> Parquet)", t)
     table_schema = checked.drop("kind").schema
     for name in ("records", "rejects"):
@@ -607,7 +627,7 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
     def table(name: str):  # the schema is known: no Spark job to infer it from the files' footers
         return spark.read.schema(table_schema).parquet(f"{tables_dir}/{name}")
 
-    records = table("records").drop("reason", "_corrupt", "line")
+    records = table("records").drop("reason", "line")
     # Every aggregate reads the Parquet records, not a cache: a scan reads only its columns and costs less than
     # building an in-memory copy of a million rows. What several aggregates share is small and cached.
     used = records.select(*USED_COLUMNS, F.coalesce("fault_name", F.concat(F.lit("config: "), "config_fault"))

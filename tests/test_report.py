@@ -207,6 +207,34 @@ def test_versions_durations_and_fault_checks(known, spark):
         ("total-queue", 1, 1, 9)
 
 
+def test_target_from_peers_when_the_record_has_no_cell(spark):
+    from pyspark.sql import functions as F
+
+    from reports.job import peers_target
+
+    many = {f"r{i:02d}": {"vendor": f"v{i}"} for i in range(10, 0, -1)}  # 10 roles, given in reverse order
+    cases = {
+        json.dumps({"router": {"vendor": "reference"}, "broker": {"vendor": "rabbitmq", "version": "3"}}):
+            "broker=rabbitmq + router=reference",
+        json.dumps({"router": {"version": "1"}}): "",            # no vendor: the role says nothing to compare
+        json.dumps({"router": "reference"}): "",                 # not role -> object
+        "{not json": "",
+        json.dumps(many): " + ".join(f"r{i:02d}=v{i}" for i in range(1, 9)) + " + 2 more roles",
+    }
+    got = spark.createDataFrame([(k,) for k in cases], "peers string").select(
+        "peers", peers_target(F.col("peers")).alias("target")).collect()
+    assert {r["peers"]: r["target"] for r in got} == cases
+
+
+def test_records_keep_details_as_a_map(known, spark):
+    _, out = known
+    records = spark.read.parquet(str(out / "tables" / "records"))
+    c5 = records.where("case like '%c5'").first()
+    assert json.loads(c5["details"]["checks"]) == {"total-queue": {"ok": False, "attempted": 10, "delivered": 9,
+                                                                   "lost": 1}}
+    assert records.where("case like '%c6'").first()["details"]["cell"] == "c"
+
+
 def test_parquet_tables_are_written(known):
     _, out = known
     names = {p.name for p in (out / "tables").iterdir()}
