@@ -370,7 +370,9 @@ def fine_counts(records):
     reduces those few rows to their min, max and set."""
     from pyspark.sql import functions as F
 
-    keys = ["run_id", "target", "suite", "spec", "cell", "config_fault", "peers", "fault_label"]
+    # `checks` (details.checks: checker counts, on the few records of fault cases) is a key too, so that the
+    # checker sums come from this pass instead of another scan of every record
+    keys = ["run_id", "target", "suite", "spec", "cell", "config_fault", "peers", "fault_label", "checks"]
     return _counts(records, keys, extra=(
         F.min("started").alias("first_case"), F.max("started").alias("last_case"),
         F.sum("duration_s").alias("case_seconds")))
@@ -466,12 +468,11 @@ def flaky(records, versions):
     consecutive runs of the case (in start order).
 
     Two passes. A hash aggregation over every record finds the (target, case) pairs that both passed and failed
-    in some runs (usually a few percent; a case flaky within one version is among them). Only their records are
-    then given their version, put in start order by a window, and judged per version. The candidates are
-    broadcast to that second pass, so the other records are dropped where they are read instead of being
-    shuffled to a join. (Ordering every record, or collecting each case's history into an array, costs several
-    times the CPU on a million records.)"""
-    from pyspark.sql import Window
+    in some runs (a case flaky within one version is among them). Only their records are then given their version
+    and aggregated per (target, version, case), each case's history kept as a list of (start, passed) that is
+    sorted and walked for the flips. The candidates are broadcast to that second pass, so the other records are
+    dropped where they are read. (Measured on a million records: a window in start order instead of the list
+    shuffles every record whole and cost a fifth more.)"""
     from pyspark.sql import functions as F
 
     keys = ["target", "version", "case"]
@@ -479,31 +480,44 @@ def flaky(records, versions):
         "p", (F.col("outcome") == "passed").cast("int"))
     candidates = (judged.groupBy("target", "case").agg(F.sum("p").alias("passes"), F.count(F.lit(1)).alias("runs"))
                   .where((F.col("passes") > 0) & (F.col("passes") < F.col("runs"))).select("target", "case"))
-    in_order = Window.partitionBy(*keys).orderBy("started", "p")
-    history = (with_versions(judged.join(F.broadcast(candidates), ["target", "case"], "left_semi"), versions)
-               .withColumn("flip", (F.col("p") != F.lag("p").over(in_order)).cast("int")))
+    history = with_versions(judged.join(F.broadcast(candidates), ["target", "case"], "left_semi"), versions)
     found = history.groupBy(*keys).agg(
         F.first("suite").alias("suite"),
         F.sum("p").alias("passes"),
         F.count(F.lit(1)).alias("runs"),  # one record per case and run
         F.max_by("outcome", "started").alias("last_outcome"),
         F.array_compact(F.array(F.max("config_fault"))).alias("config_faults"),
-        F.coalesce(F.sum("flip"), F.lit(0)).cast("int").alias("flips"))  # the first run has no change (null)
-    return found.withColumn("fails", F.col("runs") - F.col("passes")).where(
-        (F.col("passes") > 0) & (F.col("fails") > 0)).select(
-        *keys, "suite", "passes", "runs", "last_outcome", "config_faults", "fails", "flips",
-        F.round(F.col("fails") / F.col("runs"), 4).alias("fail_rate"))
+        F.sort_array(F.collect_list(F.struct("started", "p"))).alias("history"))
+    passed = F.col("history")["p"]  # 1/0 per run, in start order (ties: a fail before a pass)
+    n = F.size(passed)
+    changes = F.zip_with(F.slice(passed, 2, n), F.slice(passed, 1, n - 1),
+                         lambda now, before: (now != before).cast("int"))
+    return (found.withColumn("flips", F.aggregate(changes, F.lit(0), lambda total, x: total + x))
+            .withColumn("fails", F.col("runs") - F.col("passes"))
+            .where((F.col("passes") > 0) & (F.col("fails") > 0))
+            .select(*keys, "suite", "passes", "runs", "last_outcome", "config_faults", "fails", "flips",
+                    F.round(F.col("fails") / F.col("runs"), 4).alias("fail_rate")))
 
 
-def regressions(records, truns, versions):
-    """Each case whose outcome changed between the latest run of a target and that target's previous run."""
+def latest_pairs(truns):
+    """(target, latest run, previous run) for every target that has run twice or more: what regressions compare."""
     from pyspark.sql import functions as F
 
-    pairs = truns.where(F.col("is_latest") & F.col("prev_run_id").isNotNull()).select(
+    return truns.where(F.col("is_latest") & F.col("prev_run_id").isNotNull()).select(
         "target", "run_id", "prev_run_id", "run_index", "is_latest")
+
+
+def regressions(records, truns, versions, run_ids: list[str] | None = None):
+    """Each case whose outcome changed between the latest run of a target and that target's previous run.
+    `run_ids`, the runs of latest_pairs() when known, lets the Parquet reader skip the other runs' row groups."""
+    from pyspark.sql import functions as F
+
+    pairs = latest_pairs(truns)
     cols = ["target", "run_id", "suite", "case", "version", "outcome", "message", "config_fault"]
     # the records of those two runs per target only, before anything else is done to them
     both = pairs.select("target", "run_id").union(pairs.select("target", F.col("prev_run_id").alias("run_id")))
+    if run_ids is not None:
+        records = records.where(F.col("run_id").isin(*run_ids))
     judged = with_versions(records.where(F.col("outcome").isin("passed", *BAD))
                            .join(F.broadcast(both), ["target", "run_id"], "left_semi"), versions).select(*cols)
     cur = judged.join(F.broadcast(pairs), ["target", "run_id"])
@@ -531,24 +545,26 @@ def durations(records):
                     "mean_s", "max_s"))
 
 
-def fault_checks(fine, records):
+def fault_checks(fine):
     """Per target and fault (an injected fault, or a deliberate config fault): outcomes, and the sums of the
-    checkers' counts where records carry `details.checks.<checker>` objects; absent everywhere is fine."""
+    checkers' counts where records carry `details.checks.<checker>` objects; absent everywhere is fine. A row of
+    `fine` stands for `cases` records with the same checks."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     by_fault = _sum_counts(fine.where(F.col("fault_label").isNotNull()), ["target", "fault_label"])
-    checks = (records.where(F.col("checks").isNotNull())
+    checks = (fine.where(F.col("checks").isNotNull())
               .withColumn("checks", F.from_json("checks", T.MapType(T.StringType(), T.StringType())))
               .where(F.col("checks").isNotNull())
-              .select("target", "outcome", F.explode("checks").alias("checker", "result")))
+              .select("target", "cases", F.explode("checks").alias("checker", "result")))
     fields = ("attempted", "delivered", "lost", "duplicated", "reordered", "unexpected", "recovered")
     ok = F.lower(F.coalesce(F.get_json_object("result", "$.ok"), F.get_json_object("result", "$.valid"),
                             F.get_json_object("result", "$.verdict")))
     by_checker = checks.groupBy("target", "checker").agg(
-        F.count(F.lit(1)).alias("cases"),
-        F.sum(F.when(ok.isin("false", "fail", "failed", "invalid"), 1).otherwise(0)).alias("violations"),
-        *[F.sum(F.get_json_object("result", f"$.{name}").cast("long")).alias(name) for name in fields])
+        F.sum("cases").alias("cases"),
+        F.sum(F.when(ok.isin("false", "fail", "failed", "invalid"), F.col("cases")).otherwise(0)).alias("violations"),
+        *[F.sum(F.get_json_object("result", f"$.{name}").cast("long") * F.col("cases")).alias(name)
+          for name in fields])
     return by_fault, by_checker
 
 
@@ -642,6 +658,9 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
     truns = target_runs(cubed, runs).cache()
     for df in (fine, cubed, versions, runs, truns):
         df.count()  # materialised here, one after another, before the tables built on them run side by side
+    # the runs regressions compare, known before its query is planned: a filter on them skips the other runs'
+    # row groups of the records (a run's records lie together, in the order they were read)
+    compared = sorted({r[k] for r in latest_pairs(truns).collect() for k in ("run_id", "prev_run_id")})
     t = stage("shared aggregates (one pass over the records)", t)
 
     tables = {
@@ -650,10 +669,10 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
         "pass_rate": _pass_rate(_sum_counts(cubed, ["target", "suite"])),
         "conformance": conformance(fine, runs, catalog_ids or []),
         "flaky": flaky(used, versions),
-        "regressions": regressions(used, truns, versions),
+        "regressions": regressions(used, truns, versions, compared),
         "durations": durations(used),
     }
-    tables["fault_checks"], tables["checkers"] = fault_checks(fine, used)
+    tables["fault_checks"], tables["checkers"] = fault_checks(fine)
     data = _write_and_collect(tables, rejects, tables_dir, timings, log)
     t = stage("aggregates (-> Parquet tables, collected for the report)", t)
     data["totals"] = [{"records": sum(r["cases"] for r in data["runs"]), "rejects": data["reject_count"][0]["n"],
@@ -671,17 +690,15 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
 WRITERS = 3
 
 
-def _report_order() -> dict[str, tuple[list, int | None]]:
-    """Table -> (sort order, row limit) of the rows the HTML report shows."""
-    from pyspark.sql import functions as F
-
+def _report_order() -> dict[str, tuple[list[str], int | None]]:
+    """Table -> (sort order, row limit) of the rows the HTML report shows; `-name` sorts descending."""
     return {
         "runs": (["run_index"], None),
         "conformance": (["clause", "target"], None),
         "pass_rate": (["target", "suite"], None),
-        "flaky": ([F.desc("flips"), F.desc("fails"), "target", "case"], MAX_LISTED),
+        "flaky": (["-flips", "-fails", "target", "case"], MAX_LISTED),
         "trend": (["run_index", "target"], None),
-        "regressions": ([F.desc("run_index"), "kind", "target", "case"], MAX_LISTED),
+        "regressions": (["-run_index", "kind", "target", "case"], MAX_LISTED),
         "durations": (["target", "suite"], None),
         "fault_checks": (["target", "fault_label"], None),
         "checkers": (["target", "checker"], None),
@@ -693,8 +710,6 @@ def _write_and_collect(tables: dict, rejects, tables_dir: str, timings: dict[str
     """Write each aggregate as a Parquet table and collect its rows for the report (from memory: it is written
     once, from a cache); the rejected lines' reasons and first lines too."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from pyspark.sql import functions as F
 
     order = _report_order()
 
@@ -710,8 +725,7 @@ def _write_and_collect(tables: dict, rejects, tables_dir: str, timings: dict[str
 
     with ThreadPoolExecutor(WRITERS, thread_name_prefix="report-table") as pool:
         futures = {name: pool.submit(one, name) for name in tables}
-        futures["reject_reasons"] = pool.submit(
-            _rows, rejects.groupBy("reason").count(), [F.desc("count"), "reason"])
+        futures["reject_reasons"] = pool.submit(_rows, rejects.groupBy("reason").count(), ["-count", "reason"])
         futures["rejects"] = pool.submit(_rows, rejects, ["source_file"], 50)
         data = {name: future.result() for name, future in futures.items()}
     data["reject_count"] = [{"n": sum(r["count"] for r in data["reject_reasons"])}]
@@ -723,12 +737,20 @@ def _write_and_collect(tables: dict, rejects, tables_dir: str, timings: dict[str
     return data
 
 
-def _rows(df, order: list | None = None, limit: int | None = None) -> list[dict]:
-    if order:
-        df = df.orderBy(*order)
+def _rows(df, order: list[str], limit: int | None = None) -> list[dict]:
+    """The rows of a small table, in `order` (Spark's: nulls first ascending, last descending). Without a limit
+    they are sorted here: a Spark sort is two more jobs (sampling the range bounds, then sorting), each costing
+    far more than sorting a few thousand rows in Python."""
+    from pyspark.sql import functions as F
+
     if limit:
-        df = df.limit(limit)
-    return [row.asDict(recursive=True) for row in df.collect()]
+        keys = [F.desc(k[1:]) if k.startswith("-") else F.col(k) for k in order]
+        return [row.asDict(recursive=True) for row in df.orderBy(*keys).limit(limit).collect()]
+    rows = [row.asDict(recursive=True) for row in df.collect()]
+    for key in reversed(order):  # stable sorts, the last key first
+        name, descending = key.lstrip("-"), key.startswith("-")
+        rows.sort(key=lambda r: (r[name] is not None, r[name]), reverse=descending)
+    return rows
 
 
 if __name__ == "__main__":  # spark-submit reports/job.py INPUTS... --out DIR
