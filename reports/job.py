@@ -396,12 +396,12 @@ def runs_table(cubed, metas):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    runs = _pass_rate(_sum_counts(cubed, ["run_id"])).join(
-        cubed.groupBy("run_id").agg(F.min("first_case").alias("first_case"), F.max("last_case").alias("last_case"),
-                                    F.array_sort(F.collect_set("target")).alias("targets"),
-                                    F.array_sort(F.collect_set("config_fault")).alias("config_faults"),
-                                    F.array_sort(F.array_distinct(F.flatten(F.collect_list("cells")))).alias("cells"),
-                                    F.sum("case_seconds").alias("case_seconds")), "run_id")
+    runs = _pass_rate(_sum_counts(cubed, ["run_id"], extra=(
+        F.min("first_case").alias("first_case"), F.max("last_case").alias("last_case"),
+        F.array_sort(F.collect_set("target")).alias("targets"),
+        F.array_sort(F.collect_set("config_fault")).alias("config_faults"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("cells")))).alias("cells"),
+        F.sum("case_seconds").alias("case_seconds"))))
     if metas is not None:
         runs = runs.join(metas, "run_id", "left")
     else:
@@ -431,8 +431,7 @@ def target_runs(cubed, runs):
 def trend(cubed, truns, versions):
     from pyspark.sql import functions as F
 
-    per_run = _pass_rate(_sum_counts(cubed, ["target", "run_id"])).join(
-        cubed.groupBy("target", "run_id").agg(F.max("config_fault").alias("config_fault")), ["target", "run_id"])
+    per_run = _pass_rate(_sum_counts(cubed, ["target", "run_id"], extra=(F.max("config_fault").alias("config_fault"),)))
     return (per_run.join(truns.select("target", "run_id", "run_index", "run_start", "target_run_no"),
                          ["target", "run_id"])
             .join(versions.withColumnRenamed("run_version", "version"), ["target", "run_id"], "left"))
@@ -509,22 +508,25 @@ def latest_pairs(truns):
 
 def regressions(records, truns, versions, run_ids: list[str] | None = None):
     """Each case whose outcome changed between the latest run of a target and that target's previous run.
-    `run_ids`, the runs of latest_pairs() when known, lets the Parquet reader skip the other runs' row groups."""
+    `run_ids`, the runs of latest_pairs() when known, lets the Parquet reader skip the other runs' row groups.
+
+    The versions are joined to the few pairs of runs, not to the records; the records of each side are kept by a
+    broadcast join with those pairs, so that only the two runs' records of each target meet in the last join."""
     from pyspark.sql import functions as F
 
-    pairs = latest_pairs(truns)
-    cols = ["target", "run_id", "suite", "case", "version", "outcome", "message", "config_fault"]
-    # the records of those two runs per target only, before anything else is done to them
-    both = pairs.select("target", "run_id").union(pairs.select("target", F.col("prev_run_id").alias("run_id")))
+    run_version = versions.select("target", "run_id", F.coalesce("run_version", F.lit("?")).alias("version"))
+    pairs = (latest_pairs(truns).join(run_version, ["target", "run_id"], "left")
+             .join(run_version.select("target", F.col("run_id").alias("prev_run_id"),
+                                      F.col("version").alias("prev_version")), ["target", "prev_run_id"], "left")
+             .fillna("?", ["version", "prev_version"]))
     if run_ids is not None:
         records = records.where(F.col("run_id").isin(*run_ids))
-    judged = with_versions(records.where(F.col("outcome").isin("passed", *BAD))
-                           .join(F.broadcast(both), ["target", "run_id"], "left_semi"), versions).select(*cols)
+    judged = records.where(F.col("outcome").isin("passed", *BAD)).select(
+        "target", "run_id", "suite", "case", "outcome", "message", "config_fault")
     cur = judged.join(F.broadcast(pairs), ["target", "run_id"])
     prev = judged.join(F.broadcast(pairs.select("target", F.col("prev_run_id").alias("run_id"))),
                        ["target", "run_id"], "left_semi").select(
-        "target", F.col("run_id").alias("prev_run_id"), "case", F.col("outcome").alias("prev_outcome"),
-        F.col("version").alias("prev_version"))
+        "target", F.col("run_id").alias("prev_run_id"), "case", F.col("outcome").alias("prev_outcome"))
     joined = cur.join(prev, ["target", "prev_run_id", "case"])
     kind = (F.when((F.col("prev_outcome") == "passed") & F.col("outcome").isin(*BAD), "regression")
             .when(F.col("prev_outcome").isin(*BAD) & (F.col("outcome") == "passed"), "fixed"))
