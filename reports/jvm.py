@@ -19,6 +19,7 @@ INTEROP_REPORT_AOT_CACHE=off to run without it.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import re
 import shutil
@@ -103,12 +104,17 @@ def cache_dir(env: dict[str, str] | None = None) -> Path:
 
 
 def cache_path(jdk: Jdk, env: dict[str, str] | None = None) -> Path | None:
-    """Where this JDK's cache for this Spark lives; None where the JDK has no AOT cache (before 25)."""
+    """Where this JDK's cache for this Spark installation lives; None where the JDK has no AOT cache (before 25).
+
+    The JVM accepts a cache only with the class path it was trained on, i.e. Spark's jars at the same place: the
+    name carries a fingerprint of the pyspark folder, so that two checkouts (two venvs) do not share a cache that
+    one of them would silently ignore."""
     if jdk.major < 25:
         return None
     import pyspark
 
-    name = f"report-jdk{re.sub(r'[^0-9A-Za-z.+-]', '_', jdk.version)}-spark{pyspark.__version__}.aot"
+    where = hashlib.sha1(str(Path(pyspark.__file__).resolve().parent).encode()).hexdigest()[:8]
+    name = f"report-jdk{re.sub(r'[^0-9A-Za-z.+-]', '_', jdk.version)}-spark{pyspark.__version__}-{where}.aot"
     return cache_dir(env) / name
 
 

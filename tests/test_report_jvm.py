@@ -76,6 +76,19 @@ def test_options_use_the_cache_only_where_one_was_built_and_the_users_options_co
     assert not any(o.startswith("-XX:AOTCache") for o in switched_off)
 
 
+def test_the_cache_name_says_which_spark_installation_it_was_trained_on(jdks, tmp_path, monkeypatch):
+    import pyspark
+
+    root, _ = jdks
+    jdk = jvm.choose_jdk(env={}, roots=(str(root),))
+    env = {"INTEROP_CACHE_DIR": str(tmp_path)}
+    here = jvm.cache_path(jdk, env)
+    monkeypatch.setattr(pyspark, "__file__", str(tmp_path / "other-venv" / "pyspark" / "__init__.py"))
+    elsewhere = jvm.cache_path(jdk, env)
+    # the JVM refuses a cache trained with Spark's jars in another place: each checkout gets its own
+    assert here != elsewhere and here.name.startswith(f"report-jdk25.0.3-spark{pyspark.__version__}-")
+
+
 def test_a_jdk_before_25_has_no_cache_and_building_one_says_why(jdks, monkeypatch):
     root, _ = jdks
     jdk = jvm.choose_jdk(env={"JAVA_HOME": str(root / "java-17")}, roots=(str(root),))
