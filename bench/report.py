@@ -35,6 +35,17 @@ def _cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+def reference_loop_seconds(n: int = 20_000_000) -> float:
+    """CPU seconds of a fixed Python loop: a yardstick of the machine's speed at the moment. A shared virtual
+    machine's speed drifts: this 2-core machine has run the same loop 1.5 times slower at one moment than at
+    another, and the job's figures move with it. Printed beside the figures, taken before and after the job."""
+    t = time.process_time()
+    total = 0
+    for i in range(n):
+        total += i
+    return time.process_time() - t
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=100)
@@ -51,6 +62,7 @@ def main() -> int:
     print(f"synthetic input: {args.runs} runs x {args.cases} records = {args.runs * args.cases:,} rows, "
           f"{size / 1e6:.0f} MB of JSON lines (written in {time.monotonic() - t:.1f}s, not timed)")
 
+    yardstick = reference_loop_seconds()
     load_before = os.getloadavg()[0]
     python_cpu0 = time.process_time()  # the synthetic input above is not part of the job's CPU
     t0 = time.monotonic()
@@ -81,6 +93,8 @@ def main() -> int:
           f"rejected lines {result.data['totals'][0]['rejects']}")
     print(f"CPU: {cpu:.1f}s (JVM and Python) on {os.cpu_count()} cores; load average {load_before:.2f} before, "
           f"{os.getloadavg()[0]:.2f} after (other processes on the machine slow the wall time down)")
+    print(f"machine speed: a fixed Python loop (20 million additions) took {yardstick:.2f} CPU-s before the job and "
+          f"{reference_loop_seconds():.2f} after (lower is faster; compare runs taken at different times with it)")
     print(jvm_line[0] if jvm_line else "JVM: started before this session (options unknown)")
     print(f"target: under {TARGET_S:.0f}s end to end: {'met' if total < TARGET_S else 'MISSED'}")
     if not args.keep:
