@@ -40,6 +40,7 @@ RESULTS_FILE = "results.jsonl"
 RUN_META_FILE = "run.json"
 SHUFFLE_PARTITIONS = 4
 CONFORMANCE_ORDER = ("failed", "xfail", "passed", "not-applicable", "not run")
+SINGLE_PARTITION_ROWS = 1_000_000  # fine counts up to this many rows are read through one partition (run_job)
 MAX_LISTED = 500  # rows of a per-case list (flaky, regressions, rejects) collected for the HTML report
 
 
@@ -675,12 +676,20 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
     with _listed_by_driver(spark, found.metas):
         metas = read_metas(spark, found.metas)
 
-    fine = fine_counts(used).cache()
+    fine = cached_fine = fine_counts(used).cache()
+    fine_rows = fine.count()
+    # Most queries after this one read the fine counts or what is cached from them: small tables, each query a
+    # few stages per shuffle, and most of a stage's time is Spark's fixed cost. Read through one partition, they
+    # need no shuffle (one partition is already grouped by any key). Measured in paired runs (medians of 3): the
+    # whole job 2-5% faster on the 1M-row benchmark, 5% (2 s) on a few thousand rows. Large fine counts keep their
+    # partitions, so that a cluster aggregates them in parallel.
+    if fine_rows <= SINGLE_PARTITION_ROWS:
+        fine = fine.coalesce(1)
     cubed = cube(fine).cache()
     versions = run_versions(cubed).cache()
     runs = runs_table(cubed, metas).cache()
     truns = target_runs(cubed, runs).cache()
-    for df in (fine, cubed, versions, runs, truns):
+    for df in (cubed, versions, runs, truns):
         df.count()  # materialised here, one after another, before the tables built on them run side by side
     # the runs regressions compare, known before its query is planned: a filter on them skips the other runs'
     # row groups of the records (a run's records lie together, in the order they were read)
@@ -702,7 +711,7 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
     data["totals"] = [{"records": sum(r["cases"] for r in data["runs"]), "rejects": data["reject_count"][0]["n"],
                        "files": len(found.results), "runs": len(data["runs"])}]
     # dependents first: uncaching a base would re-cache what was built on it
-    for df in (truns, runs, versions, cubed, fine):
+    for df in (truns, runs, versions, cubed, cached_fine):
         df.unpersist()
     tables["records"], tables["rejects"] = records, rejects
     return Result(tables, data, timings, found)
