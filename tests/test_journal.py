@@ -289,6 +289,33 @@ def test_a_failed_write_is_reported_and_never_acknowledged(jdir, monkeypatch):
         committer.completed()
 
 
+def test_callbacks_are_released_on_the_loop_thread_never_kept_by_the_writer(jdir):
+    """A callback holds proton deliveries, whose C objects are freed when the last Python reference goes; the
+    engine is not thread-safe, so that must happen on the event-loop thread. Once the loop has run and dropped
+    what `completed()` gave it, nothing may be left behind with the writer thread."""
+    journal = opened(jdir)
+    wakes = threading.Semaphore(0)
+    committer = GroupCommitter(journal, wakes.release)
+    released_on = []
+
+    class Answer:
+        def __call__(self):
+            return "answered"
+
+        def __del__(self):
+            released_on.append(threading.current_thread().name)
+
+    journal.add_queue("q", "q", "anycast")
+    committer.submit(Answer())
+    assert wakes.acquire(timeout=10)
+    done = committer.completed()
+    assert [cb() for cb in done] == ["answered"]
+    del done
+    assert released_on == [threading.current_thread().name]
+    committer.close()
+    journal.close()
+
+
 # ---- torn tails and corruption -------------------------------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ group, so a crash that tears it loses all of it: recovery applies every record o
 
 from __future__ import annotations
 
+import collections
 import os
 import struct
 import threading
@@ -149,44 +150,56 @@ class Journal:
 class GroupCommitter:
     """Writes and fsyncs journal batches on a thread of its own, in the order they were handed over.
 
-    `submit(on_durable)` (event-loop thread) takes the journal's pending records; once they are on disk,
-    `on_durable` is queued and `wake()` is called from the writer thread; the loop then calls `completed()` and
-    runs what it returns. Everything submitted while a write is in progress goes into the next write, as one
-    batch. A failed write is fatal for the broker (as a journal I/O error is for Artemis): it is reported by
-    `completed()` raising, never by answering `accepted`.
+    `submit(on_durable)` (event-loop thread) hands the journal's pending records to the writer thread and
+    numbers the batch; once a write holding that batch is on disk, the writer thread records the number and
+    calls `wake()`; the loop then calls `completed()`, which returns the callbacks of every batch now durable,
+    in order. Everything submitted while a write is in progress goes into the next write, as one batch. A failed
+    write is fatal for the broker (as a journal I/O error is for Artemis): it is reported by `completed()`
+    raising, never by answering `accepted`.
+
+    Only bytes and batch numbers cross to the writer thread; the callbacks, and the proton deliveries they hold,
+    stay on the event-loop thread. That is not tidiness: proton's C engine is not thread-safe, and its Python
+    wrappers free their C objects when the last reference goes. Had the writer thread dropped the last reference
+    to a callback (it did, when the loop had already run it), a delivery would have been freed there while the
+    loop was inside proton with the GIL released, corrupting the heap (a segfault under a durable send).
     """
 
     def __init__(self, journal: Journal, wake: Callable[[], None]):
         self.journal, self.wake = journal, wake
         self._lock = threading.Condition()
+        # Shared with the writer thread, under the lock: records, batch numbers and the error only.
         self._records: list[bytes] = []
-        self._callbacks: list[Callable[[], None]] = []
-        self._done: list[Callable[[], None]] = []
-        self._busy = False
+        self._submitted = 0  # number of the last batch handed over
+        self._durable = 0  # number of the last batch on disk
         self._error: BaseException | None = None
         self._closed = False
+        # The event-loop thread's own: (batch number, callback), oldest first.
+        self._waiting: collections.deque[tuple[int, Callable[[], None]]] = collections.deque()
         self._thread = threading.Thread(target=self._write_loop, name="journal-writer", daemon=True)
         self._thread.start()
 
     def submit(self, on_durable: Callable[[], None]) -> None:
         records = self.journal.take_pending()
         with self._lock:
+            self._submitted += 1
+            self._waiting.append((self._submitted, on_durable))
             self._records.extend(records)
-            self._callbacks.append(on_durable)
             self._lock.notify()
 
     def completed(self) -> list[Callable[[], None]]:
         with self._lock:
             if self._error is not None:
                 raise OSError(f"journal {self.journal.path}: write failed: {self._error}") from self._error
-            done, self._done = self._done, []
+            durable = self._durable
+        done = []
+        while self._waiting and self._waiting[0][0] <= durable:
+            done.append(self._waiting.popleft()[1])
         return done
 
     def flush(self) -> None:
         """Wait until everything submitted is on disk (shutdown)."""
         with self._lock:
-            self._lock.wait_for(lambda: (not self._records and not self._callbacks and not self._busy)
-                                or self._error is not None)
+            self._lock.wait_for(lambda: self._durable == self._submitted or self._error is not None)
 
     def close(self) -> None:
         self.flush()
@@ -198,23 +211,22 @@ class GroupCommitter:
     def _write_loop(self) -> None:
         while True:
             with self._lock:
-                self._lock.wait_for(lambda: self._callbacks or self._closed)
-                if not self._callbacks:
+                self._lock.wait_for(lambda: self._submitted > self._durable or self._closed)
+                if self._submitted == self._durable:
                     return
-                records, callbacks = self._records, self._callbacks
-                self._records, self._callbacks, self._busy = [], [], True
+                records, upto = self._records, self._submitted
+                self._records = []
             try:
                 if records:
                     self.journal.write_durably(records)
             except OSError as exc:
                 with self._lock:
-                    self._error, self._busy = exc, False
+                    self._error = exc
                     self._lock.notify_all()
                 self.wake()
                 return
             with self._lock:
-                self._done.extend(callbacks)
-                self._busy = False
+                self._durable = upto
                 self._lock.notify_all()
             self.wake()
 
