@@ -14,6 +14,7 @@ vendor is known to differ (suites/expected/<vendor>.yaml) runs as a strict xfail
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -37,6 +38,8 @@ TOPOLOGIES = ROOT / "topologies"
 CATALOG = ROOT / "suites" / "spec" / "catalog.yaml"
 EXPECTED = ROOT / "suites" / "expected"
 NOT_APPLICABLE = "not-applicable: "
+PEER_LOGS = "peer-logs"  # run folder: peer-logs/<topology>/<node>.log, and <node>.<n>.log for retired ones
+LOG_TAIL_LINES = 40
 
 _reports_key = pytest.StashKey[dict]()
 _details_key = pytest.StashKey[dict]()
@@ -85,6 +88,8 @@ class InteropSession:
         self.started_at = _now()
         self.expected = _load_expected(self.choices)
         self.suite_items: list = []
+        self.replaced: list[dict] = []  # topologies retired because a peer went down
+        self.current_case: str | None = None
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -94,7 +99,13 @@ class InteropSession:
         return frozenset(caps)
 
     def topology(self, name: str) -> RunningTopology:
-        """Start a topology once per session (peers are shared by the cases that use it)."""
+        """Start a topology once per session (peers are shared by the cases that use it). One with a peer that
+        went down (crashed, or killed and not brought back by an earlier case) is replaced by a fresh one, so
+        one crash fails one case, not every later case on that topology."""
+        running = self.topologies.get(name)
+        if isinstance(running, RunningTopology) and (down := running.down_peers()):
+            self._retire(name, running, down)
+            del self.topologies[name]
         if name not in self.topologies:
             try:
                 self.topologies[name] = start_topology(load_topology(TOPOLOGIES / f"{name}.yaml"), self.choices)
@@ -106,6 +117,38 @@ class InteropSession:
         if isinstance(running, Exception):
             raise running
         return running
+
+    def _retire(self, name: str, running: RunningTopology, down: dict[str, str]) -> None:
+        """Keep the logs of a topology that lost a peer, stop what is left of it, and say so."""
+        generation = 1 + sum(1 for r in self.replaced if r["topology"] == name)
+        logs = self._keep_logs(name, running, suffix=f".{generation}")
+        running.stop()
+        self.replaced.append({"topology": name, "down": down, "before_case": self.current_case,
+                              "logs": [str(p) for p in logs]})
+        reasons = "; ".join(f"{node}: {why}" for node, why in down.items())
+        self._say(f"interop: topology {name} lost a peer ({reasons}); starting it again for "
+                  f"{self.current_case} (logs kept in {self.peer_logs_dir / name})")
+
+    def _keep_logs(self, name: str, running: RunningTopology, suffix: str = "") -> list[Path]:
+        try:
+            return running.save_logs(self.peer_logs_dir / name, suffix)
+        except OSError as exc:  # a full or read-only disk must not keep the peers running
+            self._say(f"interop: cannot keep the peer logs of topology {name}: {exc}")
+            return []
+
+    def _say(self, line: str) -> None:
+        """A line on the terminal, also from inside a case (where output capture would swallow it)."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            reporter.ensure_newline()
+            reporter.write_line(line, yellow=True)
+
+    @property
+    def peer_logs_dir(self) -> Path:
+        return self.results_dir / PEER_LOGS
 
     def write(self, record: dict) -> None:
         if self.writer is None:
@@ -120,11 +163,13 @@ class InteropSession:
                 "ended_at": _now() if ended else None, "host": host_facts(), "peers": self.choices,
                 "argv": list(self.config.invocation_params.args),
                 "topologies": {n: (t.peer_records() if isinstance(t, RunningTopology) else repr(t))
-                               for n, t in self.topologies.items()}}
+                               for n, t in self.topologies.items()},
+                "replaced_topologies": self.replaced}
 
     def close(self) -> None:
-        for running in self.topologies.values():
+        for name, running in self.topologies.items():
             if isinstance(running, RunningTopology):
+                self._keep_logs(name, running)
                 running.stop()
         if self.writer is not None:
             self.writer.write_run_meta(self.run_meta(ended=True))
@@ -226,6 +271,7 @@ def clients(details):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
+    item.config.stash[_session_key].current_case = item.nodeid
     item.stash[_started_key] = (_now(), time.monotonic())
     item.stash[_reports_key] = {}
     yield
@@ -236,7 +282,22 @@ def pytest_runtest_protocol(item, nextitem):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
-    item.stash.setdefault(_reports_key, {})[call.when] = outcome.get_result()
+    report = outcome.get_result()
+    item.stash.setdefault(_reports_key, {})[call.when] = report
+    running = item.stash.get(_topology_key, None)
+    if report.failed and running is not None:
+        _show_down_peers(item, report, running)
+
+
+def _show_down_peers(item, report, running: RunningTopology) -> None:
+    """A case failed while a peer of its topology was down: the peer's last log lines (a crash's traceback)
+    go into the failure report, and the reason into the record's details."""
+    down = running.down_peers()
+    for node, reason in down.items():
+        tail = "\n".join(running[node].logs().splitlines()[-LOG_TAIL_LINES:]) or "(the peer logged nothing)"
+        report.sections.append((f"peer {node} is down: {reason}; its last log lines", tail))
+    if down:
+        item.stash.setdefault(_details_key, {}).setdefault("peers_down", down)
 
 
 def spec_ids(item) -> list[str]:
@@ -291,12 +352,16 @@ def _record_for(item) -> dict:
     outcome, message = _outcome_of(item.stash.get(_reports_key, {}))
     running = item.stash.get(_topology_key, None)
     rel = Path(str(item.path)).resolve().relative_to(ROOT)
+    details = item.stash.get(_details_key, {})
+    if message and details.get("peers_down"):
+        down = "; ".join(f"peer {node} down ({why})" for node, why in details["peers_down"].items())
+        message = f"{down}: {message}"[:500]
     return make_record(
         run_id=session.run_id, case=item.nodeid, suite=rel.parts[1] if len(rel.parts) > 2 else rel.stem,
         spec=spec_ids(item), topology=running.topology.name if running else None,
         peers=running.peer_records() if running else {r: {"vendor": v} for r, v in session.choices.items()},
         fault=None, outcome=outcome, duration_s=round(time.monotonic() - t0, 4), started_at=started_at,
-        details=item.stash.get(_details_key, {}), message=message)
+        details=details, message=message)
 
 
 # ---- summary ---------------------------------------------------------------------------------------------------

@@ -21,6 +21,15 @@ class PeerStartError(Exception):
     """The peer was available but failed to start (bad config, crashed, never became ready)."""
 
 
+def describe_exit(returncode: int | None) -> str | None:
+    """A process's exit status as a reason a peer is down (None while the process runs)."""
+    if returncode is None:
+        return None
+    if returncode < 0:
+        return f"its process was killed by signal {-returncode}"
+    return f"its process exited with status {returncode}"
+
+
 @dataclass(frozen=True)
 class PeerInfo:
     """What a result record says about a peer."""
@@ -79,6 +88,12 @@ class Peer(abc.ABC):
     @abc.abstractmethod
     def is_running(self) -> bool: ...
 
+    def down_reason(self) -> str | None:
+        """Why a started peer no longer serves (its process ended, its container stopped), or None while it
+        runs or when the provider cannot tell without probing the wire. The harness asks before every case,
+        so providers answer from what they already know (a process's exit status), never with a connection."""
+        return None
+
     # Process faults. Providers that can do them override these; the others say so clearly.
     def pause(self) -> None:
         """Freeze the peer (SIGSTOP or equivalent): its sockets stay open but it answers nothing until resume()."""
@@ -99,6 +114,10 @@ class Peer(abc.ABC):
     @abc.abstractmethod
     def logs(self) -> str:
         """Everything the peer has logged so far."""
+
+    def all_logs(self) -> str:
+        """The log of every run of the peer, earlier runs (before a restart) first."""
+        return self.logs()
 
     def cleanup(self) -> None:  # noqa: B027 - an optional hook: most providers leave nothing behind
         """Remove what the provider left on disk (work dirs, journals) once the peer is stopped for good."""

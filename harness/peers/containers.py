@@ -280,6 +280,11 @@ class ContainerPeer(Peer):
             return False
         return wrapped.status == "running"
 
+    def down_reason(self) -> str | None:
+        if self._container is None or self.is_running():
+            return None
+        return "its container is no longer running"
+
     def logs(self) -> str:
         wrapped = self._wrapped()
         if wrapped is None:

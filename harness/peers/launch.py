@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..render.qdrouterd import render_router
 from ..wait import free_port
@@ -135,6 +136,23 @@ class RunningTopology:
         for peer in self.peers.values():
             records.setdefault(peer.role, peer.info.as_record())
         return records
+
+    def down_peers(self) -> dict[str, str]:
+        """node -> why it is down, for every peer that no longer serves (it crashed, or a case killed or stopped
+        it and did not bring it back)."""
+        return {name: reason for name, peer in self.peers.items() if (reason := peer.down_reason())}
+
+    def save_logs(self, directory: Path, suffix: str = "") -> list[Path]:
+        """Write each peer's whole log (every run of a restarted peer) to DIRECTORY/<node><suffix>.log."""
+        directory.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, peer in self.peers.items():
+            text = peer.all_logs()
+            if text:
+                path = directory / f"{name}{suffix}.log"
+                path.write_text(text + "\n")
+                written.append(path)
+        return written
 
     def stop(self) -> None:
         for peer in self.peers.values():

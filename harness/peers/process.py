@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 from ..wait import WaitTimeout, free_port, wait_for
-from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable
+from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
 
 _LISTENING = re.compile(r"Listening on (\S+):(\d+) \(listener '([^']*)', role (?P<role>\S+)\)")
 _READY = re.compile(r"Router \S+ started .*; ready")
@@ -34,6 +34,7 @@ class ProcessPeer(Peer):
         self.endpoints: dict[str, Endpoint] = {}
         self._proc: subprocess.Popen | None = None
         self._log_lines: list[str] = []
+        self.previous_logs: list[str] = []  # the log of the runs before the last restart
         self._log_lock = threading.Lock()
 
     def cleanup(self) -> None:
@@ -66,12 +67,20 @@ class ProcessPeer(Peer):
         with self._log_lock:
             return "\n".join(self._log_lines)
 
+    def all_logs(self) -> str:
+        with self._log_lock:
+            runs = [*self.previous_logs, *self._log_lines]
+        return "\n".join(runs)
+
     def _log_matches(self, pattern: re.Pattern) -> list[re.Match]:
         with self._log_lock:
             return [m for m in map(pattern.search, self._log_lines) if m]
 
     def is_running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    def down_reason(self) -> str | None:
+        return describe_exit(self.returncode)
 
     @property
     def pids(self) -> list[int]:
@@ -154,6 +163,7 @@ class ProcessPeer(Peer):
         The log of the earlier run moves to `previous_logs`, so readiness is judged on the new run's log.
         """
         proc = self._proc
+        how = describe_exit(self.returncode) or ("killed (SIGKILL)" if kill else "stopped (SIGTERM)")
         if proc is not None and proc.poll() is None:
             if kill:
                 self.kill()
@@ -164,7 +174,7 @@ class ProcessPeer(Peer):
             wait_for(lambda: proc.stdout.closed, 10.0, f"the log of {self.name}'s stopped process to be read")
         self._prepare_restart()
         with self._log_lock:
-            self.previous_logs: list[str] = [*getattr(self, "previous_logs", []), *self._log_lines]
+            self.previous_logs = [*self.previous_logs, *self._log_lines, f"---- interop: {how}; restarted"]
             self._log_lines = []
         self.start(timeout)
 

@@ -44,7 +44,7 @@ from ..render.artemis import broker_settings
 from ..render.rabbitmq import declared_names, render_rabbitmq_node, wire_address
 from ..topology import Node
 from ..wait import WaitTimeout, wait_for
-from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable
+from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
 
 # Where the Debian package keeps the real scripts (the /usr/sbin ones are `su rabbitmq` wrappers).
 SBIN_CANDIDATES = ("/usr/lib/rabbitmq/bin",)
@@ -320,6 +320,9 @@ class RabbitMQPeer(Peer):
 
     def is_running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    def down_reason(self) -> str | None:
+        return describe_exit(self._proc.poll()) if self._proc is not None else None
 
     def stop_node(self, timeout: float = 30.0) -> None:
         """Stop the node gracefully (SIGTERM: the start script stops the VM cleanly), keeping its data."""
