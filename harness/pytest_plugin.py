@@ -38,7 +38,7 @@ TOPOLOGIES = ROOT / "topologies"
 CATALOG = ROOT / "suites" / "spec" / "catalog.yaml"
 EXPECTED = ROOT / "suites" / "expected"
 NOT_APPLICABLE = "not-applicable: "
-PEER_LOGS = "peer-logs"  # run folder: peer-logs/<topology>/<node>.log, and <node>.<n>.log for retired ones
+PEER_LOGS = "peer-logs"  # run folder: peer-logs/[<cell>/]<topology>/<node>.log, <node>.<n>.log for retired ones
 LOG_TAIL_LINES = 40
 
 _reports_key = pytest.StashKey[dict]()
@@ -148,7 +148,10 @@ class InteropSession:
 
     @property
     def peer_logs_dir(self) -> Path:
-        return self.results_dir / PEER_LOGS
+        """The run folder's peer-logs/, or peer-logs/<cell>/ in a matrix cell: cells share the run folder, run
+        side by side and start the same topologies."""
+        cell = self.config.getoption("--interop-cell", default=None)
+        return self.results_dir / PEER_LOGS / cell if cell else self.results_dir / PEER_LOGS
 
     def write(self, record: dict) -> None:
         if self.writer is None:

@@ -197,6 +197,8 @@ cells:
         junit = (folder / f"junit-{cell}.xml").read_text()
         assert f'name="{cell}"' in junit and "<testcase" in junit
         assert (folder / "cells" / f"{cell}.log").is_file()
+        logs = list((folder / "peer-logs" / cell).glob("*/R1.log"))  # each cell's own: cells run side by side
+        assert logs and all("; ready" in log.read_text() for log in logs)
     assert len(list((folder / "allure-results").glob("*-result.json"))) == 4
     meta = json.loads((folder / "run.json").read_text())
     assert [c["name"] for c in meta["matrix"]["cells"]] == ["router-reference", "broken"]
