@@ -90,6 +90,7 @@ class InteropSession:
         self.suite_items: list = []
         self.replaced: list[dict] = []  # topologies retired because a peer went down
         self.current_case: str | None = None
+        self._asked: dict[str, str | None] = {}  # topology -> the last case that asked for it
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -103,7 +104,11 @@ class InteropSession:
         went down (crashed, or killed and not brought back by an earlier case) is replaced by a fresh one, so
         one crash fails one case, not every later case on that topology."""
         running = self.topologies.get(name)
-        if isinstance(running, RunningTopology) and (down := running.down_peers()):
+        # Checked once per case, when it first asks: a case that kills or pauses a peer on purpose and asks for
+        # its topology again before bringing the peer back must get the same one.
+        first_ask = self._asked.get(name) != self.current_case
+        self._asked[name] = self.current_case
+        if first_ask and isinstance(running, RunningTopology) and (down := running.down_peers()):
             self._retire(name, running, down)
             del self.topologies[name]
         if name not in self.topologies:

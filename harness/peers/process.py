@@ -80,7 +80,10 @@ class ProcessPeer(Peer):
         return self._proc is not None and self._proc.poll() is None
 
     def down_reason(self) -> str | None:
-        return describe_exit(self.returncode)
+        exited = describe_exit(self.returncode)
+        if exited is None and self._proc is not None and _process_state(self._proc.pid) in ("T", "t"):
+            return "it is paused (SIGSTOP) and was not resumed"
+        return exited
 
     @property
     def pids(self) -> list[int]:
@@ -98,6 +101,7 @@ class ProcessPeer(Peer):
         if proc is None or proc.poll() is not None:
             return
         proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGCONT)  # a paused process acts on SIGTERM only once it runs again
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -168,7 +172,6 @@ class ProcessPeer(Peer):
             if kill:
                 self.kill()
             else:
-                proc.send_signal(signal.SIGCONT)
                 self.stop()
         if proc is not None and proc.stdout is not None:
             wait_for(lambda: proc.stdout.closed, 10.0, f"the log of {self.name}'s stopped process to be read")
