@@ -93,8 +93,8 @@ class ProcessPeer(Peer):
     def _check_alive(self) -> None:
         if self._proc is not None and self._proc.poll() is not None:
             tail = "\n".join(self.logs().splitlines()[-5:])
-            raise PeerStartError(f"{self.name} ({self.info.vendor}) exited with status "
-                                 f"{self._proc.returncode} while starting:\n{tail}")
+            raise PeerStartError(f"{self.name} ({self.info.vendor}) stopped while starting: "
+                                 f"{describe_exit(self._proc.returncode)}:\n{tail}")
 
     def stop(self, timeout: float = 10.0) -> None:
         proc = self._proc
