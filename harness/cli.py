@@ -2,7 +2,8 @@
 
   interop router -c FILE [--id ID]     run the reference router in the foreground (like qdrouterd)
   interop run [--matrix [FILE] | --peer ROLE=VENDOR ...] [--break [ROLE[=VENDOR]:]FAULT ...] [--results DIR]
-              [--suite NAME ...] [-k EXPR] [-x] [-q] [--timeout S] [-j N] [--list] [--report]
+              [--suite NAME ...] [-k EXPR] [-x] [-q] [--timeout S] [--peer-probe-timeout S] [-j N]
+              [--list] [--report]
                                        run the matrix (suites x peers) under one run id, then print a summary
                                        read back from the run's results.jsonl (and build the report)
   interop report [INPUTS ...] [--out DIR] [--master URL] [--no-allure]
@@ -30,6 +31,7 @@ import pytest
 
 from . import matrix as matrix_plugin
 from .catalog import CatalogError, coverage, format_coverage, load_catalog
+from .pytest_plugin import positive_seconds
 from .matrix import ALLURE_DIR, CELLS_DIR, DEFAULT_MATRIX, Cell, CellRun, Matrix, MatrixError
 from .results import OUTCOMES, RESULTS_FILE, RUN_ID_ENV, RUN_META_FILE, new_run_id, read_results, utc_now_iso
 
@@ -97,8 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-k", dest="keyword", metavar="EXPR", help="only cases matching this pytest -k expression")
     run.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failed case")
     run.add_argument("-q", "--quiet", action="store_true", help="less pytest output (the summary stays)")
-    run.add_argument("--timeout", type=_positive, metavar="SECONDS",
+    run.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                      help="per-case time limit (pytest-timeout); default: the matrix file's, else 120")
+    run.add_argument("--peer-probe-timeout", type=positive_seconds, metavar="SECONDS",
+                     help="after a failed case, a peer that does not answer an AMQP protocol header within this "
+                          "long is taken as hung and replaced (default 5)")
     run.add_argument("-j", "--jobs", type=_positive_int, default=2, metavar="N",
                      help="cells run at once (default 2); cells using the same real product never overlap")
     run.add_argument("--list", action="store_true", help="print the cells and what was left out, then exit")
@@ -124,16 +129,6 @@ def build_parser() -> argparse.ArgumentParser:
     catalog.add_argument("-v", "--verbose", action="store_true", help="also list every clause and its cases")
     catalog.set_defaults(handler=cmd_catalog)
     return parser
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
 
 
 def _positive_int(text: str) -> int:
@@ -366,6 +361,8 @@ def _cell_pytest_args(cell: Cell, suites: dict[str, Path], args: argparse.Namesp
     if not single:
         pytest_args = [sys.executable, "-m", "pytest", *pytest_args, "-p", "harness.matrix"]
     pytest_args += ["--interop-cell", cell.name, "--timeout", f"{timeout:g}"]
+    if args.peer_probe_timeout is not None:
+        pytest_args += ["--peer-probe-timeout", f"{args.peer_probe_timeout:g}"]
     for item in cell.breaks:
         pytest_args += ["--break", str(item)]
     pytest_args += ["--junitxml", str(folder / f"junit-{cell.name}.xml"), "-o", f"junit_suite_name={cell.name}"]

@@ -14,6 +14,7 @@ vendor is known to differ (suites/expected/<vendor>.yaml) runs as a strict xfail
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import re
@@ -40,6 +41,9 @@ EXPECTED = ROOT / "suites" / "expected"
 NOT_APPLICABLE = "not-applicable: "
 PEER_LOGS = "peer-logs"  # run folder: peer-logs/[<cell>/]<topology>/<node>.log, <node>.<n>.log for retired ones
 LOG_TAIL_LINES = 40
+# A healthy peer answers a protocol header in milliseconds, also under load; a JVM broker in a long GC pause may
+# take a second or two. Five seconds is asked only after a failed case, and only of peers that are not down.
+PROBE_TIMEOUT = 5.0
 
 _reports_key = pytest.StashKey[dict]()
 _details_key = pytest.StashKey[dict]()
@@ -53,6 +57,20 @@ def pytest_addoption(parser):
                     help="vendor per role, e.g. router=reference (repeatable or comma-separated)")
     group.addoption("--results", default="results", metavar="DIR",
                     help="folder for run results (DIR/<run_id>/results.jsonl, run.json); default: results")
+    group.addoption("--peer-probe-timeout", type=positive_seconds, default=PROBE_TIMEOUT, metavar="SECONDS",
+                    help="after a failed case, a peer that does not answer an AMQP protocol header within this "
+                         f"long is taken as hung and replaced before the next case; default: {PROBE_TIMEOUT:g}")
+
+
+def positive_seconds(text: str) -> float:
+    """An option's value in seconds, > 0 (for argparse and pytest options)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}")
+    return value
 
 
 # Commas separate choices only before `ROLE=`, so `external:amqp://h:p?caps=a,b` keeps its commas.
@@ -299,7 +317,9 @@ def pytest_runtest_makereport(item, call):
 
 def _show_down_peers(item, report, running: RunningTopology) -> None:
     """A case failed while a peer of its topology was down: the peer's last log lines (a crash's traceback)
-    go into the failure report, and the reason into the record's details."""
+    go into the failure report, and the reason into the record's details. The peers that still run are asked
+    on the wire whether they answer: one that is hung is down too (and replaced before the next case)."""
+    running.probe_peers(item.config.getoption("--peer-probe-timeout"))
     down = running.down_peers()
     for node, reason in down.items():
         tail = "\n".join(running[node].logs().splitlines()[-LOG_TAIL_LINES:]) or "(the peer logged nothing)"

@@ -164,6 +164,7 @@ def test_run_with_a_k_expression_matching_nothing_is_a_user_mistake(tmp_path):
     (["run", "--suite", "nosuch"], "--suite nosuch: unknown suite (expected one of: "),
     (["run", "--bogus"], "unrecognized arguments: --bogus"),
     (["run", "-k"], "argument -k: expected one argument"),
+    (["run", "--peer-probe-timeout", "0"], "argument --peer-probe-timeout: expected seconds > 0, got '0'"),
     (["nosuch"], "invalid choice: 'nosuch'"),
     ([], "the following arguments are required: COMMAND"),
     (["router"], "the following arguments are required: -c/--config"),
@@ -236,8 +237,9 @@ def test_run_passes_the_options_on_to_pytest(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv(RUN_ID_ENV, raising=False)
     results = tmp_path / "res"
     assert cli.main(["run", "--suite", "routing", "-k", "test_a", "-x", "-q", "--results", str(results),
-                     "--peer", "router=reference"]) == 0
+                     "--peer", "router=reference", "--peer-probe-timeout", "2.5"]) == 0
     args = fake.args
+    assert args[args.index("--peer-probe-timeout") + 1] == "2.5"
     assert args[0] == str(ROOT / "suites" / "routing")
     assert args[args.index("--rootdir") + 1] == str(ROOT)
     assert args[args.index("-k") + 1] == "test_a"

@@ -76,3 +76,54 @@ def test_a_crashed_peer_fails_one_case_shows_its_log_and_is_replaced(pytester, m
     assert sorted(p.name for p in logs.iterdir()) == ["R1.1.log", "R1.2.log", "R1.log"]
     assert "interop: its process was killed by signal 9; restarted" in (logs / "R1.2.log").read_text()  # case 3
     assert all("; ready" in log.read_text() for log in logs.iterdir())
+
+
+# Imported by every Python process of the session below, the reference router among them: on SIGUSR1 the
+# process's main thread (the router's event loop) sleeps for an hour. The router runs on, hung, as a deadlock
+# would leave it: its port accepts connections and nothing answers them.
+HANG_ON_SIGUSR1 = '''
+import signal
+import time
+
+signal.signal(signal.SIGUSR1, lambda *_: time.sleep(3600))
+'''
+
+HANGING_CASES = '''
+import os
+import signal
+
+
+def test_1_a_plain_failure_leaves_the_topology_alone(topology):
+    topology("single-router")
+    assert False, "failed while every peer was well"
+
+
+def test_2_the_router_hangs(topology, clients):
+    running = topology("single-router")
+    assert running.down_peers() == {}, "replaced after a failure that was not the router's"
+    os.kill(running["R1"].pids[0], signal.SIGUSR1)
+    clients.connect(running.client_url("producer"), wait=False).wait_open(timeout=2)
+
+
+def test_3_the_next_case_gets_a_router_that_answers(topology, clients):
+    running = topology("single-router")
+    clients.connect(running.client_url("producer")).close()
+'''
+
+
+def test_a_hung_peer_is_found_after_the_case_it_failed_and_replaced(pytester, monkeypatch):
+    """A peer whose process runs but which answers nothing: the case it fails says so (the peer was asked on
+    the wire after the failure), and the next case gets a fresh topology instead of timing out in turn. A case
+    that fails while its peers answer keeps the topology."""
+    hooks = pytester.mkdir("hooks")
+    (hooks / "sitecustomize.py").write_text(HANG_ON_SIGUSR1)
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT}:{hooks}")
+    pytester.makepyfile(test_hang=HANGING_CASES)
+    run = pytester.runpytest_subprocess("-p", "harness.pytest_plugin", "--results", str(pytester.path / "results"),
+                                        "-p", "no:cacheprovider", "--peer-probe-timeout", "1")
+    run.assert_outcomes(passed=1, failed=2)
+    out = run.stdout.str()
+    hung = "it accepts connections on 127.0.0.1:"
+    assert "but sent no AMQP protocol header within 1s (hung); its last log lines" in out
+    assert out.count("lost a peer") == 1, "only the hung router is replaced"
+    assert f"topology single-router lost a peer (R1: {hung}" in out

@@ -9,6 +9,8 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass, field
 
+from .liveness import amqp_silence
+
 
 class PeerUnavailable(Exception):
     """The provider cannot run this peer on this machine (no binary, no Docker engine, ...).
@@ -93,6 +95,15 @@ class Peer(abc.ABC):
         runs or when the provider cannot tell without probing the wire. The harness asks before every case,
         so providers answer from what they already know (a process's exit status), never with a connection."""
         return None
+
+    def silence(self, timeout: float) -> str | None:
+        """Why a peer that is not down still does not serve (it is hung: connections are accepted and left
+        unanswered), or None when its client listener answers an AMQP protocol header within `timeout`. One
+        connection per call: the harness asks only after a case failed (see RunningTopology.probe_peers)."""
+        for endpoint in self.endpoints.values():
+            if endpoint.role == "normal":
+                return amqp_silence(endpoint.host, endpoint.port, timeout)
+        return None  # no listener for clients: nothing to ask
 
     # Process faults. Providers that can do them override these; the others say so clearly.
     def pause(self) -> None:

@@ -7,6 +7,7 @@ through the pytest plugin's fixtures.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,6 +113,7 @@ class RunningTopology:
     topology: Topology
     peers: dict[str, Peer] = field(default_factory=dict)
     faults: object = None  # harness.faults.links.LinkProxies when some link goes `via: proxy`
+    silent: dict[str, str] = field(default_factory=dict)  # node -> why, for running peers found hung by probe_peers
 
     def __getitem__(self, node: str) -> Peer:
         return self.peers[node]
@@ -138,9 +140,24 @@ class RunningTopology:
         return records
 
     def down_peers(self) -> dict[str, str]:
-        """node -> why it is down, for every peer that no longer serves (it crashed, or a case killed or stopped
-        it and did not bring it back)."""
-        return {name: reason for name, peer in self.peers.items() if (reason := peer.down_reason())}
+        """node -> why it is down, for every peer that no longer serves: it crashed, a case killed or stopped it
+        and did not bring it back, or it runs but probe_peers() found it hung."""
+        down = {name: reason for name, peer in self.peers.items() if (reason := peer.down_reason())}
+        return {**{name: why for name, why in self.silent.items() if name not in down}, **down}
+
+    def probe_peers(self, timeout: float) -> dict[str, str]:
+        """Ask every peer that is not down whether it still answers on the wire (Peer.silence), all at once so
+        that the wait is one `timeout` at most; remember the ones that do not (down_peers() names them from
+        then on) and return them."""
+        down = self.down_peers()
+        asked = [name for name in self.peers if name not in down]
+        if not asked:
+            return {}
+        with concurrent.futures.ThreadPoolExecutor(len(asked), thread_name_prefix="probe") as pool:
+            answers = list(pool.map(lambda name: self.peers[name].silence(timeout), asked))
+        found = {name: why for name, why in zip(asked, answers, strict=True) if why}
+        self.silent.update(found)
+        return found
 
     def save_logs(self, directory: Path, suffix: str = "") -> list[Path]:
         """Write each peer's whole log (every run of a restarted peer) to DIRECTORY/<node><suffix>.log."""
@@ -155,8 +172,11 @@ class RunningTopology:
         return written
 
     def stop(self) -> None:
-        for peer in self.peers.values():
+        for name, peer in self.peers.items():
             try:
+                if name in self.silent:  # a hung peer would not act on SIGTERM either: no use waiting for it
+                    with contextlib.suppress(NotImplementedError):  # an external peer is not the harness's to kill
+                        peer.kill()
                 peer.stop()
             except Exception:  # stopping must reach every peer even if one misbehaves
                 peer.kill()

@@ -6,10 +6,10 @@ accepted to its producer only after the batch that holds its record has been wri
 share one fsync. `GroupCommitter` moves the write and fsync off the event loop: the loop hands a batch over
 with the callbacks to run once it is durable and goes on serving; batches handed over while the disk is busy
 are merged into the next write, so a slow disk makes batches bigger instead of stalling the broker (the way
-Artemis's journal buffers writes). On start the journal is replayed; a torn or corrupt tail (a crash mid-write) is cut off
-there, and the live records are compacted into a fresh file. A record whose crc is right but whose body does
-not follow the format (unknown type, a name running past the body, bytes left over, bad UTF-8, a routing other
-than anycast/multicast) is corruption too: replay stops there and the rest counts as torn.
+Artemis's journal buffers writes). On start the journal is replayed; a torn or corrupt tail (a crash
+mid-write) is cut off there, and the live records are compacted into a fresh file. A record whose crc is right
+but whose body does not follow the format (unknown type, a name running past the body, bytes left over, bad
+UTF-8, a routing other than anycast/multicast) is corruption too: replay stops there and the rest counts as torn.
 
 An *atomic group* (`with journal.atomic():`, used by a committing transaction) is one record of type 5 whose
 payload is the group's records, each in the same `length | crc32 | body` framing. One crc covers the whole
