@@ -31,8 +31,8 @@ import pytest
 
 from . import matrix as matrix_plugin
 from .catalog import CatalogError, coverage, format_coverage, load_catalog
-from .pytest_plugin import positive_seconds
 from .matrix import ALLURE_DIR, CELLS_DIR, DEFAULT_MATRIX, Cell, CellRun, Matrix, MatrixError
+from .pytest_plugin import PROBE_TIMEOUT, positive_seconds
 from .results import OUTCOMES, RESULTS_FILE, RUN_ID_ENV, RUN_META_FILE, new_run_id, read_results, utc_now_iso
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="per-case time limit (pytest-timeout); default: the matrix file's, else 120")
     run.add_argument("--peer-probe-timeout", type=positive_seconds, metavar="SECONDS",
                      help="after a failed case, a peer that does not answer an AMQP protocol header within this "
-                          "long is taken as hung and replaced (default 5)")
+                          f"long is taken as hung and replaced (default {PROBE_TIMEOUT:g})")
     run.add_argument("-j", "--jobs", type=_positive_int, default=2, metavar="N",
                      help="cells run at once (default 2); cells using the same real product never overlap")
     run.add_argument("--list", action="store_true", help="print the cells and what was left out, then exit")

@@ -68,12 +68,16 @@ class Peer(abc.ABC):
     endpoints: dict[str, Endpoint]
 
     @property
+    def client_endpoint(self) -> Endpoint | None:
+        """The first `normal` listener: where clients attach."""
+        return next((ep for ep in self.endpoints.values() if ep.role == "normal"), None)
+
+    @property
     def url(self) -> str:
-        """URL of the first `normal` listener: where clients attach."""
-        for ep in self.endpoints.values():
-            if ep.role == "normal":
-                return ep.url
-        raise LookupError(f"peer {self.name} has no listener with role normal")
+        """URL of the client listener."""
+        if (endpoint := self.client_endpoint) is None:
+            raise LookupError(f"peer {self.name} has no listener with role normal")
+        return endpoint.url
 
     @abc.abstractmethod
     def start(self, timeout: float = 30.0) -> None:
@@ -100,10 +104,9 @@ class Peer(abc.ABC):
         """Why a peer that is not down still does not serve (it is hung: connections are accepted and left
         unanswered), or None when its client listener answers an AMQP protocol header within `timeout`. One
         connection per call: the harness asks only after a case failed (see RunningTopology.probe_peers)."""
-        for endpoint in self.endpoints.values():
-            if endpoint.role == "normal":
-                return amqp_silence(endpoint.host, endpoint.port, timeout)
-        return None  # no listener for clients: nothing to ask
+        if (endpoint := self.client_endpoint) is None:
+            return None  # no listener for clients: nothing to ask
+        return amqp_silence(endpoint.host, endpoint.port, timeout)
 
     # Process faults. Providers that can do them override these; the others say so clearly.
     def pause(self) -> None:
