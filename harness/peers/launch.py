@@ -143,7 +143,7 @@ class RunningTopology:
         """node -> why it is down, for every peer that no longer serves: it crashed, a case killed or stopped it
         and did not bring it back, or it runs but probe_peers() found it hung."""
         down = {name: reason for name, peer in self.peers.items() if (reason := peer.down_reason())}
-        return {**{name: why for name, why in self.silent.items() if name not in down}, **down}
+        return {**self.silent, **down}  # a hung peer that then died is down for the reason it died
 
     def probe_peers(self, timeout: float) -> dict[str, str]:
         """Ask every peer that is not down whether it still answers on the wire (Peer.silence), all at once so
