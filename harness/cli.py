@@ -1,6 +1,12 @@
 """`interop`: the project's command line.
 
   interop router -c FILE [--id ID]     run the reference router in the foreground (like qdrouterd)
+  interop broker -c FILE [--management-port PORT]
+                                       run the reference broker in the foreground (Artemis broker.xml);
+                                       the same as `python -m reference.broker`
+  interop proxy [--host H] [--port P] [--config FILE] [--log-level LEVEL]
+                                       run the fault proxy in the foreground (Toxiproxy's API, default
+                                       127.0.0.1:8474); the same as `python -m harness.faults`
   interop run [--matrix [FILE] | --peer ROLE=VENDOR ...] [--break [ROLE[=VENDOR]:]FAULT ...] [--results DIR]
               [--suite NAME ...] [-k EXPR] [-x] [-q] [--timeout S] [--peer-probe-timeout S] [-j N]
               [--list] [--report]
@@ -11,9 +17,11 @@
   interop catalog [--catalog PATH] [--strict] [-v]
                                        spec catalog coverage by the suite cases (collected, not run)
 
-Exit codes: 0 all good; 1 a case failed or errored (run), the catalog has gaps (catalog --strict), or a
-server stopped on an error (router); 2 a user mistake (unknown vendor or suite, missing file, bad option),
-reported as one line on stderr without a traceback.
+Exit codes: 0 all good (a server stopped by SIGTERM/SIGINT too); 1 a case failed or errored (run), the catalog
+has gaps (catalog --strict), or a server could not start or stopped on an error (router, broker, proxy: a bad
+or missing config file, a port in use; one line on stderr naming the file and line, before anything listens);
+2 a user mistake (unknown vendor or suite, missing file, bad option), reported as one line on stderr without a
+traceback.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ import pytest
 
 from . import matrix as matrix_plugin
 from .catalog import CatalogError, coverage, format_coverage, load_catalog
+from .faults.server import DEFAULT_HOST as PROXY_HOST
+from .faults.server import DEFAULT_PORT as PROXY_PORT
 from .matrix import ALLURE_DIR, CELLS_DIR, DEFAULT_MATRIX, Cell, CellRun, Matrix, MatrixError
 from .pytest_plugin import PROBE_TIMEOUT, positive_seconds
 from .results import OUTCOMES, RESULTS_FILE, RUN_ID_ENV, RUN_META_FILE, new_run_id, read_results, utc_now_iso
@@ -78,6 +88,28 @@ def build_parser() -> argparse.ArgumentParser:
                         help="qdrouterd.conf-syntax configuration file")
     router.add_argument("--id", help="override the router id from the file")
     router.set_defaults(handler=cmd_router)
+
+    # The servers' own options, checked here so that a mistake is one line (their module forms use plain
+    # argparse); the handlers hand them on to the module entry points.
+    broker = commands.add_parser("broker", help="run the reference broker in the foreground",
+                                 description="Run the reference broker in the foreground, like an Artemis "
+                                             "broker (the same as `python -m reference.broker`).")
+    broker.add_argument("-c", "--config", required=True, metavar="FILE",
+                        help="Artemis broker.xml (the subset the reference broker documents)")
+    broker.add_argument("--management-port", type=_port, metavar="PORT",
+                        help="serve queue statistics as JSON over HTTP on 127.0.0.1:PORT (0 = a free port)")
+    broker.set_defaults(handler=cmd_broker)
+
+    proxy = commands.add_parser("proxy", help="run the fault proxy (Toxiproxy's HTTP API) in the foreground",
+                                description="Run the fault proxy in the foreground, like toxiproxy-server "
+                                            "(the same as `python -m harness.faults`).")
+    proxy.add_argument("--host", default=PROXY_HOST, help=f"API address (default {PROXY_HOST})")
+    proxy.add_argument("--port", type=_port, default=PROXY_PORT,
+                       help=f"API port (default {PROXY_PORT}, Toxiproxy's; 0 = a free one, logged when ready)")
+    proxy.add_argument("--config", metavar="FILE", help="JSON list of proxies to create at start (as /populate)")
+    proxy.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
+                       help="log level (default info)")
+    proxy.set_defaults(handler=cmd_proxy)
 
     run = commands.add_parser("run", help="run the conformance suites against the chosen peers",
                               description="Run the conformance suites against the chosen peers and summarise "
@@ -131,6 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
+    return int(text)
+
+
 def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
@@ -156,8 +194,38 @@ def cmd_router(args: argparse.Namespace) -> int:
     from reference.router import server  # only this command needs the reference router
 
     argv = ["-c", args.config] + (["--id", args.id] if args.id else [])
+    return _serve(server.main, argv)
+
+
+# ---- interop broker / interop proxy ---------------------------------------------------------------------------
+# Like `interop router`: the module entry points do the work (`python -m reference.broker`,
+# `python -m harness.faults` stay the same servers); these only hand on the options checked above.
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    from reference.broker import server  # only this command needs the reference broker
+
+    argv = ["-c", args.config]
+    if args.management_port is not None:
+        argv += ["--management-port", str(args.management_port)]
+    return _serve(server.main, argv)
+
+
+def cmd_proxy(args: argparse.Namespace) -> int:
+    from .faults import server
+
+    argv = ["--host", args.host, "--port", str(args.port)]
+    if args.config is not None:
+        argv += ["--config", args.config]
+    if args.log_level is not None:
+        argv += ["--log-level", args.log_level]
+    return _serve(server.main, argv)
+
+
+def _serve(server_main, argv: list[str]) -> int:
+    """Run a server's module entry point `main(argv)` in this process; its exit status is ours."""
     try:
-        return int(server.main(argv) or 0)
+        return int(server_main(argv) or 0)
     except SystemExit as exc:  # its own argparse; cannot happen with the arguments checked above
         return exc.code if isinstance(exc.code, int) else USAGE
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -14,6 +18,7 @@ import pytest
 from harness import cli
 from harness.catalog import load_catalog
 from harness.results import RUN_ID_ENV, make_record, read_results
+from harness.wait import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 INTEROP = Path(sys.executable).with_name("interop")
@@ -168,6 +173,12 @@ def test_run_with_a_k_expression_matching_nothing_is_a_user_mistake(tmp_path):
     (["nosuch"], "invalid choice: 'nosuch'"),
     ([], "the following arguments are required: COMMAND"),
     (["router"], "the following arguments are required: -c/--config"),
+    (["broker"], "the following arguments are required: -c/--config"),
+    (["broker", "-c", "broker.xml", "--management-port", "x"],
+     "argument --management-port: expected a port number from 0 to 65535, got 'x'"),
+    (["proxy", "--port", "notanumber"], "argument --port: expected a port number from 0 to 65535, got 'notanumber'"),
+    (["proxy", "--port", "65536"], "argument --port: expected a port number from 0 to 65535, got '65536'"),
+    (["proxy", "--log-level", "loud"], "argument --log-level: invalid choice: 'loud'"),
 ])
 def test_user_mistakes_are_one_line_and_exit_2(argv, expected, capsys, monkeypatch):
     monkeypatch.setattr(cli.pytest, "main", _must_not_run)
@@ -188,7 +199,8 @@ def test_results_path_that_is_a_file_is_a_user_mistake(tmp_path, capsys, monkeyp
 
 def test_help_exits_0(capsys):
     assert cli.main(["--help"]) == 0
-    assert "router" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert all(command in out for command in ("router", "broker", "proxy")), out
     assert cli.main(["run", "--help"]) == 0
     assert "--peer ROLE=VENDOR" in capsys.readouterr().out
 
@@ -197,6 +209,139 @@ def test_router_command_delegates_to_the_reference_router(tmp_path, capsys):
     assert cli.main(["router", "-c", str(tmp_path / "missing.conf")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{tmp_path / 'missing.conf'}:0: cannot read" in err
+
+
+# ---- interop broker / interop proxy: the servers as real processes, through the `interop` command --------------
+
+START_TIMEOUT = 30.0  # interpreter, pytest and proton imports on a loaded CI machine
+STOP_TIMEOUT = 10.0  # the servers' own grace periods are a few seconds
+AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
+
+BROKER_XML = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<configuration xmlns="urn:activemq">
+  <core xmlns="urn:activemq:core">
+    <name>B-cli</name>
+    <persistence-enabled>false</persistence-enabled>
+    <security-enabled>false</security-enabled>
+    <acceptors>
+      <acceptor name="clients">tcp://127.0.0.1:0?protocols=AMQP</acceptor>
+    </acceptors>
+    <addresses>
+      <address name="orders"><anycast><queue name="orders"/></anycast></address>
+    </addresses>
+  </core>
+</configuration>
+"""
+
+
+class Server:
+    """`interop <command> ...` as a subprocess; stdout and stderr go to files the test reads while it runs."""
+
+    def __init__(self, cwd: Path, *args: str):
+        self.args = args
+        self.stdout_path, self.stderr_path = cwd / f"{args[0]}.stdout", cwd / f"{args[0]}.stderr"
+        with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
+            self.proc = subprocess.Popen([*COMMAND, *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=err)
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text()
+
+    def wait_for_line(self, pattern: str) -> re.Match:
+        def seen():
+            match = re.search(pattern, self.stderr(), re.MULTILINE)
+            if match is None and self.proc.poll() is not None:
+                raise AssertionError(f"interop {self.args[0]} exited {self.proc.returncode} before logging "
+                                     f"{pattern!r}: {self.stderr()}")
+            return match
+        return wait_for(seen, START_TIMEOUT, f"interop {self.args[0]} to log {pattern!r}", describe=self.stderr)
+
+    def wait_exit(self, timeout: float = START_TIMEOUT) -> int:
+        wait_for(lambda: self.proc.poll() is not None, timeout, f"interop {self.args[0]} to exit",
+                 describe=lambda: f"still running; stderr: {self.stderr()[-400:]}")
+        return self.proc.returncode
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        self.proc.send_signal(sig)
+        return self.wait_exit(STOP_TIMEOUT)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(STOP_TIMEOUT)
+
+
+@pytest.fixture
+def start_server(tmp_path):
+    started: list[Server] = []
+
+    def start(*args: str) -> Server:
+        started.append(Server(tmp_path, *args))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.kill()
+
+
+def test_broker_command_serves_amqp_and_exits_0_on_sigterm(tmp_path, start_server):
+    (tmp_path / "broker.xml").write_text(BROKER_XML)
+    broker = start_server("broker", "-c", "broker.xml", "--management-port", "0")
+    broker.wait_for_line(r"Broker B-cli started; ready$")
+    port = int(broker.wait_for_line(r"Listening on 127\.0\.0\.1:(\d+) \(acceptor 'clients'").group(1))
+    management = int(broker.wait_for_line(r"Management on 127\.0\.0\.1:(\d+)").group(1))
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(AMQP_HEADER)
+        reply = b""
+        while len(reply) < len(AMQP_HEADER):
+            chunk = sock.recv(len(AMQP_HEADER) - len(reply))
+            assert chunk, f"the broker closed the connection after {reply!r}"
+            reply += chunk
+    assert reply == AMQP_HEADER
+    with urllib.request.urlopen(f"http://127.0.0.1:{management}/queues/orders", timeout=10) as answer:
+        assert json.load(answer)["name"] == "orders"  # --management-port reached the broker
+
+    assert broker.stop(signal.SIGTERM) == 0, broker.stderr()
+    assert "Traceback" not in broker.stderr()
+    assert broker.stdout_path.read_text() == "", "servers log to stderr only"
+
+
+def test_broker_command_with_a_bad_config_is_one_line_and_non_zero(tmp_path, start_server):
+    (tmp_path / "bad.xml").write_text(BROKER_XML.replace("<name>B-cli</name>", "<name>B-cli</nam>"))
+    broker = start_server("broker", "-c", "bad.xml")
+    assert broker.wait_exit() == 1
+    lines = broker.stderr().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("bad.xml:4: not well-formed XML: mismatched tag"), lines
+
+
+def test_broker_command_with_a_missing_config_is_one_line(tmp_path, capsys):
+    assert cli.main(["broker", "-c", str(tmp_path / "missing.xml")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{tmp_path / 'missing.xml'}:0: cannot read" in err, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_proxy_command_answers_version_and_exits_0_on_a_signal(tmp_path, start_server, sig):
+    proxy = start_server("proxy", "--port", "0")
+    port = int(proxy.wait_for_line(r"API listening on http://127\.0\.0\.1:(\d+); ready$").group(1))
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/version", timeout=10) as answer:
+        assert answer.status == 200
+        assert "version" in json.load(answer)
+    assert proxy.stop(sig) == 0, proxy.stderr()
+    assert "Traceback" not in proxy.stderr()
+    assert proxy.stdout_path.read_text() == "", "servers log to stderr only"
+
+
+def test_proxy_command_with_a_bad_config_is_one_line_and_non_zero(tmp_path, start_server):
+    # A real process: in-process, the proxy's main() would install its log handler on this pytest process.
+    (tmp_path / "proxies.json").write_text("{")
+    proxy = start_server("proxy", "--port", "0", "--config", "proxies.json")
+    assert proxy.wait_exit() == 1
+    lines = proxy.stderr().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("interop proxy: proxies.json: not valid JSON"), lines
 
 
 def _must_not_run(args, plugins=None):
