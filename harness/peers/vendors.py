@@ -58,9 +58,16 @@ ARTEMIS_BROKER = BROKER_STORE_AND_FORWARD | TRANSACTIONS
 # ActiveMQ.DLQ (not the topology's), so `dead-letter` is left out.
 ACTIVEMQ_CLASSIC_BROKER = (BROKER_STORE_AND_FORWARD - {"dead-letter"}) | TRANSACTIONS
 
+# Choices of the reference router stricter than the documents, which a conforming router need not make:
+# - credit-withdrawal: unused credit is drained as soon as the last consumer of an address leaves (003
+#   §12.1.1.1 only says credit is granted while a consumer exists; qdrouterd 1.19 keeps idle credit and stops
+#   the producer after the first message it has to release).
+REFERENCE_ROUTER_CHOICES = frozenset({"credit-withdrawal"})
+
 VENDORS: dict[tuple[str, str], VendorSpec] = {
     ("reference", "router"): VendorSpec("reference", "router",
-                                        ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE),
+                                        ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE
+                                        | REFERENCE_ROUTER_CHOICES),
     # Qpid Dispatch Router / AMQ Interconnect: the product the routing documents describe.
     ("qdrouterd", "router"): VendorSpec("qdrouterd", "router",
                                         ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE),

@@ -23,26 +23,63 @@ def test_producer_blocks_until_a_consumer_arrives(connect, clients, details):
     assert {o.outcome for o in outcomes.values()} == {"accepted"}
 
 
-@pytest.mark.spec("ROUTING-FLOW-3")
-def test_credit_is_withdrawn_when_the_last_consumer_leaves(connect, clients, details):
-    address = clients.unique("balanced.flow.")
+def attach_two_then_leave(connect, address):
+    """A producer with two consumers, both of which then detach: returns the producer's connection and sender.
+    Credit is still expected while one consumer is left."""
     conn = connect()
     sender = conn.sender(address)
     first = connect().receiver(address)
     second = connect().receiver(address)
     sender.wait_credit(1)
-
     first.detach()
     conn.sync()
     assert sender.credit > 0, "one consumer is still attached: the producer keeps its credit"
-
     second.detach()
+    return conn, sender
+
+
+@pytest.mark.spec("ROUTING-FLOW-3")
+def test_nothing_gets_through_once_the_last_consumer_leaves(connect, clients, details):
+    # 003 §12.1.1.1 grants credit only while a consumer is available. It does not say whether credit granted
+    # earlier is withdrawn before the producer spends it, so the producer may still send a little with it:
+    # those messages must come back released (none accepted, none lost), and the producer must be stopped
+    # (left with no credit) and not given new credit until a consumer returns.
+    address = clients.unique("balanced.flow.")
+    conn, sender = attach_two_then_leave(connect, address)
+    sender.send(3)
+    sender.wait_credit_at_most(0)
+    conn.sync()
+    spent = sender.sent  # what went out on credit held from before
+    sender.wait_outcomes(spent)
+    conn.sync()
+    details.update(sent_on_old_credit=spent)
+    assert sender.outcome_counts() == ({"released": spent} if spent else {}), (
+        "with no consumer, a message the producer sends must come back released")
+    assert sender.credit == 0 and sender.sent == spent, "no new credit while no consumer exists"
+
+    sender.send(3)  # queued at the producer until credit comes back
+    conn.sync()
+    assert sender.sent == spent, "a producer without credit sends nothing"
+    third = connect().receiver(address)
+    held = list(range(spent, 6))
+    third.wait_received(len(held))
+    sender.wait_outcomes(6)
+    details.update(delivered_after_return=third.count)
+    assert third.seqs(sender.name) == held, "what waited at the producer goes to the returning consumer"
+    assert {sender.outcomes[s].outcome for s in held} == {"accepted"}
+
+
+@pytest.mark.spec("ROUTING-FLOW-4")
+@pytest.mark.requires("credit-withdrawal")
+def test_unused_credit_is_taken_back_when_the_last_consumer_leaves(connect, clients, details):
+    address = clients.unique("balanced.flow.")
+    conn, sender = attach_two_then_leave(connect, address)
     # The router asks for its credit back (drain); a well-behaved sender with nothing queued returns it.
     sender.wait_credit_at_most(0)
     sender.send(3)
     conn.sync()
     details.update(sent_after_last_consumer_left=sender.sent)
-    assert sender.sent == 0, "with no consumer left the producer must not be able to send"
+    assert sender.sent == 0, "with its credit taken back the producer sends nothing, so nothing is released"
 
     third = connect().receiver(address)
     third.wait_received(3)
