@@ -13,6 +13,13 @@ Outbound copies wait in a per-consumer FIFO until the consumer grants credit. Se
 that runs once per batch of I/O events, per connection, and serves the consumer links of that connection
 in priority order (§12.1.3): the head copy with the highest priority goes first; address priority, when
 configured, replaces the message's own priority.
+
+An inter-router connection carries every address on one data link, so there the copies wait in one queue
+per priority (`PriorityPending`): a later high-priority copy overtakes earlier low-priority ones still
+waiting for the neighbour's credit. And the pump hands that link no more while the connection's output is
+backed up (`OUTPUT_HOLD_BYTES` not yet written to the socket), so that copies wait in the router, where they
+can still be overtaken, rather than in the engine's buffers, where they cannot. qdrouterd gets the same
+effect from one inter-router link per priority and its "Q3" limit on a session's outgoing bytes.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ msglog = logging.getLogger("MESSAGE")
 DEFAULT_LINK_CAPACITY = 250
 CONTROL_LOW_CREDIT = 500
 DEFAULT_MESSAGE_PRIORITY = 4  # AMQP 1.0 §3.2.1 header.priority default
+OUTPUT_HOLD_BYTES = 256 * 1024  # an inter-router link is served no more while this much output waits
 
 _TERMINAL = {
     Delivery.ACCEPTED: ACCEPTED,
@@ -105,6 +113,48 @@ class Outbound:
     dests: tuple = ()  # remote routers this copy is for (copies sent to a neighbour)
 
 
+class PriorityPending:
+    """The copies waiting on an inter-router data link: FIFO within a priority, highest priority first.
+    Stands in for the deque a consumer link's copies wait in (append, popleft, [0], len, iteration, clear)."""
+
+    def __init__(self):
+        self._queues: dict[int, deque] = {}  # priority -> copies, highest priority first
+
+    def append(self, out: Outbound) -> None:
+        queue = self._queues.get(out.priority)
+        if queue is None:
+            queue = self._queues[out.priority] = deque()
+            self._queues = dict(sorted(self._queues.items(), reverse=True))
+        queue.append(out)
+
+    def _head_queue(self) -> deque:
+        for queue in self._queues.values():
+            if queue:
+                return queue
+        raise IndexError("no copy waiting")
+
+    def popleft(self) -> Outbound:
+        return self._head_queue().popleft()
+
+    def __getitem__(self, index: int) -> Outbound:
+        if index != 0:
+            raise IndexError("only the head copy can be looked at")
+        return self._head_queue()[0]
+
+    def __len__(self) -> int:
+        return sum(len(q) for q in self._queues.values())
+
+    def __bool__(self) -> bool:
+        return any(self._queues.values())
+
+    def __iter__(self):
+        for queue in self._queues.values():
+            yield from queue
+
+    def clear(self) -> None:
+        self._queues.clear()
+
+
 @dataclass(eq=False)
 class ConnectionState:
     role: str = "normal"  # normal | inter-router | route-container | edge
@@ -136,6 +186,7 @@ class Router:
         self.producers: dict[str, set[Producer]] = {}
         self._ties: dict[str, RoundRobin] = {}
         self._dirty: set[ConnectionState] = set()
+        self._held: set[ConnectionState] = set()  # inter-router connections whose output is backed up
         self._seq = itertools.count()
         self._tags = itertools.count()
         self.stats = {"routed": 0, "no_route": 0}
@@ -245,6 +296,7 @@ class Router:
             return
         state.closed = True
         self._dirty.discard(state)
+        self._held.discard(state)
         for consumer in list(state.consumers):
             self._drop_consumer(consumer)
         for producer in list(state.producers):
@@ -489,7 +541,7 @@ class Router:
     def add_neighbour_sender(self, conn, link) -> Consumer:
         """Our data link towards a neighbour: the pump serves it like a consumer link."""
         state = _state_of(conn, create=True)
-        consumer = Consumer(link=link, address="", conn=state, neighbour=True)
+        consumer = Consumer(link=link, address="", conn=state, neighbour=True, pending=PriorityPending())
         link.router_consumer = consumer
         state.consumers.add(consumer)
         return consumer
@@ -714,15 +766,21 @@ class Router:
     # ---- sending: the per-connection pump -------------------------------------------------------------------
 
     def on_reactor_quiesced(self, event):
+        # A backed-up inter-router connection is looked at again after every batch of I/O: the socket may
+        # have taken some of its output.
+        self._dirty |= self._held
         while self._dirty:
             self._pump(self._dirty.pop())
 
     def _pump(self, conn_state: ConnectionState):
         consumers = [c for c in conn_state.consumers if not c.closed]
         while True:
-            best, best_key = None, None
+            best, best_key, held = None, None, False
             for consumer in consumers:
                 if consumer.pending and consumer.link.credit > 0:
+                    if consumer.neighbour and _output_backed_up(consumer.link):
+                        held = True  # let it wait here, where a later higher-priority copy can overtake it
+                        continue
                     head = consumer.pending[0]
                     key = (-head.priority, head.seq)
                     if best_key is None or key < best_key:
@@ -730,6 +788,10 @@ class Router:
             if best is None:
                 break
             self._send(best, best.pending.popleft())
+        if held:
+            self._held.add(conn_state)
+        else:
+            self._held.discard(conn_state)
         for consumer in consumers:
             link = consumer.link
             if link.drain_mode and not consumer.pending and link.credit > 0:
@@ -781,6 +843,11 @@ class Router:
 
 
 # ---- helpers --------------------------------------------------------------------------------------------------
+
+
+def _output_backed_up(link: Link) -> bool:
+    """Is more of the link's session output waiting to be written than an inter-router link may queue?"""
+    return link.session.outgoing_bytes >= OUTPUT_HOLD_BYTES
 
 
 def _effective_priority(section: AddressSection | None, priority: int | None) -> int:
