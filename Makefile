@@ -32,7 +32,8 @@ report-jvm-cache: $(STAMP)
 # are skipped with the reason.
 QDROUTERD_INSTALL ?= ../shared/peers/qdrouterd/install.sh
 qdrouterd:
-	@if [ -f "$(QDROUTERD_INSTALL)" ]; then bash "$(QDROUTERD_INSTALL)"; \
+	@# From a scratch folder: its build leaves a config.sh in the folder it is started from.
+	@if [ -f "$(QDROUTERD_INSTALL)" ]; then cd "$${TMPDIR:-/tmp}" && bash "$(abspath $(QDROUTERD_INSTALL))"; \
 	elif ! command -v qdrouterd >/dev/null; then \
 	  echo "qdrouterd: not on PATH and no $(QDROUTERD_INSTALL); its cases will be skipped (README: Getting a qdrouterd)"; fi
 
