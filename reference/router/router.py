@@ -580,6 +580,13 @@ class Router:
         if pair is not None:
             self.link_router.flow(pair)
             return
+        producer = getattr(event.link, "router_producer", None)
+        if producer is not None:
+            # The producer changed its side of the credit, most often by answering a drain. That answer may
+            # come after a consumer became reachable again (the grant then was held back because the old
+            # credit still looked unused): its window is ours to refill now, or it never gets credit again.
+            self._top_up(producer)
+            return
         consumer = getattr(event.link, "router_consumer", None)
         if consumer is not None and not consumer.closed:
             self._dirty.add(consumer.conn)

@@ -1,0 +1,220 @@
+"""The reference router gives a producer credit again when a consumer returns while a drain is outstanding.
+
+003_9cdc7c48796dae4f.txt §12.1.1.1: a producer gets credit while at least one consumer is reachable. When the
+last consumer leaves, the reference router drains the producer (it asks for its unused credit back). AMQP
+lets the producer answer that drain whenever it likes, so the answer may arrive after a consumer has come
+back. The router must then see that the producer has no credit left and grant it a new window.
+
+These cases reach that order of events on purpose: the producer here is driven by hand over a socket
+(no event loop of its own), so it answers the drain exactly when the case says. Routers run as real
+processes; consumers are the harness's recording receivers. Every wait is a deadline-bound condition.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from proton import Connection, Delivery, Endpoint, Message, Transport
+
+from harness.clients import Clients
+from harness.wait import wait_for
+
+START_TIMEOUT = 20.0
+TIMEOUT = 10.0
+
+
+LISTENING = re.compile(r"Listening on 127\.0\.0\.1:(\d+) \(listener '([^']+)'")
+
+
+class RouterProcess:
+    """`python -m reference.router -c FILE`, its stderr in a file; `ports` maps listener names to ports."""
+
+    def __init__(self, workdir: Path, name: str, config: str):
+        self.config = workdir / f"{name}.conf"
+        self.config.write_text(textwrap.dedent(config).lstrip("\n"))
+        self.stderr_path = workdir / f"{name}.stderr"
+        self._stderr = open(self.stderr_path, "w")
+        self.proc = subprocess.Popen([sys.executable, "-m", "reference.router", "-c", self.config.name],
+                                     cwd=workdir, stdout=subprocess.DEVNULL, stderr=self._stderr,
+                                     stdin=subprocess.DEVNULL)
+        self.ports: dict[str, int] = {}
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text()
+
+    def wait_ready(self) -> None:
+        def ready():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"router exited {self.proc.returncode} before ready: {self.stderr()}")
+            return any(line.endswith("; ready") for line in self.stderr().splitlines())
+        wait_for(ready, START_TIMEOUT, "the router's ready line", describe=self.stderr)
+        self.ports = {name: int(port) for port, name in LISTENING.findall(self.stderr())}
+
+    def url(self, listener: str = "clients") -> str:
+        return f"127.0.0.1:{self.ports[listener]}"
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(TIMEOUT)
+        self._stderr.close()
+
+
+@pytest.fixture
+def start_router(tmp_path):
+    started: list[RouterProcess] = []
+
+    def start(name: str, config: str) -> RouterProcess:
+        router = RouterProcess(tmp_path, name, config)
+        started.append(router)
+        router.wait_ready()
+        return router
+
+    yield start
+    for router in started:
+        router.close()
+
+
+class HandDrivenProducer:
+    """One sending link over a plain socket, pumped only when the case waits: it never answers a drain by
+    itself (proton leaves that to the application), so the case decides when the router gets the answer."""
+
+    def __init__(self, url: str, address: str):
+        host, port = url.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=TIMEOUT)
+        self.sock.setblocking(False)
+        self.transport = Transport()
+        self.transport.sasl().allowed_mechs("ANONYMOUS")
+        self.connection = Connection()
+        self.connection.container = "hand-driven-producer"
+        self.transport.bind(self.connection)
+        self.connection.open()
+        session = self.connection.session()
+        session.open()
+        self.link = session.sender("hand-driven")
+        self.link.target.address = address
+        self.link.open()
+        self.deliveries = []
+
+    def pump(self) -> None:
+        """Write what proton has to send, read what the router sent; never blocks."""
+        while (pending := self.transport.pending()) > 0:
+            try:
+                sent = self.sock.send(self.transport.peek(pending))
+            except BlockingIOError:
+                break
+            self.transport.pop(sent)
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except BlockingIOError:
+                return
+            if not data:
+                self.transport.close_tail()
+                return
+            self.transport.push(data)
+
+    def wait(self, predicate, what: str):
+        def check():
+            self.pump()
+            return predicate()
+        return wait_for(check, TIMEOUT, what, describe=lambda: (
+            f"credit {self.link.credit}, drain {self.link.drain_mode}, link state {self.link.state}"))
+
+    def send(self, body: str):
+        dlv = self.link.delivery(f"tag-{len(self.deliveries)}")
+        self.link.send(Message(body=body).encode())
+        self.link.advance()
+        self.deliveries.append(dlv)
+        self.pump()
+        return dlv
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+STANDALONE = """
+    router { mode: standalone  id: R.credit }
+    listener { name: clients  host: 127.0.0.1  port: 0 }
+"""
+
+R1 = """
+    router { mode: interior  id: R1 }
+    listener { name: clients  host: 127.0.0.1  port: 0 }
+    listener { name: mesh  host: 127.0.0.1  port: 0  role: inter-router }
+"""
+
+R2 = """
+    router {{ mode: interior  id: R2 }}
+    listener {{ name: clients  host: 127.0.0.1  port: 0 }}
+    connector {{ name: to-r1  host: 127.0.0.1  port: {port}  role: inter-router }}
+"""
+
+
+def _drain_answered_after_the_consumer_returned(producer_url: str, consumer_url: str, clients: Clients,
+                                                address: str, router_knows=None) -> None:
+    """The last consumer leaves, the router drains the producer, a consumer returns, and only then does the
+    producer answer the drain. `router_knows(phase)` waits, where needed, until the producer's router has
+    seen the consumer go ("gone") or come back ("back")."""
+    router_knows = router_knows or (lambda phase: None)
+    producer = HandDrivenProducer(producer_url, address)
+    try:
+        producer.wait(lambda: producer.link.state & Endpoint.REMOTE_ACTIVE, "the producer's link to attach")
+        consumers = clients.connect(consumer_url)
+        first = consumers.receiver(address)
+        producer.wait(lambda: producer.link.credit > 0, "credit while a consumer exists")
+
+        first.detach()
+        producer.wait(lambda: producer.link.drain_mode, "the router to ask for the credit back (drain)")
+        router_knows("gone")
+        held = producer.link.credit
+        assert held > 0, "the drain reached the producer before it spent any credit"
+
+        second = consumers.receiver(address)
+        router_knows("back")  # the router has handled the returning consumer; the drain is still unanswered
+        producer.pump()
+        assert producer.link.credit == held and producer.link.drain_mode, "the case needs the drain unanswered"
+
+        producer.link.drained()  # the producer hands its credit back now, as the drain asked
+        producer.pump()
+        producer.wait(lambda: producer.link.credit > 0, "new credit: a consumer is reachable again")
+
+        dlv = producer.send("after the consumer came back")
+        producer.wait(lambda: dlv.settled, "the message's outcome")
+        assert dlv.remote_state == Delivery.ACCEPTED
+        assert [m.body for m in second.wait_received(1)] == ["after the consumer came back"]
+    finally:
+        producer.close()
+
+
+def test_a_drain_answered_after_the_consumer_returned_gets_new_credit(start_router):
+    router = start_router("standalone", STANDALONE)
+    with Clients() as clients:
+        # On one router a consumer's attach is handled before it is answered: once the receiver is attached,
+        # the router has already reconsidered the producer's credit.
+        _drain_answered_after_the_consumer_returned(router.url(), router.url(), clients, "balanced.credit.single")
+
+
+def test_a_drain_answered_after_a_remote_consumer_returned_gets_new_credit(start_router):
+    """The reported case: producer on R1, its consumer on R2 (which dials R1)."""
+    r1 = start_router("R1", R1)
+    r2 = start_router("R2", R2.format(port=r1.ports["mesh"]))
+    address = "balanced.credit.mesh"
+    with Clients() as clients:
+        # A second producer on R1 that answers drains at once: its credit says what R1 knows about consumers
+        # on R2 (R1 reconsiders every producer of the address together, the hand-driven one included).
+        witness = clients.connect(r1.url()).sender(address)
+
+        def r1_knows(phase):
+            if phase == "gone":
+                witness.wait_credit_at_most(0, TIMEOUT)
+            else:
+                witness.wait_credit(1, TIMEOUT)
+
+        _drain_answered_after_the_consumer_returned(r1.url(), r2.url(), clients, address, r1_knows)
