@@ -237,26 +237,38 @@ class EngineLoop:
 
     def _write_all(self) -> None:
         for peer in list(self._peers.values()):
-            transport = peer.transport
-            pending = transport.pending()
-            if pending > 0:
-                try:
-                    sent = peer.sock.send(transport.peek(pending))
-                    transport.pop(sent)
-                    pending -= sent
-                except (BlockingIOError, InterruptedError):
-                    pass
-                except OSError as exc:
-                    log.debug("send to %s failed: %s", _name(peer.sock), exc)
-                    transport.close_head()
-                    transport.close_tail()
-                    pending = 0
-            want_write = pending > 0
+            want_write = self._write(peer)
             if want_write != peer.writing:
                 peer.writing = want_write
                 mask = selectors.EVENT_READ | (selectors.EVENT_WRITE if want_write else 0)
                 self.selector.modify(peer.sock, mask, peer)
         self._dispatch_events()  # a failed send closes a transport: TRANSPORT_CLOSED, which drops the peer
+
+    @staticmethod
+    def _write(peer: _Peer) -> bool:
+        """Write what the transport has until it has nothing more or the socket is full; returns whether it
+        still has output (so the loop must wake when the socket is writable).
+
+        `pending()` encodes only as much as fits the transport's output buffer (tens of KiB), not all that is
+        ready: a large message is many buffers. Writing once per turn and then sleeping until the next I/O or
+        timer left the rest of a 256 KiB message waiting on the broker's 100 ms timer, one buffer per tick."""
+        transport, sock = peer.transport, peer.sock
+        while True:
+            pending = transport.pending()
+            if pending <= 0:
+                return False
+            try:
+                sent = sock.send(transport.peek(pending))
+            except (BlockingIOError, InterruptedError):
+                return True
+            except OSError as exc:
+                log.debug("send to %s failed: %s", _name(sock), exc)
+                transport.close_head()
+                transport.close_tail()
+                return False
+            transport.pop(sent)
+            if sent < pending:  # the socket's buffer is full: wait until it drains
+                return True
 
     def _tick_all(self) -> float | None:
         """Let each transport send heartbeats that are due and time out silent peers; returns how long the

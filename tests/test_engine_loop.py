@@ -52,6 +52,14 @@ class EchoServer:
         if link.is_receiver:
             link.flow(10)
 
+    def on_link_flow(self, event):
+        # A receiver attached to "big:N" gets one message with an N-byte body.
+        link = event.link
+        address = link.remote_source.address or ""
+        if link.is_sender and address.startswith("big:") and link.credit > 0 and not getattr(link, "done", 0):
+            link.done = 1
+            link.send(Message(body=b"x" * int(address[4:])))
+
     def on_delivery(self, event):
         dlv = event.delivery
         if dlv.link.is_receiver and not dlv.partial:
@@ -171,6 +179,17 @@ def test_timers_and_injected_events_run_on_the_loop_thread(served):
     server.on_schedule_please = lambda _e: loop.schedule(0.05, server)
     injector.trigger(ApplicationEvent("schedule_please"))
     wait_for(lambda: f"timer on {loop_thread}" in server.seen, TIMEOUT, "the scheduled timer to fire")
+
+
+def test_a_message_larger_than_the_transport_buffer_goes_out_without_waiting_for_other_io(served):
+    # The EchoServer schedules no timers and the client asks for no heartbeats, so nothing but the loop's own
+    # writing can move the rest of a 4 MiB message after its first buffer. The loop once wrote one buffer a
+    # turn and then slept in select: this client would wait forever.
+    _, _, listener, _ = served
+    conn = BlockingConnection(f"amqp://127.0.0.1:{listener.port}", timeout=TIMEOUT)
+    message = conn.create_receiver("big:4194304", credit=1).receive(timeout=TIMEOUT)
+    conn.close()
+    assert len(message.body) == 4194304
 
 
 def test_listen_on_a_port_in_use_raises_oserror():
