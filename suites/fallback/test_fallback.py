@@ -1,8 +1,12 @@
 """Fallback destinations for undeliverable messages (003 §12.1.4.3)."""
 
+import socket
+
 import pytest
 
 from harness.wait import wait_for
+
+from ..conftest import kill_or_skip, restart_or_skip
 
 pytestmark = pytest.mark.requires("fallback", "store-and-forward")
 
@@ -26,3 +30,62 @@ def test_fallback_stores_then_drains_in_order_interleaved_with_new_messages(topo
     assert sorted(seqs) == list(range(20)), "every message exactly once"
     assert stored == list(range(10)), "messages from the fallback destination keep their original order"
     assert [s for s in seqs if s >= 10] == list(range(10, 20)), "new messages keep their order too"
+
+
+@pytest.mark.spec("FALLBACK-3", "ROUTING-OUTCOME-ANYCAST-REJECTED")
+def test_a_reachable_consumer_gets_the_messages_not_the_fallback_destination(topology, clients, details):
+    """Only messages no consumer can take go to the fallback destination (§12.1.4.3). With a consumer
+    attached, each message is routed to it, so the producer sees that consumer's own outcome (§12.1.1.4,
+    anycast): here it rejects everything. Had the router stored them on the broker first, the producer would
+    see the broker's `accepted` instead, whatever the consumer then did with the copies it got back."""
+    running = topology("fallback")
+    # receiver() returns once the router has answered the attach: the consumer is reachable from then on.
+    receiver = clients.connect(running.client_url("consumer")).receiver(ADDRESS, outcome="reject")
+    sender = clients.connect(running.client_url("producer")).sender(ADDRESS)
+    sender.wait_credit(1, timeout=15)
+    sender.send(10)
+    sender.wait_outcomes(10, timeout=15)
+    details.update(outcomes=sender.outcome_counts())
+    assert sender.outcome_counts() == {"rejected": 10}, (
+        f"the producer must see its consumer's outcome (rejected), not a fallback store's: {sender.outcome_counts()}")
+    wait_for(lambda: len(receiver.seqs(sender.name)) >= 10, 15, "the consumer to get all 10",
+             describe=lambda: f"{receiver.seqs(sender.name)} received")
+    details.update(received=receiver.seqs(sender.name))
+    assert receiver.seqs(sender.name) == list(range(10)), "each message reaches the consumer once, in order"
+
+
+@pytest.mark.spec("FALLBACK-3")
+def test_a_consumer_keeps_getting_messages_while_the_fallback_broker_is_down(topology, clients, details):
+    """Fallback destinations matter only when no consumer is reachable (§12.1.4.3): losing the broker that
+    holds them must not stop direct delivery to an attached consumer. Its converse, the consumer going and
+    the fallback taking over, is FAULT-FALLBACK-1."""
+    running = topology("fallback")
+    broker = running["B1"]
+    receiver = clients.connect(running.client_url("consumer")).receiver(ADDRESS)
+    sender = clients.connect(running.client_url("producer")).sender(ADDRESS)
+    sender.wait_credit(1, timeout=15)
+    sender.send(5)
+    assert {o.outcome for o in sender.wait_outcomes(5, timeout=15).values()} == {"accepted"}
+    try:
+        kill_or_skip(broker)
+        endpoint = broker.client_endpoint
+        wait_for(lambda: _refused(endpoint.host, endpoint.port), 15, f"{broker.name} to refuse connections")
+        sender.send(10)  # the fallback broker is gone; the consumer is still here
+        outcomes = sender.wait_outcomes(15, timeout=15)
+        details.update(outcomes=sender.outcome_counts())
+        assert {o.outcome for o in outcomes.values()} == {"accepted"}, (
+            f"with its consumer attached, losing the fallback broker must not matter: {sender.outcome_counts()}")
+        wait_for(lambda: len(receiver.seqs(sender.name)) >= 15, 15, "the consumer to get all 15",
+                 describe=lambda: f"{receiver.seqs(sender.name)} received")
+        details.update(received=receiver.seqs(sender.name))
+        assert receiver.seqs(sender.name) == list(range(15)), "each message reaches the consumer once, in order"
+    finally:
+        restart_or_skip(broker)  # put the topology back (same ports) for the next case
+
+
+def _refused(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+    except OSError:
+        return True
+    return False
