@@ -12,6 +12,12 @@ Local transactions (AMQP 1.0 part 4): `conn.coordinator()` attaches a transactio
 `declare()`, `commit(txn)` and `rollback(txn)` record their answers; `ctl.sender()` / `ctl.receiver()` open
 links on the controller's session (where the spec lets work name a transaction by default, §4.1), whose
 `send(..., txn=)` and `settle(..., txn=)` make the work transactional.
+
+Large messages (AMQP 1.0 §2.6.14, §2.7.1, §2.7.5): `clients.connect(url, max_frame_size=512)` offers the peer a
+small max-frame-size, so what it sends this connection is split over many transfer frames; `conn.frames()`
+says how many frames went each way. `sender.send_aborted(...)` puts the first part of a message on the wire
+and then aborts it, as a sender that cannot finish a delivery does; senders and receivers record aborted
+deliveries (`aborted` events; `receiver.aborted` counts the ones a receiver saw).
 """
 
 from __future__ import annotations
@@ -99,8 +105,11 @@ class Clients:
         self._injector.trigger(ApplicationEvent("client_call", subject=run))
         return future.result(timeout)
 
-    def connect(self, url: str, name: str | None = None, wait: bool = True) -> ClientConnection:
-        conn = ClientConnection(self, url, name or f"conn{next(self._names)}")
+    def connect(self, url: str, name: str | None = None, wait: bool = True, *,
+                max_frame_size: int | None = None) -> ClientConnection:
+        """A new connection. `max_frame_size` (at least 512, AMQP 1.0 §2.7.1) is the largest frame this side
+        accepts, sent in its open: the peer must split what it sends into frames no larger."""
+        conn = ClientConnection(self, url, name or f"conn{next(self._names)}", max_frame_size)
         self._connections.append(conn)
         if wait:
             conn.wait_open()
@@ -131,15 +140,17 @@ class _LoopHandler:
 
 
 class ClientConnection:
-    def __init__(self, clients: Clients, url: str, name: str):
+    def __init__(self, clients: Clients, url: str, name: str, max_frame_size: int | None = None):
         self.clients, self.url, self.name = clients, url, name
+        self.max_frame_size = max_frame_size
         self.history = clients.history
         self.opened = threading.Event()
         self.ended = False
         self.condition: str | None = None
         self._links: list = []
         self._conn = clients.call(lambda: clients._container.connect(
-            url, handler=_ConnectionHandler(self), reconnect=False, allowed_mechs="ANONYMOUS"))
+            url, handler=_ConnectionHandler(self), reconnect=False, allowed_mechs="ANONYMOUS",
+            max_frame_size=max_frame_size))
 
     def wait_open(self, timeout: float = DEFAULT_TIMEOUT) -> None:
         wait_for(lambda: self.opened.is_set() or self.ended, timeout, f"connection {self.name} to {self.url}")
@@ -195,6 +206,16 @@ class ClientConnection:
         """
         probe = self.receiver(self.clients.unique("interop.sync."), credit=0, timeout=timeout)
         probe.detach(timeout=timeout)
+
+    def frames(self) -> dict:
+        """AMQP frames this connection has read and written so far, and the max-frame-size the peer offered
+        in its open (what our frames may not exceed)."""
+        def do():
+            t = self._conn.transport
+            if t is None:
+                return {"in": None, "out": None, "remote_max_frame_size": None}
+            return {"in": t.frames_input, "out": t.frames_output, "remote_max_frame_size": t.remote_max_frame_size}
+        return self.clients.call(do)
 
     def flow_together(self, receivers: list[RecordingReceiver], credit: int) -> None:
         """Grant credit on several receivers in one go, so the flow frames leave in the same write."""
@@ -295,6 +316,7 @@ class RecordingSender(_Link):
         self._queue: deque[Message] = deque()
         self._seqs = itertools.count()
         self._in_flight = 0
+        self._partial: Delivery | None = None  # a delivery begun by send_aborted and not yet aborted
 
     def _open(self):
         link = self._session().sender(self.name)
@@ -333,6 +355,52 @@ class RecordingSender(_Link):
             self._pump()
         self.conn.clients.call(enqueue)
         return seqs
+
+    def send_aborted(self, *, body: object = None, part: int | None = None, properties: dict | None = None,
+                     timeout: float = DEFAULT_TIMEOUT) -> int:
+        """Begin a message and abort it (AMQP 1.0 §2.7.5 `aborted`): the first `part` bytes of its encoding
+        (half if None) go out in transfers with `more` set, and once they are on the wire a transfer with
+        `aborted` set ends the delivery. The delivery is settled, with no outcome. Returns its seq; messages
+        sent after it get later seqs. Waits for credit first, since nothing goes out without it; messages
+        queued earlier go first, and `send()` calls made meanwhile wait behind it."""
+        seq = next(self._seqs)
+        msg = Message(body=body if body is not None else f"{self.name}-{seq}")
+        msg.properties = {"seq": seq, "producer": self.name, **(properties or {})}
+        encoded = msg.encode()
+        part = len(encoded) // 2 if part is None else part
+        if not 0 < part < len(encoded):
+            raise ValueError(f"part must be between 1 and {len(encoded) - 1} bytes, got {part}")
+        wait_for(lambda: not self.queued and self.credit > 0 or self.detached.is_set(), timeout,
+                 f"sender {self.name} to have credit and nothing queued before an aborted delivery",
+                 describe=lambda: f"credit {self.credit}, {self.queued} queued")
+        if self.detached.is_set():
+            raise ConnectionError(f"sender {self.name} is detached: {self.condition}")
+
+        def begin():
+            link = self._link
+            dlv = link.delivery(link.delivery_tag())
+            link.stream(encoded[:part])
+            dlv.seq = seq
+            self._partial = dlv
+            return dlv
+        dlv = self.conn.clients.call(begin)
+        # Proton sends nothing at all for a delivery aborted before any of it went out: wait until the part has
+        # left this side (nothing of it buffered in the link, nothing in the transport's output).
+        wait_for(lambda: self.conn.clients.call(lambda: dlv.pending == 0 and self._output_pending() == 0)
+                 or self.conn.ended, timeout, f"sender {self.name} to put {part} bytes of a message on the wire")
+
+        def abort():
+            dlv.abort()  # settles it; proton sends a transfer with aborted set, and advances the link
+            self._partial = None
+            self.sent += 1
+            self.history.record(self.name, h.ABORTED, seq=seq, sent_bytes=part)
+            self._pump()
+        self.conn.clients.call(abort)
+        return seq
+
+    def _output_pending(self) -> int:
+        transport = self.conn._conn.transport
+        return max(0, transport.pending()) if transport is not None and not transport.closed else 0
 
     @property
     def queued(self) -> int:
@@ -373,6 +441,9 @@ class RecordingSender(_Link):
         link = self._link
         if link is None or not link.state & Endpoint.LOCAL_ACTIVE or not self.attached.is_set():
             return
+        if self._partial is not None:  # the link's current delivery is unfinished: nothing else may start
+            self._note_credit(link)
+            return
         while self._queue and link.credit > 0 and (self.window is None or self._in_flight < self.window):
             with self._lock:
                 msg = self._queue.popleft()
@@ -403,6 +474,8 @@ class RecordingSender(_Link):
         self._note_credit(link)
 
     def _on_delivery(self, dlv):
+        if dlv.aborted:  # settled when we aborted it: it has no outcome, whatever the peer says of it
+            return
         state = dlv.remote_state
         txn, inner = _transactional(dlv)
         if state not in _STATE and inner is None and not dlv.settled:
@@ -431,6 +504,7 @@ class RecordingReceiver(_Link):
             raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r}")
         self.window, self.auto_credit, self.outcome, self.dynamic = credit, auto_credit, outcome, dynamic
         self.received: list[Received] = []
+        self.aborted = 0  # deliveries the sender aborted after they had begun to arrive
         self._held: dict[int, Delivery] = {}
         self._held_order: list[int] = []
 
@@ -519,8 +593,14 @@ class RecordingReceiver(_Link):
     # loop thread
     def _on_delivery(self, dlv):
         link = self._link
-        if dlv.aborted:
+        if dlv.aborted:  # AMQP 1.0 §2.7.5: discard what came of it; it is settled
+            discarded = dlv.pending
             dlv.settle()
+            with self._lock:
+                self.aborted += 1
+            self.history.record(self.name, h.ABORTED, bytes=discarded)
+            if self.auto_credit and self.window and link.credit < self.window // 2 + 1:
+                link.flow(self.window - link.credit)  # an aborted delivery used up credit too
             return
         if dlv.partial or not dlv.readable:
             return
@@ -529,7 +609,10 @@ class RecordingReceiver(_Link):
         msg = Message()
         msg.decode(data)
         props = dict(msg.properties or {})
-        item = Received(props.get("seq"), props.get("producer"), msg.body, msg.priority, msg.address, props,
+        body = msg.body
+        if isinstance(body, memoryview):  # a binary body is a view into proton's decode buffer: keep a copy
+            body = bytes(body)
+        item = Received(props.get("seq"), props.get("producer"), body, msg.priority, msg.address, props,
                         dlv.settled, msg.delivery_count or 0)
         with self._lock:
             self.received.append(item)

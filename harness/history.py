@@ -19,6 +19,8 @@ CREDIT = "credit"  # a sender's credit changed (data: credit, drain)
 SEND = "send"  # a message was put on the wire (data: seq, settled)
 OUTCOME = "outcome"  # a sent message reached a terminal outcome (data: seq, outcome, ...)
 RECEIVE = "receive"  # a message arrived (data: seq, producer, body, priority, address, settled)
+ABORTED = "aborted"  # a sender aborted a delivery it had begun (data: seq, sent_bytes), or a receiver saw one
+                     # aborted (data: bytes: what had arrived of it, now discarded)
 SETTLE = "settle"  # a receiver settled a message with an outcome (data: seq, outcome)
 DECLARE = "declare"  # a transaction controller's declare was answered (data: txn, outcome, condition)
 DISCHARGE = "discharge"  # a commit or rollback was answered (data: txn, fail, outcome, condition)
