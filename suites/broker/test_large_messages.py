@@ -1,0 +1,154 @@
+"""Large messages on a broker: big bodies, multi-frame transfers, a backlog beyond the receiver's credit, and
+aborted transfers (000 seed, store and forward; AMQP 1.0 §2.6.14, §2.7.1, §2.7.5 where the seeds are silent).
+
+Every body is random bytes, and its SHA-256 travels in the message's application properties: a case compares
+the bytes a consumer got with both, so a truncated, padded or spliced body cannot pass. No case asserts a time:
+each waits for its condition with a deadline generous enough for 4 MiB on a loaded 2-core machine.
+"""
+
+import hashlib
+import random
+
+import pytest
+
+from harness.wait import wait_for
+
+KiB, MiB = 1024, 1024 * 1024
+SIZES = [pytest.param(n, id=label) for n, label in
+         ((KiB, "1KiB"), (64 * KiB, "64KiB"), (256 * KiB, "256KiB"), (MiB, "1MiB"), (4 * MiB, "4MiB"))]
+MIN_MAX_FRAME_SIZE = 512  # AMQP 1.0 §2.7.1: the smallest max-frame-size a peer may offer
+TIMEOUT = 60.0
+
+
+def body_of(size: int, seed: int) -> bytes:
+    return random.Random(seed).randbytes(size)
+
+
+def send_bodies(sender, bodies: list[bytes]) -> list[int]:
+    """Send each body as one message, its digest in the application properties; returns the seqs."""
+    seqs = []
+    for body in bodies:
+        seqs += sender.send(1, body=body, properties={"sha256": hashlib.sha256(body).hexdigest()})
+    return seqs
+
+
+def assert_intact(got, bodies: list[bytes], what: str) -> None:
+    assert len(got) == len(bodies), f"{what}: {len(got)} messages arrived, {len(bodies)} expected"
+    for i, (msg, body) in enumerate(zip(got, bodies)):
+        data = bytes(msg.body) if msg.body is not None else b""
+        assert hashlib.sha256(data).hexdigest() == msg.properties.get("sha256"), (
+            f"{what}: message {i} (seq {msg.seq}) arrived with {len(data)} bytes that do not match the digest it "
+            f"was sent with")
+        assert data == body, f"{what}: message {i} (seq {msg.seq}) is not the body sent ({len(data)} of {len(body)})"
+
+
+def inter_arrival_ms(clients, receiver) -> dict:
+    """p50/p99/max gap between consecutive arrivals, for the result record (never asserted)."""
+    times = [e.t for e in clients.history.events("receive", receiver.name)]
+    gaps = sorted(b - a for a, b in zip(times, times[1:]))
+    if not gaps:
+        return {}
+    return {"gap_p50_ms": round(gaps[len(gaps) // 2] * 1000, 1),
+            "gap_p99_ms": round(gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))] * 1000, 1),
+            "gap_max_ms": round(gaps[-1] * 1000, 1)}
+
+
+@pytest.mark.spec("BROKER-LARGE-1", "BROKER-SAF-1", "BROKER-SAF-2")
+@pytest.mark.requires("store-and-forward")
+@pytest.mark.parametrize("size", SIZES)
+def test_large_bodies_are_stored_and_delivered_intact(connect, queue, details, size):
+    bodies = [body_of(size, seed) for seed in (1, 2)]
+    sender = connect().sender(queue)
+    sender.wait_credit(1)
+    send_bodies(sender, bodies)
+    outcomes = sender.wait_outcomes(len(bodies), timeout=TIMEOUT)
+    assert [o.outcome for o in outcomes.values()] == ["accepted"] * len(bodies), sender.outcome_counts()
+    receiver = connect().receiver(queue, credit=10)
+    got = receiver.wait_received(len(bodies), timeout=TIMEOUT)
+    details.update(size=size, received=len(got), frames_in=receiver.conn.frames()["in"])
+    assert [m.seq for m in got] == [0, 1], "each message once, in the order sent"
+    assert_intact(got, bodies, f"{size}-byte bodies")
+
+
+@pytest.mark.spec("BROKER-FRAME-1", "BROKER-LARGE-1")
+@pytest.mark.requires("store-and-forward")
+@pytest.mark.parametrize("size", [pytest.param(64 * KiB, id="64KiB"), pytest.param(256 * KiB, id="256KiB")])
+def test_multi_frame_deliveries_with_the_smallest_max_frame_size(clients, broker, queue, details, size):
+    """Both client connections offer a max-frame-size of 512: the broker must split every delivery (and
+    every other frame) it sends them; our own transfers are split to the broker's max-frame-size."""
+    bodies = [body_of(size, seed) for seed in (3, 4, 5)]
+    producer = clients.connect(broker.url, max_frame_size=MIN_MAX_FRAME_SIZE)
+    sender = producer.sender(queue)
+    sender.wait_credit(1)
+    send_bodies(sender, bodies)
+    outcomes = sender.wait_outcomes(len(bodies), timeout=TIMEOUT)
+    assert [o.outcome for o in outcomes.values()] == ["accepted"] * len(bodies), (
+        sender.outcome_counts(), producer.condition)
+    consumer = clients.connect(broker.url, max_frame_size=MIN_MAX_FRAME_SIZE)
+    before = consumer.frames()["in"]
+    receiver = consumer.receiver(queue, credit=2)
+    got = receiver.wait_received(len(bodies), timeout=TIMEOUT)
+    consumer.sync()
+    sent_frames, got_frames = producer.frames(), consumer.frames()
+    details.update(size=size, received=len(got), consumer_frames_in=got_frames["in"] - before,
+                   producer_frames_out=sent_frames["out"], broker_max_frame_size=sent_frames["remote_max_frame_size"])
+    assert not consumer.ended and not producer.ended, (
+        f"a connection ended: consumer {consumer.condition}, producer {producer.condition}")
+    assert [m.seq for m in got] == [0, 1, 2], "each message once, in the order sent"
+    assert_intact(got, bodies, f"{size}-byte bodies over 512-byte frames")
+    # The broker wrote to us in frames of at most 512 bytes (proton refuses a larger one with a framing
+    # error, which would have ended the connection): each body took at least size/512 transfers.
+    assert got_frames["in"] - before >= len(bodies) * size // MIN_MAX_FRAME_SIZE, details
+    broker_max = sent_frames["remote_max_frame_size"]
+    if broker_max and broker_max < size:  # and we split ours to the broker's size
+        assert sent_frames["out"] >= len(bodies) * (size // broker_max), details
+
+
+@pytest.mark.spec("BROKER-LARGE-2", "BROKER-ORDER-1")
+@pytest.mark.requires("store-and-forward")
+def test_a_backlog_larger_than_the_receivers_credit_is_delivered_in_order(clients, connect, queue, details):
+    total, size, credit = 60, 256 * KiB, 10
+    bodies = [body_of(size, 100 + i) for i in range(total)]
+    sender = connect().sender(queue)
+    sender.wait_credit(1)
+    send_bodies(sender, bodies)
+    sender.wait_outcomes(total, timeout=TIMEOUT * 2)
+    assert sender.outcome_counts() == {"accepted": total}, sender.outcome_counts()
+    receiver = connect().receiver(queue, credit=credit)  # renews credit as it goes: never more than 10 ahead
+    got = receiver.wait_received(total, timeout=TIMEOUT * 2)
+    receiver.conn.sync()
+    details.update(queued=total, size=size, credit=credit, received=receiver.count,
+                   **inter_arrival_ms(clients, receiver))
+    assert receiver.count == total, "nothing more than was queued"
+    assert [m.seq for m in got] == list(range(total)), "every queued message, once, in the order sent"
+    assert_intact(got, bodies, f"a backlog of {total} x {size} bytes")
+
+
+ABORTS = [pytest.param(KiB, 512, id="1KiB-one-transfer"),
+          pytest.param(MiB, 512 * KiB, id="1MiB-many-transfers")]
+
+
+@pytest.mark.spec("BROKER-ABORT-1", "BROKER-SAF-1")
+@pytest.mark.requires("store-and-forward")
+@pytest.mark.parametrize("size,part", ABORTS)
+def test_an_aborted_transfer_is_not_stored_and_the_next_messages_are(clients, connect, queue, details, size, part):
+    sender = connect().sender(queue)
+    sender.wait_credit(1)
+    aborted = sender.send_aborted(body=body_of(size, 7), part=part, timeout=TIMEOUT)
+    bodies = [body_of(size, seed) for seed in (8, 9, 10)]
+    seqs = send_bodies(sender, bodies)
+    wait_for(lambda: sender.settled_count() >= len(bodies) or sender.detached.is_set(), TIMEOUT,
+             f"outcomes for the {len(bodies)} messages sent after the aborted one",
+             describe=lambda: f"{sender.outcome_counts()}, detached: {sender.condition}")
+    assert not sender.detached.is_set(), f"the broker ended the sender's link after the abort: {sender.condition}"
+    sender.conn.sync()  # the broker has handled everything the sender sent, and answered it
+    assert aborted not in sender.outcomes, "an aborted delivery is settled by its sender and has no outcome"
+    assert [sender.outcomes[s].outcome for s in seqs] == ["accepted"] * len(bodies), sender.outcome_counts()
+    receiver = connect().receiver(queue, credit=10)
+    got = receiver.wait_received(len(bodies), timeout=TIMEOUT)
+    receiver.conn.sync()
+    details.update(size=size, aborted_after=part, received=receiver.count, aborted_seen=receiver.aborted)
+    assert aborted not in [m.seq for m in got], "the broker stored the aborted message"
+    assert receiver.aborted == 0, "the broker passed on a delivery it should have discarded"
+    assert [m.seq for m in got] == seqs, "the messages after the aborted one, each once, in order"
+    assert_intact(got, bodies, "messages sent after an aborted one")
