@@ -1,56 +1,16 @@
 """Large messages on a broker: big bodies, multi-frame transfers, a backlog beyond the receiver's credit, and
 aborted transfers (000 seed, store and forward; AMQP 1.0 §2.6.14, §2.7.1, §2.7.5 where the seeds are silent).
 
-Every body is random bytes, and its SHA-256 travels in the message's application properties: a case compares
-the bytes a consumer got with both, so a truncated, padded or spliced body cannot pass. No case asserts a time:
-each waits for its condition with a deadline generous enough for 4 MiB on a loaded 2-core machine.
+Bodies are random bytes with their digest beside them (suites/large_bodies.py). No case asserts a time: each
+waits for its condition with a deadline.
 """
-
-import hashlib
-import random
 
 import pytest
 
 from harness.wait import wait_for
 
-KiB, MiB = 1024, 1024 * 1024
-SIZES = [pytest.param(n, id=label) for n, label in
-         ((KiB, "1KiB"), (64 * KiB, "64KiB"), (256 * KiB, "256KiB"), (MiB, "1MiB"), (4 * MiB, "4MiB"))]
-MIN_MAX_FRAME_SIZE = 512  # AMQP 1.0 §2.7.1: the smallest max-frame-size a peer may offer
-TIMEOUT = 60.0
-
-
-def body_of(size: int, seed: int) -> bytes:
-    return random.Random(seed).randbytes(size)
-
-
-def send_bodies(sender, bodies: list[bytes]) -> list[int]:
-    """Send each body as one message, its digest in the application properties; returns the seqs."""
-    seqs = []
-    for body in bodies:
-        seqs += sender.send(1, body=body, properties={"sha256": hashlib.sha256(body).hexdigest()})
-    return seqs
-
-
-def assert_intact(got, bodies: list[bytes], what: str) -> None:
-    assert len(got) == len(bodies), f"{what}: {len(got)} messages arrived, {len(bodies)} expected"
-    for i, (msg, body) in enumerate(zip(got, bodies)):
-        data = bytes(msg.body) if msg.body is not None else b""
-        assert hashlib.sha256(data).hexdigest() == msg.properties.get("sha256"), (
-            f"{what}: message {i} (seq {msg.seq}) arrived with {len(data)} bytes that do not match the digest it "
-            f"was sent with")
-        assert data == body, f"{what}: message {i} (seq {msg.seq}) is not the body sent ({len(data)} of {len(body)})"
-
-
-def inter_arrival_ms(clients, receiver) -> dict:
-    """p50/p99/max gap between consecutive arrivals, for the result record (never asserted)."""
-    times = [e.t for e in clients.history.events("receive", receiver.name)]
-    gaps = sorted(b - a for a, b in zip(times, times[1:]))
-    if not gaps:
-        return {}
-    return {"gap_p50_ms": round(gaps[len(gaps) // 2] * 1000, 1),
-            "gap_p99_ms": round(gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))] * 1000, 1),
-            "gap_max_ms": round(gaps[-1] * 1000, 1)}
+from ..large_bodies import (ABORTS, KiB, MIN_MAX_FRAME_SIZE, SIZES, TIMEOUT, assert_intact, body_of,
+                            inter_arrival_ms, send_bodies)
 
 
 @pytest.mark.spec("BROKER-LARGE-1", "BROKER-SAF-1", "BROKER-SAF-2")
@@ -122,10 +82,6 @@ def test_a_backlog_larger_than_the_receivers_credit_is_delivered_in_order(client
     assert receiver.count == total, "nothing more than was queued"
     assert [m.seq for m in got] == list(range(total)), "every queued message, once, in the order sent"
     assert_intact(got, bodies, f"a backlog of {total} x {size} bytes")
-
-
-ABORTS = [pytest.param(KiB, 512, id="1KiB-one-transfer"),
-          pytest.param(MiB, 512 * KiB, id="1MiB-many-transfers")]
 
 
 @pytest.mark.spec("BROKER-ABORT-1", "BROKER-SAF-1")
