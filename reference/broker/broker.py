@@ -412,7 +412,7 @@ class Broker:
         self._route(info, next(self._ids), data, durable, _expiry_of(fields))
         if dlv.settled:
             dlv.settle()
-        elif durable:
+        elif durable and self.config.journal_sync_non_transactional:  # false: accepted before the write (Artemis)
             self._awaiting_commit.append((dlv, Delivery.ACCEPTED))  # accepted once its batch is on disk
         else:
             _finish(dlv, Delivery.ACCEPTED)
@@ -444,7 +444,7 @@ class Broker:
                 return
             state = Delivery.ACCEPTED  # settled with no outcome: the consumer is done with it
         entry = consumer.unsettled.pop(dlv.tag, None)
-        if entry is not None and entry.durable and not dlv.settled:
+        if entry is not None and entry.durable and not dlv.settled and self.config.journal_sync_non_transactional:
             # The consumer waits for our settlement (rcv-settle-mode second): give it once the outcome's journal
             # records (the delete, or the dead-letter copy) are on disk.
             self._awaiting_commit.append((dlv, None))

@@ -5,7 +5,10 @@ own file format. The root is `<configuration>` holding `<core>` (a `<jms>` sibli
 `<core>`. What it does with each element:
 
 * implemented: `name`, `persistence-enabled`, `journal-directory` (where the journal lives),
-  `journal-datasync` (fsync before a durable message is accepted; default true), `acceptors/acceptor`,
+  `journal-datasync` (fsync before a durable message is accepted; default true),
+  `journal-sync-non-transactional` (default true: a non-transactional durable send or acknowledgement is
+  answered once its journal record is on disk; false, as in Artemis: answered at once, the record written by
+  the next batch, so a crash in between loses what was acknowledged), `acceptors/acceptor`,
   `addresses/address` with `anycast`/`multicast` queues, and `address-settings/address-setting` with
   `dead-letter-address`, `expiry-address`, `max-delivery-attempts`, `redelivery-delay`,
   `auto-create-queues`, `auto-create-addresses`, `default-address-routing-type`,
@@ -118,6 +121,7 @@ class BrokerConfig:
     persistence_enabled: bool = True
     journal_directory: str = "data/journal"
     journal_datasync: bool = True
+    journal_sync_non_transactional: bool = True
     acceptors: list[Acceptor] = field(default_factory=list)
     skipped_acceptors: list[SkippedAcceptor] = field(default_factory=list)
     addresses: list[AddressDef] = field(default_factory=list)
@@ -139,14 +143,15 @@ class BrokerConfig:
 
 # ---- elements -------------------------------------------------------------------------------------------------
 
-_CORE_SCALARS = {"name", "persistence-enabled", "journal-directory", "journal-datasync", "security-enabled"}
+_CORE_SCALARS = {"name", "persistence-enabled", "journal-directory", "journal-datasync",
+                 "journal-sync-non-transactional", "security-enabled"}
 _CORE_LISTS = {"acceptors", "addresses", "address-settings", "security-settings"}
 _IGNORED_CORE = {
     "max-redelivery-records", "journal-type", "paging-directory", "bindings-directory", "large-messages-directory",
     "journal-pool-files",
     "journal-min-files", "journal-file-size", "journal-buffer-timeout", "journal-buffer-size",
     "journal-max-io", "journal-compact-min-files", "journal-compact-percentage", "journal-sync-transactional",
-    "journal-sync-non-transactional", "journal-device-block-size", "journal-retention-directory",
+    "journal-device-block-size", "journal-retention-directory",
     "create-bindings-dir", "create-journal-dir", "disk-scan-period", "max-disk-usage", "min-disk-free",
     "global-max-size", "global-max-messages", "page-sync-timeout", "critical-analyzer",
     "critical-analyzer-timeout", "critical-analyzer-check-period", "critical-analyzer-policy",
@@ -259,6 +264,8 @@ def parse_config(data: bytes | str, path: str = "<string>") -> BrokerConfig:
             cfg.journal_directory = _text(el, path)
         elif tag == "journal-datasync":
             cfg.journal_datasync = _bool(el, path)
+        elif tag == "journal-sync-non-transactional":
+            cfg.journal_sync_non_transactional = _bool(el, path)
         elif tag == "security-enabled":
             if _bool(el, path):
                 raise ConfigError(path, el.line, "<security-enabled>true is not supported yet (expected false)")
