@@ -125,6 +125,18 @@ class Peer(abc.ABC):
         raise NotImplementedError(f"peer {self.name}: the {self.info.provider} provider of {self.info.vendor} "
                                   "cannot restart a peer")
 
+    disk_fault = None  # a harness.faults.disk.SlowDisk while the peer runs with a slow disk, else None
+
+    def set_disk_fault(self, fault) -> None:
+        """Run the peer with `fault` (a `harness.faults.disk.SlowDisk`, or None for an idle disk) from now on. A
+        running peer is restarted (gracefully, same ports, same data) to take it; later restarts, also after a
+        kill -9, keep it. PeerUnavailable (a case reports `skipped`) when the provider cannot do it."""
+        if fault is None:
+            return
+        raise PeerUnavailable(f"peer {self.name}: the {self.info.provider} provider of {self.info.vendor} cannot "
+                              "slow a peer's disk (it does not start the peer's process, so it cannot run it "
+                              "under strace)")
+
     @abc.abstractmethod
     def logs(self) -> str:
         """Everything the peer has logged so far."""

@@ -18,6 +18,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from ..faults.disk import StraceMissing, find_strace, traced_command
 from ..wait import WaitTimeout, free_port, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
 
@@ -33,6 +34,8 @@ class ProcessPeer(Peer):
         self.workdir = workdir
         self.endpoints: dict[str, Endpoint] = {}
         self._proc: subprocess.Popen | None = None
+        self._tracee: int | None = None  # with a disk fault: the peer's own process, strace's child
+        self.disk_fault = None
         self._log_lines: list[str] = []
         self.previous_logs: list[str] = []  # the log of the runs before the last restart
         self._log_lock = threading.Lock()
@@ -48,10 +51,48 @@ class ProcessPeer(Peer):
         raise NotImplementedError
 
     def _spawn(self) -> None:
+        """Start the process; with a disk fault, under strace (harness/faults/disk.py) in a process group of its
+        own, so that kill() can SIGKILL strace and the traced peer in one go."""
+        command, traced = self.command(), self.disk_fault is not None
+        if traced:
+            try:
+                command = self.disk_fault.wrap(command)
+            except StraceMissing as exc:
+                raise PeerUnavailable(f"{self.name}: {exc}") from None
+        self._tracee = None
         self._proc = subprocess.Popen(
-            self.command(), cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, bufsize=1, env=self.environment())
+            command, cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, bufsize=1, env=self.environment(), start_new_session=traced)
         threading.Thread(target=self._pump_log, name=f"log-{self.name}", daemon=True).start()
+        if traced:
+            proc = self._proc
+            self._tracee = wait_for(lambda: traced_command(proc.pid) or self._check_alive(), 10.0,
+                                    f"strace to start {self.name}'s process")
+
+    @property
+    def main_pid(self) -> int | None:
+        """The peer's own process (under a disk fault, strace's child, not strace): what signals go to."""
+        if self._proc is None:
+            return None
+        return self._tracee if self._tracee is not None else self._proc.pid
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.kill(self.main_pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def set_disk_fault(self, fault) -> None:
+        if fault is not None:
+            try:
+                find_strace()
+            except StraceMissing as exc:
+                raise PeerUnavailable(f"{self.name}: {exc}") from None
+        if fault == self.disk_fault:
+            return
+        self.disk_fault = fault
+        if self.is_running():
+            self.restart()
 
     def environment(self) -> dict[str, str]:
         return dict(os.environ)
@@ -81,14 +122,14 @@ class ProcessPeer(Peer):
 
     def down_reason(self) -> str | None:
         exited = describe_exit(self.returncode)
-        if exited is None and self._proc is not None and _process_state(self._proc.pid) in ("T", "t"):
+        if exited is None and self._proc is not None and _process_state(self.main_pid) in ("T", "t"):
             return "it is paused (SIGSTOP) and was not resumed"
         return exited
 
     @property
     def pids(self) -> list[int]:
         """The live process (benchmarks read its CPU time)."""
-        return [self._proc.pid] if self.is_running() else []
+        return [self.main_pid] if self.is_running() else []
 
     def _check_alive(self) -> None:
         if self._proc is not None and self._proc.poll() is not None:
@@ -100,19 +141,32 @@ class ProcessPeer(Peer):
         proc = self._proc
         if proc is None or proc.poll() is not None:
             return
-        proc.send_signal(signal.SIGTERM)
-        proc.send_signal(signal.SIGCONT)  # a paused process acts on SIGTERM only once it runs again
+        # To the peer itself: under strace, strace exits with the peer's status once the peer has exited.
+        self._signal(signal.SIGTERM)
+        self._signal(signal.SIGCONT)  # a paused process acts on SIGTERM only once it runs again
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout)
+            self.kill()
 
     def kill(self) -> None:
+        """SIGKILL the peer's process, as a crash would. Under a disk fault, strace and the traced peer die in one
+        kill(2) of their process group: killing strace alone would let the peer run on, detached."""
         proc = self._proc
-        if proc is not None and proc.poll() is None:
+        if proc is None or proc.poll() is not None:
+            return
+        if self._tracee is None:
             proc.kill()
             proc.wait(10)
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(10)
+        wait_for(lambda: _process_state(self._tracee) in (None, "Z"), 10.0,
+                 f"{self.name}'s traced process (pid {self._tracee}) to die on SIGKILL",
+                 describe=lambda: f"state {_process_state(self._tracee)}")
 
     def _start_logged(self, timeout: float, ready: re.Pattern, listening: re.Pattern, what: str) -> None:
         """Spawn, wait for the ready line, then learn the endpoints from the listening lines (groups: host,
@@ -148,17 +202,19 @@ class ProcessPeer(Peer):
     def pause(self) -> None:
         """SIGSTOP: the process keeps its sockets (the kernel still accepts connections into the backlog and
         buffers bytes) but reads and answers nothing until resume()."""
-        proc = self._running_process("pause")
-        proc.send_signal(signal.SIGSTOP)
-        wait_for(lambda: _process_state(proc.pid) in ("T", "t", None), 10.0,
-                 f"{self.name} (pid {proc.pid}) to stop on SIGSTOP", describe=lambda: _process_state(proc.pid))
+        self._running_process("pause")
+        pid = self.main_pid  # under strace, the peer itself: strace, running on, puts it in its group-stop
+        os.kill(pid, signal.SIGSTOP)
+        wait_for(lambda: _process_state(pid) in ("T", "t", None), 10.0,
+                 f"{self.name} (pid {pid}) to stop on SIGSTOP", describe=lambda: _process_state(pid))
 
     def resume(self) -> None:
         """SIGCONT: a paused process runs again and catches up with what arrived meanwhile."""
-        proc = self._running_process("resume")
-        proc.send_signal(signal.SIGCONT)
-        wait_for(lambda: _process_state(proc.pid) not in ("T", "t"), 10.0,
-                 f"{self.name} (pid {proc.pid}) to run again on SIGCONT", describe=lambda: _process_state(proc.pid))
+        self._running_process("resume")
+        pid = self.main_pid
+        os.kill(pid, signal.SIGCONT)
+        wait_for(lambda: _process_state(pid) not in ("T", "t"), 10.0,
+                 f"{self.name} (pid {pid}) to run again on SIGCONT", describe=lambda: _process_state(pid))
 
     def restart(self, timeout: float = 30.0, *, kill: bool = False) -> None:
         """Stop (SIGTERM, or SIGKILL with `kill=True`; a paused process is continued first so that it can act
@@ -168,6 +224,7 @@ class ProcessPeer(Peer):
         """
         proc = self._proc
         how = describe_exit(self.returncode) or ("killed (SIGKILL)" if kill else "stopped (SIGTERM)")
+        how += f"; restarted with a {self.disk_fault}" if self.disk_fault is not None else "; restarted"
         if proc is not None and proc.poll() is None:
             if kill:
                 self.kill()
@@ -177,7 +234,7 @@ class ProcessPeer(Peer):
             wait_for(lambda: proc.stdout.closed, 10.0, f"the log of {self.name}'s stopped process to be read")
         self._prepare_restart()
         with self._log_lock:
-            self.previous_logs = [*self.previous_logs, *self._log_lines, f"---- interop: {how}; restarted"]
+            self.previous_logs = [*self.previous_logs, *self._log_lines, f"---- interop: {how}"]
             self._log_lines = []
         self.start(timeout)
 
@@ -191,7 +248,7 @@ class ProcessPeer(Peer):
         return proc
 
 
-def _process_state(pid: int) -> str | None:
+def _process_state(pid: int | None) -> str | None:
     """The state letter of a process from /proc (R, S, T for stopped, ...), None if it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:

@@ -40,6 +40,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..faults.disk import StraceMissing, find_strace, traced_command
 from ..render.artemis import broker_settings
 from ..render.rabbitmq import declared_names, render_rabbitmq_node, wire_address
 from ..topology import Node
@@ -198,6 +199,8 @@ class RabbitMQPeer(Peer):
         self.endpoints = {"clients": Endpoint("clients", "127.0.0.1", self.amqp_port, "normal")}
         self.start_seconds: float | None = None  # how long the last start() took, for reports
         self._proc: subprocess.Popen | None = None
+        self._tracee: int | None = None  # with a disk fault: the start script, strace's child
+        self.disk_fault = None
         self._epmd: subprocess.Popen | None = None
         self._log_lines: list[str] = []
         self._log_lock = threading.Lock()
@@ -259,11 +262,24 @@ class RabbitMQPeer(Peer):
         with self._log_lock:
             self._log_lines.append(f"---- interop: starting node {self.node_name} on 127.0.0.1:{self.amqp_port}")
             mark = len(self._log_lines)  # readiness is judged on this run's output only
+        command = [str(self.install.sbin / "rabbitmq-server")]
+        if self.disk_fault is not None:  # strace and the node share the process group: kill() takes both
+            try:
+                command = self.disk_fault.wrap(command)
+            except StraceMissing as exc:
+                raise PeerUnavailable(f"{self.name}: {exc}") from None
+            with self._log_lock:
+                self._log_lines.append(f"---- interop: under strace: {self.disk_fault}")
+        self._tracee = None
         self._proc = subprocess.Popen(
-            [str(self.install.sbin / "rabbitmq-server")], cwd=self.workdir, env=self.environment(),
+            command, cwd=self.workdir, env=self.environment(),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
             start_new_session=True)
         threading.Thread(target=self._pump_log, args=(self._proc,), name=f"log-{self.name}", daemon=True).start()
+        if self.disk_fault is not None:
+            proc = self._proc
+            self._tracee = wait_for(lambda: traced_command(proc.pid) or self._check_alive(), 10.0,
+                                    f"strace to start RabbitMQ node {self.node_name}")
 
         def ready():
             self._check_alive()
@@ -332,7 +348,8 @@ class RabbitMQPeer(Peer):
         if proc.poll() is None:
             try:
                 os.killpg(proc.pid, signal.SIGCONT)  # a paused node cannot act on SIGTERM
-                proc.send_signal(signal.SIGTERM)
+                # To the start script (under strace, strace's child: strace exits once the script has).
+                os.kill(self._tracee or proc.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
             try:
@@ -340,6 +357,35 @@ class RabbitMQPeer(Peer):
             except subprocess.TimeoutExpired:
                 pass
         self._kill_node()  # whatever is left of the group (normally nothing)
+
+    def set_disk_fault(self, fault) -> None:
+        """Run the node under `fault` (harness/faults/disk.py) from now on; a running node is restarted for it."""
+        if fault is not None:
+            try:
+                find_strace()
+            except StraceMissing as exc:
+                raise PeerUnavailable(f"{self.name}: {exc}") from None
+        if fault == self.disk_fault:
+            return
+        self.disk_fault = fault
+        if self.is_running():
+            self.restart()
+
+    def _node_states(self, pgid: int) -> dict[int, str]:
+        """group_states of the node's processes, strace left out: strace must keep running while the node is
+        paused (a stopped tracer would hold a tracee's SIGSTOP and SIGCONT in between)."""
+        return {pid: state for pid, state in group_states(pgid).items() if self._tracee is None or pid != pgid}
+
+    def _signal_node(self, sig: int) -> None:
+        pgid = self._proc.pid
+        if self._tracee is None:
+            os.killpg(pgid, sig)
+            return
+        for pid in self._node_states(pgid):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
 
     def restart(self, timeout: float = 60.0, kill: bool = False) -> None:
         """Stop gracefully (or kill -9) and start again with the same node, ports and data."""
@@ -373,8 +419,8 @@ class RabbitMQPeer(Peer):
         if not self.is_running():
             raise PeerStartError(f"{self.name}: cannot pause RabbitMQ node {self.node_name}: it is not running")
         pgid = self._proc.pid
-        os.killpg(pgid, signal.SIGSTOP)
-        wait_for(lambda: all(state in "Tt" for state in group_states(pgid).values()), 10.0,
+        self._signal_node(signal.SIGSTOP)
+        wait_for(lambda: all(state in "Tt" for state in self._node_states(pgid).values()), 10.0,
                  f"RabbitMQ node {self.node_name} to stop on SIGSTOP", describe=lambda: str(group_states(pgid)))
 
     def resume(self) -> None:
@@ -382,8 +428,8 @@ class RabbitMQPeer(Peer):
         if self._proc is None or self._proc.poll() is not None:
             raise PeerStartError(f"{self.name}: cannot resume RabbitMQ node {self.node_name}: it is not running")
         pgid = self._proc.pid
-        os.killpg(pgid, signal.SIGCONT)
-        wait_for(lambda: not any(state in "Tt" for state in group_states(pgid).values()), 10.0,
+        self._signal_node(signal.SIGCONT)
+        wait_for(lambda: not any(state in "Tt" for state in self._node_states(pgid).values()), 10.0,
                  f"RabbitMQ node {self.node_name} to run again on SIGCONT", describe=lambda: str(group_states(pgid)))
 
     def stop(self, timeout: float = 30.0) -> None:
