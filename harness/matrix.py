@@ -77,12 +77,30 @@ def _balanced_as_closest(node):
             for a in node.addresses]
 
 
+def _no_journal_sync(node):
+    from .topology import BrokerSettings
+
+    @dataclass(frozen=True)
+    class UnsyncedSettings(BrokerSettings):  # the topology's settings plus the one the renderers read
+        journal_sync_non_transactional: bool = False
+
+    return UnsyncedSettings(**node.settings.__dict__)
+
+
 @dataclass(frozen=True)
 class ConfigFault:
     name: str
     role: str
     description: str
-    addresses: Callable  # node -> the node's new address list
+    addresses: Callable | None = None  # node -> the node's new address list
+    settings: Callable | None = None  # node -> the node's new broker settings (harness.topology.BrokerSettings)
+
+    def apply(self, node):
+        if self.addresses is not None:
+            node = dataclasses.replace(node, addresses=self.addresses(node))
+        if self.settings is not None:
+            node = dataclasses.replace(node, settings=self.settings(node))
+        return node
 
 
 CONFIG_FAULTS: dict[str, ConfigFault] = {f.name: f for f in (
@@ -92,6 +110,10 @@ CONFIG_FAULTS: dict[str, ConfigFault] = {f.name: f for f in (
                 _multicast_as_balanced),
     ConfigFault("balanced-as-closest", "router", "balanced addresses are configured as closest",
                 _balanced_as_closest),
+    # Artemis's own switch: a non-transactional durable send is acknowledged without waiting for the journal.
+    ConfigFault("no-journal-sync", "broker", "broker.xml says <journal-sync-non-transactional>false: durable "
+                "messages are accepted before their journal record is written (Artemis and the reference broker)",
+                settings=_no_journal_sync),
 )}
 
 
@@ -111,7 +133,7 @@ class Break:
 
 
 def parse_break(text: str, where: str = "--break") -> Break:
-    """`[ROLE[=VENDOR]:]FAULT`; the role defaults to the fault's own (all faults so far break routers)."""
+    """`[ROLE[=VENDOR]:]FAULT`; the role defaults to the fault's own."""
     value = str(text).strip()
     target, sep, fault = value.rpartition(":")
     known = ", ".join(CONFIG_FAULTS)
@@ -131,7 +153,7 @@ def break_topology(topology, node_name: str, faults: Iterable[str]):
     """A copy of `topology` whose node `node_name` carries the faulty settings (the original is untouched)."""
     node = topology.nodes[node_name]
     for name in faults:
-        node = dataclasses.replace(node, addresses=CONFIG_FAULTS[name].addresses(node))
+        node = CONFIG_FAULTS[name].apply(node)
     return dataclasses.replace(topology, nodes={**topology.nodes, node_name: node})
 
 

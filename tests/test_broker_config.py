@@ -1112,3 +1112,34 @@ def test_every_broker_node_of_every_topology_renders_to_a_file_the_reference_rea
         cfg = parse_config(text, f"{node.name}.xml")
         assert {a.name for a in cfg.acceptors} == set(ports)
         assert {q.address for q in node.queues} <= {a.name for a in cfg.addresses}
+
+
+# ---- journal-sync-non-transactional (the `broker:no-journal-sync` fault) ----------------------------------------
+
+
+def test_journal_sync_non_transactional_defaults_to_true_and_reads_false():
+    assert parse_config(doc("<name>b</name>\n")).journal_sync_non_transactional is True
+    cfg = parse_config(doc("<journal-sync-non-transactional>false</journal-sync-non-transactional>\n"))
+    assert cfg.journal_sync_non_transactional is False
+    cfg = parse_config(doc("<journal-sync-non-transactional> TRUE </journal-sync-non-transactional>\n"))
+    assert cfg.journal_sync_non_transactional is True
+
+
+def test_a_bad_journal_sync_non_transactional_is_one_line():
+    err = error_of(doc("<name>b</name>\n<journal-sync-non-transactional>no</journal-sync-non-transactional>\n"))
+    assert (err.line, err.message) == (5, "<journal-sync-non-transactional>: expected true or false, got 'no'")
+
+
+def test_the_no_journal_sync_fault_renders_artemis_s_setting_and_nothing_else():
+    from harness.matrix import break_topology
+
+    topology = load_topology(topology_path("single-broker"))
+    plain = render_broker_xml(topology, "B1", {"clients": 0}, node_settings(topology, "B1"))
+    broken = break_topology(topology, "B1", ["no-journal-sync"])
+    text = render_broker_xml(broken, "B1", {"clients": 0}, node_settings(broken, "B1"))
+    assert "journal-sync-non-transactional" not in plain
+    assert [line for line in text.splitlines() if line not in plain.splitlines()] == [
+        "    <journal-sync-non-transactional>false</journal-sync-non-transactional>"]
+    assert parse_config(text).journal_sync_non_transactional is False
+    assert summary(parse_config(text)) == summary(parse_config(plain))
+    assert topology.node("B1").settings == load_topology(topology_path("single-broker")).node("B1").settings

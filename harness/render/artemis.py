@@ -5,7 +5,8 @@ The same file is read by a real Artemis (native or the `apache/activemq-artemis`
 of the format), so it sticks to elements both understand:
 
 * `name`, `persistence-enabled`, `journal-type` (NIO: no libaio needed), `journal-directory` and the other data
-  directories, `journal-datasync`, `security-enabled` false;
+  directories, `journal-datasync`, `journal-sync-non-transactional` (only when false: the `no-journal-sync` fault),
+  `security-enabled` false;
 * one acceptor per listener, `tcp://HOST:PORT?protocols=AMQP`;
 * `address-settings` for `#`: dead-letter and expiry addresses, max-delivery-attempts, redelivery-delay,
   auto-create of queues and addresses, and ANYCAST as the default routing type of auto-created addresses and
@@ -37,6 +38,9 @@ BROKER_DEFAULTS: dict = {
     "persistence": True,
     "journal_directory": "data/journal",
     "journal_datasync": True,  # fsync before a durable message is accepted
+    # false: a non-transactional durable send or acknowledgement is answered without waiting for its journal
+    # record (Artemis's journal-sync-non-transactional); the matrix's `broker:no-journal-sync` fault sets it
+    "journal_sync_non_transactional": True,
     "queue_type": "classic",  # RabbitMQ only: classic or quorum
 }
 QUEUE_TYPES = ("classic", "quorum")
@@ -162,6 +166,8 @@ def render_broker_xml(
         f"    <paging-directory>{escape(data)}/paging</paging-directory>",
         f"    <large-messages-directory>{escape(data)}/large-messages</large-messages-directory>",
         f"    <journal-datasync>{bool_text[s['journal_datasync']]}</journal-datasync>",
+        *([] if s["journal_sync_non_transactional"] else ["    <journal-sync-non-transactional>false"
+                                                          "</journal-sync-non-transactional>"]),
         "    <security-enabled>false</security-enabled>",
         "    <acceptors>",
         *acceptors,
