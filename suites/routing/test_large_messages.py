@@ -70,8 +70,7 @@ def test_multi_frame_deliveries_with_the_smallest_max_frame_size(clients, single
         assert sent_frames["out"] >= len(bodies) * (size // router_max), details
 
 
-@pytest.mark.spec("ROUTING-LARGE-2", "ROUTING-FLOW-2")
-@pytest.mark.requires("credit-gating")
+@pytest.mark.spec("ROUTING-LARGE-2")
 def test_a_producer_ahead_of_a_slow_consumer_loses_nothing(connect, clients, details):
     total, size, step = 30, 256 * KiB, 2
     address = clients.unique("balanced.backlog.")
