@@ -97,9 +97,12 @@ def test_reset_mid_stream_then_resend_gets_everything_through(faulty, clients, d
 @pytest.mark.requires("fallback")
 def test_fallback_takes_over_when_the_last_consumer_goes(topology, clients, details):
     running = topology("fallback")
-    consumer = clients.connect(running.client_url("consumer")).receiver("fb.orders")
     sender = clients.connect(running.client_url("producer")).sender("fb.orders")
+    # Credit with no consumer attached yet: the fallback destination is reachable (FALLBACK-1). A router may
+    # still be attaching its autolinks to a broker that just started; until then it has nowhere to put the
+    # messages sent after the consumer goes.
     sender.wait_credit(1, timeout=15)
+    consumer = clients.connect(running.client_url("consumer")).receiver("fb.orders")
     sender.send(5)
     consumer.wait_received(5)
     consumer.detach()
