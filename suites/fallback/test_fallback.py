@@ -6,7 +6,7 @@ import pytest
 
 from harness.wait import wait_for
 
-from ..conftest import kill_or_skip, restart_or_skip
+from ..conftest import kill_or_skip
 
 pytestmark = pytest.mark.requires("fallback", "store-and-forward")
 
@@ -39,10 +39,10 @@ def test_a_reachable_consumer_gets_the_messages_not_the_fallback_destination(top
     anycast): here it rejects everything. Had the router stored them on the broker first, the producer would
     see the broker's `accepted` instead, whatever the consumer then did with the copies it got back."""
     running = topology("fallback")
+    sender = clients.connect(running.client_url("producer")).sender(ADDRESS)
+    sender.wait_credit(1, timeout=15)  # no consumer yet: the fallback destination is reachable (FALLBACK-1)
     # receiver() returns once the router has answered the attach: the consumer is reachable from then on.
     receiver = clients.connect(running.client_url("consumer")).receiver(ADDRESS, outcome="reject")
-    sender = clients.connect(running.client_url("producer")).sender(ADDRESS)
-    sender.wait_credit(1, timeout=15)
     sender.send(10)
     sender.wait_outcomes(10, timeout=15)
     details.update(outcomes=sender.outcome_counts())
@@ -61,26 +61,26 @@ def test_a_consumer_keeps_getting_messages_while_the_fallback_broker_is_down(top
     the fallback taking over, is FAULT-FALLBACK-1."""
     running = topology("fallback")
     broker = running["B1"]
-    receiver = clients.connect(running.client_url("consumer")).receiver(ADDRESS)
     sender = clients.connect(running.client_url("producer")).sender(ADDRESS)
-    sender.wait_credit(1, timeout=15)
+    sender.wait_credit(1, timeout=15)  # no consumer yet: the fallback destination is in use (FALLBACK-1)
+    receiver = clients.connect(running.client_url("consumer")).receiver(ADDRESS)
     sender.send(5)
     assert {o.outcome for o in sender.wait_outcomes(5, timeout=15).values()} == {"accepted"}
-    try:
-        kill_or_skip(broker)
-        endpoint = broker.client_endpoint
-        wait_for(lambda: _refused(endpoint.host, endpoint.port), 15, f"{broker.name} to refuse connections")
-        sender.send(10)  # the fallback broker is gone; the consumer is still here
-        outcomes = sender.wait_outcomes(15, timeout=15)
-        details.update(outcomes=sender.outcome_counts())
-        assert {o.outcome for o in outcomes.values()} == {"accepted"}, (
-            f"with its consumer attached, losing the fallback broker must not matter: {sender.outcome_counts()}")
-        wait_for(lambda: len(receiver.seqs(sender.name)) >= 15, 15, "the consumer to get all 15",
-                 describe=lambda: f"{receiver.seqs(sender.name)} received")
-        details.update(received=receiver.seqs(sender.name))
-        assert receiver.seqs(sender.name) == list(range(15)), "each message reaches the consumer once, in order"
-    finally:
-        restart_or_skip(broker)  # put the topology back (same ports) for the next case
+    # B1 stays down: the next case that needs this topology gets a fresh one. Restarting it here would hand
+    # the later cases a router that reconnected to its broker; qdrouterd 1.19 then attached each autolink twice
+    # on the one connection (seen once), which mixes the order of what the fallback queue gives back.
+    kill_or_skip(broker)
+    endpoint = broker.client_endpoint
+    wait_for(lambda: _refused(endpoint.host, endpoint.port), 15, f"{broker.name} to refuse connections")
+    sender.send(10)  # the fallback broker is gone; the consumer is still here
+    outcomes = sender.wait_outcomes(15, timeout=15)
+    details.update(outcomes=sender.outcome_counts())
+    assert {o.outcome for o in outcomes.values()} == {"accepted"}, (
+        f"with its consumer attached, losing the fallback broker must not matter: {sender.outcome_counts()}")
+    wait_for(lambda: len(receiver.seqs(sender.name)) >= 15, 15, "the consumer to get all 15",
+             describe=lambda: f"{receiver.seqs(sender.name)} received")
+    details.update(received=receiver.seqs(sender.name))
+    assert receiver.seqs(sender.name) == list(range(15)), "each message reaches the consumer once, in order"
 
 
 def _refused(host: str, port: int) -> bool:
