@@ -45,15 +45,18 @@ run: setup
 	$(VENV)/bin/interop run --matrix matrix.yaml --report
 
 # The project's own tests (unit tests under tests/) and every suite against the reference peers; then the
-# suites that involve a broker against RabbitMQ and those that involve a router against qdrouterd (each
-# skipped, with the reason, where its product cannot run). qdrouterd in front of RabbitMQ runs in `make run`'s
-# matrix only: its two fallback cases still fail in some runs for a reason not yet pinned down (issue 14 note).
+# suites that involve a broker against RabbitMQ, those that involve a router against qdrouterd, and those that
+# involve both against qdrouterd in front of RabbitMQ (each skipped, with the reason, where its product cannot
+# run). The two fallback cases that fail in some runs of that last pairing are RabbitMQ's crash when
+# qdrouterd drains its fallback autolink: recorded, not strict, in suites/expected/rabbitmq.yaml.
 BROKER_SUITES := suites/broker suites/brokered suites/linkroutes suites/fallback suites/faults
 ROUTER_SUITES := suites/routing suites/mesh suites/brokered suites/linkroutes suites/fallback suites/faults
+PAIRED_SUITES := suites/fallback suites/faults suites/brokered suites/linkroutes
 test: setup
 	$(VENV)/bin/python -m pytest -q
 	$(VENV)/bin/python -m pytest -q $(BROKER_SUITES) --peer broker=rabbitmq
 	$(VENV)/bin/python -m pytest -q $(ROUTER_SUITES) --peer router=qdrouterd
+	$(VENV)/bin/python -m pytest -q $(PAIRED_SUITES) --peer router=qdrouterd --peer broker=rabbitmq
 
 clean:
 	rm -rf $(VENV) results build *.egg-info
