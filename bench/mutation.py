@@ -1,0 +1,299 @@
+"""Mutation score of the reference peers: how many small, plausible bugs the suites catch.
+
+    .venv/bin/python bench/mutation.py [--group router ...] [--sample N] [--seed S] [--out DIR]
+
+A nightly job, not CI: every mutant costs one run of the group's tests (seconds when a case catches it, the
+whole selection when none does). It uses Cosmic Ray (`pip install -e '.[mutation]'`) to list the mutants of
+the behavioural modules of `reference/` (routing, outcomes, credit, journal; not config parsing or logging)
+and runs each group's unit tests and suites, in that order with `-x`, against each mutant:
+
+1. The checkout is copied to `OUT/tree` and every mutant is made there, never in the checkout. The reference
+   peers the suites start as subprocesses import the mutated tree (PYTHONPATH), so a suite sees the bug.
+2. A baseline run of each group's tests on the unmutated tree must pass, else the job stops (a red suite
+   would "kill" every mutant).
+3. `--sample N` draws N mutants per group at random (seeded, so a rerun draws the same ones), for a quick
+   estimate; without it every mutant runs. Lines that only log are left out: a mutant there changes nothing
+   a peer promises.
+4. Each killing failure is then run again on the unmutated tree: a case that fails there too is flaky, and
+   the mutants it "killed" are run once more, so a flaky case cannot inflate the score.
+5. A survivor listed in `bench/mutation-equivalent.yaml` (its module, operator and changed line, with why
+   no behaviour can tell it from the original) is counted as equivalent, not survived.
+6. Results go to `OUT/<group>.sqlite` (Cosmic Ray's session: an interrupted job resumes where it stopped)
+   and `OUT/summary.json`; the printed summary gives killed / survived / timeout per group and every
+   survivor with its diff, for a developer to either strengthen a case or mark it equivalent.
+
+Score = (killed + timeout) / (killed + timeout + survived), equivalent mutants left out. Timeouts count as
+killed (a mutant that hangs a peer is caught by the case's deadline) but are listed apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+try:
+    from cosmic_ray.commands import init as cosmic_init
+    from cosmic_ray.mutating import mutate_and_test
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+except ImportError:  # a one-line error, not a traceback: the extra is not installed by `make setup`
+    sys.exit("bench/mutation.py needs Cosmic Ray: .venv/bin/pip install -e '.[mutation]'")
+
+
+@dataclass(frozen=True)
+class Group:
+    modules: tuple[str, ...]
+    tests: tuple[str, ...]  # unit tests first: they fail fastest
+
+
+GROUPS = {
+    # Address matching, distribution, outcomes, credit and priority on one router and across routers.
+    "router": Group(
+        modules=("reference/router/addressing.py", "reference/router/distribution.py",
+                 "reference/router/settlement.py", "reference/router/router.py"),
+        tests=("tests/test_addressing.py", "tests/test_router_logic.py", "tests/test_router_credit.py",
+               "suites/routing", "suites/mesh"),
+    ),
+    # The same modules judged by one router's cases only: a quicker estimate (mesh-only code survives here).
+    "router-single": Group(
+        modules=("reference/router/addressing.py", "reference/router/distribution.py",
+                 "reference/router/settlement.py", "reference/router/router.py"),
+        tests=("tests/test_addressing.py", "tests/test_router_logic.py", "tests/test_router_credit.py",
+               "suites/routing"),
+    ),
+    # Link routes, autolinks (waypoints) and fallback: the router in front of brokers.
+    "router-brokers": Group(
+        modules=("reference/router/linkroutes.py", "reference/router/autolinks.py"),
+        tests=("suites/linkroutes", "suites/brokered", "suites/fallback"),
+    ),
+    # Store and forward, outcomes, redelivery, dead letters, TTL, the journal, transactions.
+    "broker": Group(
+        modules=("reference/broker/broker.py", "reference/broker/journal.py", "reference/broker/transactions.py"),
+        tests=("tests/test_journal.py", "tests/test_broker_process.py", "suites/broker"),
+    ),
+}
+
+EQUIVALENT_FILE = ROOT / "bench" / "mutation-equivalent.yaml"
+LOG_LINE = re.compile(r"^\s*(log|logger|logging)\.\w+\(")
+FAILED_LINE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
+
+
+def copy_tree(out: Path) -> Path:
+    """The checkout's tracked files, as they are now (uncommitted edits included), in a scratch tree."""
+    tree = out / "tree"
+    if tree.exists():
+        shutil.rmtree(tree)
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout
+    for name in filter(None, files.decode().split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, tree / name)
+    return tree
+
+
+def test_command(group: Group, results: Path, tests: tuple[str, ...] | None = None) -> str:
+    return " ".join([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "--timeout", "90",
+                     "--results", str(results), *(tests or group.tests)])
+
+
+def run_tests(command: str, tree: Path) -> tuple[bool, str, float]:
+    t0 = time.monotonic()
+    proc = subprocess.run(command.split(), cwd=tree, capture_output=True, text=True, env=os.environ)
+    return proc.returncode == 0, proc.stdout + proc.stderr, time.monotonic() - t0
+
+
+def logging_only(tree: Path, module: str, line: int, cache: dict[str, list[str]]) -> bool:
+    lines = cache.setdefault(module, (tree / module).read_text().splitlines())
+    return bool(LOG_LINE.match(lines[line - 1]))
+
+
+def prepare(db: WorkDB, tree: Path, group: Group, sample: int | None, seed: int) -> None:
+    """List the mutants of the group's modules, then mark the ones this run leaves out as skipped."""
+    cosmic_init([Path(m) for m in group.modules], db, {})
+    cache: dict[str, list[str]] = {}
+    kept = []
+    for item in db.work_items:
+        mutation = item.mutations[0]
+        if logging_only(tree, str(mutation.module_path), mutation.start_pos[0], cache):
+            db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="logging only"))
+        else:
+            kept.append(item.job_id)
+    if sample is not None and sample < len(kept):
+        chosen = set(random.Random(seed).sample(sorted(kept), sample))
+        for job_id in kept:
+            if job_id not in chosen:
+                db.set_result(job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="not sampled"))
+
+
+def first_failure(output: str) -> str | None:
+    match = FAILED_LINE.search(output)
+    return match.group(1) if match else None
+
+
+def classify(result: WorkResult) -> str:
+    if result.worker_outcome == WorkerOutcome.SKIPPED:
+        return "skipped"
+    if result.worker_outcome == WorkerOutcome.NO_TEST:
+        return "no-test"
+    if result.test_outcome == TestOutcome.SURVIVED:
+        return "survived"
+    if result.test_outcome == TestOutcome.INCOMPETENT:
+        return "incompetent"
+    return "timeout" if result.output == "timeout" else "killed"
+
+
+def describe(item, result: WorkResult | None = None) -> str:
+    m = item.mutations[0]
+    where = f"{m.module_path}:{m.start_pos[0]}"
+    name = f" in {m.definition_name}" if m.definition_name else ""
+    return f"{where}{name} {m.operator_name.split('/')[-1]}"
+
+
+def execute(db: WorkDB, name: str, command: str, timeout: float, results: Path) -> None:
+    pending = db.pending_work_items
+    for n, item in enumerate(pending, start=1):
+        t0 = time.monotonic()
+        result = mutate_and_test(item.mutations, command, timeout)
+        db.set_result(item.job_id, result)
+        shutil.rmtree(results, ignore_errors=True)
+        verdict = classify(result)
+        killer = first_failure(result.output or "") if verdict == "killed" else None
+        print(f"[{name} {n}/{len(pending)}] {verdict:<9} {describe(item)} ({time.monotonic() - t0:.0f} s)"
+              + (f" by {killer}" if killer else ""), flush=True)
+
+
+def recheck_kills(db: WorkDB, name: str, group: Group, tree: Path, timeout: float, results: Path) -> None:
+    """Run each killing case on the unmutated tree; the mutants a flaky case killed are run again."""
+    killers: dict[str, list] = {}
+    for item, result in db.completed_work_items:
+        if result is not None and classify(result) == "killed":
+            killer = first_failure(result.output or "")
+            if killer:
+                killers.setdefault(killer, []).append(item)
+    if not killers:
+        return
+    ok, output, _ = run_tests(test_command(group, results, tuple(killers)).replace(" -x", ""), tree)
+    shutil.rmtree(results, ignore_errors=True)
+    flaky = {k for k in killers if k in set(FAILED_LINE.findall(output))} if not ok else set()
+    for killer in sorted(flaky):
+        print(f"[{name}] {killer} fails on the unmutated tree too: its {len(killers[killer])} kill(s) run again")
+        for item in killers[killer]:
+            db.set_result(item.job_id, mutate_and_test(item.mutations, test_command(group, results), timeout))
+            shutil.rmtree(results, ignore_errors=True)
+
+
+def load_equivalents(path: Path = EQUIVALENT_FILE) -> list[dict]:
+    """Known equivalent mutants: {module, operator, before, after, why}; lines compared without indentation."""
+    if not path.exists():
+        return []
+    entries = yaml.safe_load(path.read_text()) or []
+    for n, entry in enumerate(entries):
+        missing = {"module", "operator", "before", "after", "why"} - set(entry)
+        if missing:
+            sys.exit(f"{path}: entry {n + 1}: expected the fields {', '.join(sorted(missing))}")
+    return entries
+
+
+def changed_lines(diff: str | None) -> tuple[str, str]:
+    lines = (diff or "").splitlines()
+    before = " ".join(x[1:].strip() for x in lines if x.startswith("-") and not x.startswith("---"))
+    after = " ".join(x[1:].strip() for x in lines if x.startswith("+") and not x.startswith("+++"))
+    return before, after
+
+
+def is_equivalent(item, result: WorkResult, equivalents: list[dict]) -> bool:
+    mutation = item.mutations[0]
+    operator = mutation.operator_name.split("/")[-1]
+    before, after = changed_lines(result.diff)
+    return any(e["module"] == str(mutation.module_path) and e["operator"] == operator
+               and e["before"].strip() == before and e["after"].strip() == after for e in equivalents)
+
+
+def summarize(db: WorkDB, equivalents: list[dict]) -> dict:
+    counts: dict[str, int] = {}
+    survivors = []
+    for item, result in db.completed_work_items:
+        verdict = classify(result)
+        if verdict == "survived" and is_equivalent(item, result, equivalents):
+            verdict = "equivalent"
+        counts[verdict] = counts.get(verdict, 0) + 1
+        if verdict == "survived":
+            survivors.append({"mutant": describe(item), "diff": result.diff})
+    caught = counts.get("killed", 0) + counts.get("timeout", 0)
+    judged = caught + counts.get("survived", 0)
+    return {"counts": counts, "score": caught / judged if judged else None, "survivors": survivors}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--group", action="append", choices=sorted(GROUPS),
+                        help="a group of modules and the tests that judge them (default: all)")
+    parser.add_argument("--sample", type=int, default=None, metavar="N", help="N mutants per group, drawn at random")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "mutation")
+    parser.add_argument("--resume", action="store_true", help="continue the sessions in OUT instead of starting anew")
+    args = parser.parse_args()
+    if args.sample is not None and args.sample < 1:
+        parser.error(f"--sample: expected a positive number of mutants, got {args.sample}")
+    args.out = args.out.resolve()
+    args.out.mkdir(parents=True, exist_ok=True)
+    tree = args.out / "tree" if args.resume and (args.out / "tree").is_dir() else copy_tree(args.out)
+    os.chdir(tree)  # Cosmic Ray mutates module paths relative to the working directory
+    os.environ["PYTHONPATH"] = str(tree)  # the suites' peer subprocesses import the mutated tree
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # a mutant and the original can share an mtime second
+    results = args.out / "suite-results"
+    equivalents = load_equivalents()
+    summary = {}
+    for name in args.group or list(GROUPS):
+        group = GROUPS[name]
+        command = test_command(group, results)
+        ok, output, baseline_s = run_tests(command, tree)
+        shutil.rmtree(results, ignore_errors=True)
+        if not ok:
+            log = args.out / f"baseline-{name}.log"
+            log.write_text(output)
+            print(f"[{name}] the unmutated tree fails its tests, so no mutant can be judged: see {log}")
+            return 1
+        timeout = 2 * baseline_s + 60
+        print(f"[{name}] baseline passed in {baseline_s:.0f} s; a mutant may take {timeout:.0f} s", flush=True)
+        db_path = args.out / f"{name}.sqlite"
+        with use_db(str(db_path), WorkDB.Mode.open if args.resume and db_path.exists() else WorkDB.Mode.create) as db:
+            if not (args.resume and db.num_work_items):
+                prepare(db, tree, group, args.sample, args.seed)
+            execute(db, name, command, timeout, results)
+            recheck_kills(db, name, group, tree, timeout, results)
+            summary[name] = summarize(db, equivalents) | {"baseline_s": round(baseline_s, 1), "sample": args.sample}
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
+    print()
+    print(f"{'group':<16}{'killed':>8}{'timeout':>9}{'survived':>10}{'equivalent':>12}{'other':>7}{'score':>8}")
+    for name, s in summary.items():
+        c = s["counts"]
+        other = sum(v for k, v in c.items() if k not in ("killed", "timeout", "survived", "equivalent", "skipped"))
+        score = f"{s['score']:.0%}" if s["score"] is not None else "-"
+        print(f"{name:<16}{c.get('killed', 0):>8}{c.get('timeout', 0):>9}{c.get('survived', 0):>10}"
+              f"{c.get('equivalent', 0):>12}{other:>7}{score:>8}")
+    for name, s in summary.items():
+        for survivor in s["survivors"]:
+            print(f"\nsurvived ({name}): {survivor['mutant']}")
+            print("\n".join(line for line in (survivor["diff"] or "").splitlines()
+                            if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))))
+    print(f"\nsessions and summary.json in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
