@@ -37,6 +37,26 @@ def assert_intact(got, bodies: list[bytes], what: str) -> None:
         assert data == body, f"{what}: message {i} (seq {msg.seq}) is not the body sent ({len(data)} of {len(body)})"
 
 
+def assert_small_frame_transfer(details, producer, consumer, frames_in_before: int, got, bodies: list[bytes],
+                                 seqs: list[int], size: int, peer: str) -> None:
+    """The checks after bodies crossed connections that offered the smallest max-frame-size: both connections
+    still open, each message once and in order, every body intact; the frame counts go to the record."""
+    sent_frames, got_frames = producer.frames(), consumer.frames()
+    details.update({"size": size, "received": len(got), "consumer_frames_in": got_frames["in"] - frames_in_before,
+                    "producer_frames_out": sent_frames["out"],
+                    f"{peer}_max_frame_size": sent_frames["remote_max_frame_size"]})
+    assert not consumer.ended and not producer.ended, (
+        f"a connection ended: consumer {consumer.condition}, producer {producer.condition}")
+    assert [m.seq for m in got] == seqs, "each message once, in the order sent"
+    assert_intact(got, bodies, f"{size}-byte bodies over {MIN_MAX_FRAME_SIZE}-byte frames")
+    # The peer wrote to the consumer in frames of at most 512 bytes (proton refuses a larger one with a framing
+    # error, which would have ended the connection): each body took at least size/512 transfers.
+    assert got_frames["in"] - frames_in_before >= len(bodies) * size // MIN_MAX_FRAME_SIZE, details
+    peer_max = sent_frames["remote_max_frame_size"]
+    if peer_max and peer_max < size:  # and the producer's deliveries were split to the peer's size
+        assert sent_frames["out"] >= len(bodies) * (size // peer_max), details
+
+
 def inter_arrival_ms(clients, receiver) -> dict:
     """p50/p99/max gap between consecutive arrivals, for the result record (never asserted)."""
     times = [e.t for e in clients.history.events("receive", receiver.name)]

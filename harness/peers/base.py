@@ -9,6 +9,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass, field
 
+from ..faults.disk import StraceMissing, find_strace
 from .liveness import amqp_silence
 
 
@@ -136,6 +137,19 @@ class Peer(abc.ABC):
         raise PeerUnavailable(f"peer {self.name}: the {self.info.provider} provider of {self.info.vendor} cannot "
                               "slow a peer's disk (it does not start the peer's process, so it cannot run it "
                               "under strace)")
+
+    def _run_under_disk_fault(self, fault) -> None:
+        """set_disk_fault for providers that run the peer under strace (process peers, native RabbitMQ)."""
+        if fault is not None:
+            try:
+                find_strace()
+            except StraceMissing as exc:
+                raise PeerUnavailable(f"{self.name}: {exc}") from None
+        if fault == self.disk_fault:
+            return
+        self.disk_fault = fault
+        if self.is_running():
+            self.restart()
 
     @abc.abstractmethod
     def logs(self) -> str:

@@ -18,7 +18,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ..faults.disk import StraceMissing, find_strace, traced_command
+from ..faults.disk import StraceMissing, traced_command
 from ..wait import WaitTimeout, free_port, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
 
@@ -83,16 +83,7 @@ class ProcessPeer(Peer):
             pass
 
     def set_disk_fault(self, fault) -> None:
-        if fault is not None:
-            try:
-                find_strace()
-            except StraceMissing as exc:
-                raise PeerUnavailable(f"{self.name}: {exc}") from None
-        if fault == self.disk_fault:
-            return
-        self.disk_fault = fault
-        if self.is_running():
-            self.restart()
+        self._run_under_disk_fault(fault)
 
     def environment(self) -> dict[str, str]:
         return dict(os.environ)

@@ -40,7 +40,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..faults.disk import StraceMissing, find_strace, traced_command
+from ..faults.disk import StraceMissing, traced_command
 from ..render.artemis import broker_settings
 from ..render.rabbitmq import declared_names, render_rabbitmq_node, wire_address
 from ..topology import Node
@@ -360,16 +360,7 @@ class RabbitMQPeer(Peer):
 
     def set_disk_fault(self, fault) -> None:
         """Run the node under `fault` (harness/faults/disk.py) from now on; a running node is restarted for it."""
-        if fault is not None:
-            try:
-                find_strace()
-            except StraceMissing as exc:
-                raise PeerUnavailable(f"{self.name}: {exc}") from None
-        if fault == self.disk_fault:
-            return
-        self.disk_fault = fault
-        if self.is_running():
-            self.restart()
+        self._run_under_disk_fault(fault)
 
     def _node_states(self, pgid: int) -> dict[int, str]:
         """group_states of the node's processes, strace left out: strace must keep running while the node is

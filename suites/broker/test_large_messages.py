@@ -9,7 +9,8 @@ import pytest
 
 from harness.wait import wait_for
 
-from ..large_bodies import (ABORTS, KiB, MIN_MAX_FRAME_SIZE, SIZES, TIMEOUT, assert_intact, body_of,
+from ..large_bodies import (ABORTS, KiB, MIN_MAX_FRAME_SIZE, SIZES, TIMEOUT, assert_intact,
+                            assert_small_frame_transfer, body_of,
                             inter_arrival_ms, send_bodies)
 
 
@@ -40,7 +41,7 @@ def test_multi_frame_deliveries_with_the_smallest_max_frame_size(clients, broker
     producer = clients.connect(broker.url, max_frame_size=MIN_MAX_FRAME_SIZE)
     sender = producer.sender(queue)
     sender.wait_credit(1)
-    send_bodies(sender, bodies)
+    seqs = send_bodies(sender, bodies)
     outcomes = sender.wait_outcomes(len(bodies), timeout=TIMEOUT)
     assert [o.outcome for o in outcomes.values()] == ["accepted"] * len(bodies), (
         sender.outcome_counts(), producer.condition)
@@ -49,19 +50,7 @@ def test_multi_frame_deliveries_with_the_smallest_max_frame_size(clients, broker
     receiver = consumer.receiver(queue, credit=2)
     got = receiver.wait_received(len(bodies), timeout=TIMEOUT)
     consumer.sync()
-    sent_frames, got_frames = producer.frames(), consumer.frames()
-    details.update(size=size, received=len(got), consumer_frames_in=got_frames["in"] - before,
-                   producer_frames_out=sent_frames["out"], broker_max_frame_size=sent_frames["remote_max_frame_size"])
-    assert not consumer.ended and not producer.ended, (
-        f"a connection ended: consumer {consumer.condition}, producer {producer.condition}")
-    assert [m.seq for m in got] == [0, 1, 2], "each message once, in the order sent"
-    assert_intact(got, bodies, f"{size}-byte bodies over 512-byte frames")
-    # The broker wrote to us in frames of at most 512 bytes (proton refuses a larger one with a framing
-    # error, which would have ended the connection): each body took at least size/512 transfers.
-    assert got_frames["in"] - before >= len(bodies) * size // MIN_MAX_FRAME_SIZE, details
-    broker_max = sent_frames["remote_max_frame_size"]
-    if broker_max and broker_max < size:  # and we split ours to the broker's size
-        assert sent_frames["out"] >= len(bodies) * (size // broker_max), details
+    assert_small_frame_transfer(details, producer, consumer, before, got, bodies, seqs, size, "broker")
 
 
 @pytest.mark.spec("BROKER-LARGE-2", "BROKER-ORDER-1")

@@ -10,7 +10,8 @@ import pytest
 
 from harness.wait import wait_for
 
-from ..large_bodies import (ABORTS, KiB, MIN_MAX_FRAME_SIZE, SIZES, TIMEOUT, assert_intact, body_of,
+from ..large_bodies import (ABORTS, KiB, MIN_MAX_FRAME_SIZE, SIZES, TIMEOUT, assert_intact,
+                            assert_small_frame_transfer, body_of,
                             inter_arrival_ms, send_bodies)
 
 
@@ -55,19 +56,7 @@ def test_multi_frame_deliveries_with_the_smallest_max_frame_size(clients, single
     wait_settled_or_detached(sender, len(bodies))
     got = receiver.wait_received(len(bodies), timeout=TIMEOUT)
     consumer.sync()
-    sent_frames, got_frames = producer.frames(), consumer.frames()
-    details.update(size=size, received=len(got), consumer_frames_in=got_frames["in"] - before,
-                   producer_frames_out=sent_frames["out"], router_max_frame_size=sent_frames["remote_max_frame_size"])
-    assert not consumer.ended and not producer.ended, (
-        f"a connection ended: consumer {consumer.condition}, producer {producer.condition}")
-    assert [m.seq for m in got] == seqs, "each message once, in the order sent"
-    assert_intact(got, bodies, f"{size}-byte bodies over 512-byte frames")
-    # The router wrote to the consumer in frames of at most 512 bytes (proton refuses a larger one with a
-    # framing error, which would have ended the connection): each body took at least size/512 transfers.
-    assert got_frames["in"] - before >= len(bodies) * size // MIN_MAX_FRAME_SIZE, details
-    router_max = sent_frames["remote_max_frame_size"]
-    if router_max and router_max < size:  # and the producer's deliveries were split to the router's size
-        assert sent_frames["out"] >= len(bodies) * (size // router_max), details
+    assert_small_frame_transfer(details, producer, consumer, before, got, bodies, seqs, size, "router")
 
 
 @pytest.mark.spec("ROUTING-LARGE-2")
