@@ -1,0 +1,157 @@
+"""The reference broker's outcome logic, without sockets: what each consumer outcome does to the message.
+
+Source: seed 000 (the broker's queues, dead letters and redelivery) and AMQP 1.0 §3.4 (the outcomes). The
+broker suites check the same behaviour end to end on every broker vendor; these cases pin the bookkeeping
+(delivery-count, exclusion, dead letters, redelivery delay) that a suite only sees through the wire.
+"""
+
+from __future__ import annotations
+
+import pytest
+from proton import Delivery
+
+from reference.broker.broker import Broker, Consumer, Entry
+from reference.broker.config import parse_config
+
+
+def broker_with(settings: str = "<dead-letter-address>DLQ</dead-letter-address>") -> Broker:
+    config = parse_config(f"""\
+<configuration xmlns="urn:activemq">
+  <core xmlns="urn:activemq:core">
+    <persistence-enabled>false</persistence-enabled>
+    <security-enabled>false</security-enabled>
+    <acceptors><acceptor name="clients">tcp://127.0.0.1:0?protocols=AMQP</acceptor></acceptors>
+    <address-settings>
+      <address-setting match="#">
+        {settings}
+      </address-setting>
+    </address-settings>
+    <addresses>
+      <address name="DLQ"><anycast><queue name="DLQ"/></anycast></address>
+      <address name="orders"><anycast><queue name="orders"/></anycast></address>
+    </addresses>
+  </core>
+</configuration>
+""")
+    broker = Broker(config)
+    broker.start()
+    return broker
+
+
+def take(broker: Broker, consumer_id: int = 1, count: int = 3) -> tuple[Consumer, list[Entry]]:
+    """`count` messages stored on 'orders', then all handed to one consumer (in flight, unsettled)."""
+    queue = broker.queues["orders"]
+    for n in range(count):
+        broker.route_new(broker.addresses["orders"], f"m{n}".encode(), durable=False, expiry=None)
+    entries = [queue.available.pop(0) for _ in range(count)]  # the heap's order is arrival order here
+    queue.in_flight += count
+    return Consumer(link=None, queue=queue, id=consumer_id), entries
+
+
+def available(broker: Broker, name: str) -> list[int]:
+    return sorted(e.msg_id for e in broker.queues[name].available)
+
+
+def test_accepted_removes_the_message():
+    broker = broker_with()
+    consumer, (first, *_) = take(broker)
+    broker.apply_outcome(consumer, first, Delivery.ACCEPTED)
+    assert consumer.queue.in_flight == 2
+    assert consumer.queue.depth == 2
+    assert available(broker, "orders") == [] and available(broker, "DLQ") == []
+
+
+def test_released_goes_back_in_its_place_with_its_delivery_count():
+    broker = broker_with()
+    consumer, (first, second, third) = take(broker)
+    broker.apply_outcome(consumer, third, Delivery.RELEASED)
+    broker.apply_outcome(consumer, first, Delivery.RELEASED)
+    queue = consumer.queue
+    assert [e.msg_id for e in sorted(queue.available)] == [first.msg_id, third.msg_id], "arrival order kept"
+    assert queue.available[0] is first, "the oldest is next"
+    assert (first.delivery_count, third.delivery_count) == (0, 0), "released does not count as an attempt"
+    assert queue.in_flight == 1 and queue in broker._dirty
+
+
+def test_modified_delivery_failed_counts_an_attempt_and_requeues():
+    broker = broker_with()
+    consumer, (first, *_) = take(broker)
+    broker.apply_outcome(consumer, first, Delivery.MODIFIED, failed=True)
+    assert first.delivery_count == 1
+    assert available(broker, "orders") == [first.msg_id]
+    assert first.excluded == set(), "not undeliverable-here: this consumer may get it again"
+
+
+def test_modified_without_delivery_failed_is_a_release():
+    broker = broker_with()
+    consumer, (first, *_) = take(broker)
+    broker.apply_outcome(consumer, first, Delivery.MODIFIED)
+    assert first.delivery_count == 0
+    assert available(broker, "orders") == [first.msg_id]
+
+
+def test_undeliverable_here_keeps_the_message_from_that_consumer_only():
+    broker = broker_with()
+    consumer, (first, *_) = take(broker, consumer_id=7)
+    broker.apply_outcome(consumer, first, Delivery.MODIFIED, failed=False, undeliverable=True)
+    assert first.excluded == {7}
+    assert first.delivery_count == 0
+    assert available(broker, "orders") == [first.msg_id], "still there for other consumers"
+
+
+def test_rejected_goes_to_the_dead_letter_address_with_its_delivery_count():
+    broker = broker_with()
+    consumer, (first, *_) = take(broker)
+    first.delivery_count = 2
+    broker.apply_outcome(consumer, first, Delivery.REJECTED)
+    assert available(broker, "orders") == []
+    (dead,) = broker.queues["DLQ"].available
+    assert (dead.data, dead.delivery_count) == (first.data, 2)
+
+
+def test_rejected_without_a_dead_letter_address_is_dropped():
+    broker = broker_with(settings="<max-delivery-attempts>3</max-delivery-attempts>")
+    consumer, (first, *_) = take(broker)
+    broker.apply_outcome(consumer, first, Delivery.REJECTED)
+    assert available(broker, "orders") == [] and available(broker, "DLQ") == []
+    assert consumer.queue.depth == 2
+
+
+@pytest.mark.parametrize("limit, dead_after", [(1, 1), (3, 3)])
+def test_max_delivery_attempts_dead_letters_on_the_last_failed_attempt(limit, dead_after):
+    broker = broker_with(f"<dead-letter-address>DLQ</dead-letter-address>"
+                         f"<max-delivery-attempts>{limit}</max-delivery-attempts>")
+    consumer, (first, *_) = take(broker)
+    queue = consumer.queue
+    for attempt in range(1, dead_after + 1):
+        assert available(broker, "DLQ") == [], f"dead-lettered before attempt {attempt}"
+        if attempt > 1:  # handed out again
+            queue.available.remove(first)
+            queue.in_flight += 1
+        broker.apply_outcome(consumer, first, Delivery.MODIFIED, failed=True)
+    assert first.delivery_count == dead_after
+    assert first not in queue.available
+    assert [e.data for e in broker.queues["DLQ"].available] == [first.data]
+
+
+def test_minus_one_attempts_means_never_dead_lettered():
+    broker = broker_with("<dead-letter-address>DLQ</dead-letter-address>"
+                         "<max-delivery-attempts>-1</max-delivery-attempts>")
+    consumer, (first, *_) = take(broker)
+    for _ in range(25):
+        broker.apply_outcome(consumer, first, Delivery.MODIFIED, failed=True)
+        consumer.queue.available.remove(first)
+        consumer.queue.in_flight += 1
+    assert first.delivery_count == 25 and available(broker, "DLQ") == []
+
+
+def test_redelivery_delay_holds_a_failed_message_but_not_a_released_one():
+    broker = broker_with("<redelivery-delay>5000</redelivery-delay>")
+    consumer, (first, second, _) = take(broker)
+    broker.apply_outcome(consumer, first, Delivery.MODIFIED, failed=True)
+    broker.apply_outcome(consumer, second, Delivery.RELEASED)
+    queue = consumer.queue
+    assert queue.delayed == [first], "a failed attempt waits out the redelivery delay"
+    assert first.ready_at > 0
+    assert available(broker, "orders") == [second.msg_id], "a release (no attempt counted) is not delayed"
+    assert queue.depth == 3
