@@ -155,3 +155,15 @@ def test_redelivery_delay_holds_a_failed_message_but_not_a_released_one():
     assert first.ready_at > 0
     assert available(broker, "orders") == [second.msg_id], "a release (no attempt counted) is not delayed"
     assert queue.depth == 3
+
+
+def test_a_delayed_message_becomes_available_only_when_its_delay_has_passed():
+    broker = broker_with("<redelivery-delay>5000</redelivery-delay>")
+    consumer, (first, second, _) = take(broker)
+    broker.apply_outcome(consumer, first, Delivery.MODIFIED, failed=True)
+    broker.apply_outcome(consumer, second, Delivery.MODIFIED, failed=True)
+    queue = consumer.queue
+    second.ready_at = 0.0  # its delay is over; the first's (5 s from now) is not
+    broker._dispatch(queue)
+    assert queue.delayed == [first]
+    assert available(broker, "orders") == [second.msg_id]

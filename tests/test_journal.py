@@ -412,6 +412,9 @@ def _name(text: str | bytes, declared: int | None = None) -> bytes:
     pytest.param(_record(ENQUEUE, struct.pack(">Q", 7) + _name("q", declared=200) + b"m"), id="name-past-end"),
     pytest.param(_record(ENQUEUE, struct.pack(">Q", 7) + b"\x00"), id="name-length-cut"),
     pytest.param(_record(ENQUEUE, b"\x00\x00\x00"), id="message-id-cut"),
+    # The length of a second name cut after one byte, at an offset (6) where a bounds check that got its
+    # arithmetic wrong would still pass (6 ^ 2 is 4): the record must be malformed, not a struct.error.
+    pytest.param(_record(QUEUE, _name("abc") + b"\x00"), id="second-name-length-cut"),
     pytest.param(_record(ENQUEUE, struct.pack(">Q", 7) + _name(b"\xff\xfe") + b"m"), id="name-not-utf8"),
     pytest.param(_record(DELETE, struct.pack(">Q", 1) + _name("q") + b"extra"), id="delete-trailing-bytes"),
     pytest.param(_record(QUEUE, _name("q2") + _name("q2")), id="queue-no-routing"),
