@@ -12,8 +12,9 @@ and runs each group's unit tests and suites, in that order with `-x`, against ea
 2. A baseline run of each group's tests on the unmutated tree must pass, else the job stops (a red suite
    would "kill" every mutant).
 3. `--sample N` draws N mutants per group at random (seeded, so a rerun draws the same ones), for a quick
-   estimate; without it every mutant runs. Lines that only log are left out: a mutant there changes nothing
-   a peer promises.
+   estimate; without it every mutant runs. Lines that only log, and type annotations (never evaluated:
+   the modules use `from __future__ import annotations`), are left out: a mutant there changes nothing a
+   peer does.
 4. Each killing failure is then run again on the unmutated tree: a case that fails there too is flaky, and
    the mutants it "killed" are run once more, so a flaky case cannot inflate the score.
 5. A survivor listed in `bench/mutation-equivalent.yaml` (its module, operator and changed line, with why
@@ -29,6 +30,7 @@ killed (a mutant that hangs a peer is caught by the case's deadline) but are lis
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import random
@@ -122,22 +124,64 @@ def logging_only(tree: Path, module: str, line: int, cache: dict[str, list[str]]
     return bool(LOG_LINE.match(lines[line - 1]))
 
 
+def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """(start, end) of every type annotation: arguments, return types, annotated assignments."""
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        found = []
+        if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            found.append(node.annotation)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
+            found.append(node.returns)
+        spans += [((a.lineno, a.col_offset), (a.end_lineno, a.end_col_offset)) for a in found]
+    return spans
+
+
+def in_annotation(tree: Path, item, cache: dict[str, list]) -> bool:
+    mutation = item.mutations[0]
+    module = str(mutation.module_path)
+    if module not in cache:
+        cache[module] = annotation_spans((tree / module).read_text())
+    start = tuple(mutation.start_pos)
+    return any(begin <= start < end for begin, end in cache[module])
+
+
 def prepare(db: WorkDB, tree: Path, group: Group, sample: int | None, seed: int) -> None:
     """List the mutants of the group's modules, then mark the ones this run leaves out as skipped."""
     cosmic_init([Path(m) for m in group.modules], db, {})
     cache: dict[str, list[str]] = {}
+    spans: dict[str, list] = {}
     kept = []
     for item in db.work_items:
         mutation = item.mutations[0]
         if logging_only(tree, str(mutation.module_path), mutation.start_pos[0], cache):
             db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="logging only"))
+        elif in_annotation(tree, item, spans):
+            db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="annotation"))
         else:
             kept.append(item.job_id)
     if sample is not None and sample < len(kept):
-        chosen = set(random.Random(seed).sample(sorted(kept), sample))
+        # Drawn from a stable order (job ids are new random ids each time), so a seed names the same mutants.
+        order = {item.job_id: spec_key(item) for item in db.work_items}
+        chosen = set(random.Random(seed).sample(sorted(kept, key=order.__getitem__), sample))
         for job_id in kept:
             if job_id not in chosen:
                 db.set_result(job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="not sampled"))
+
+
+def spec_key(item) -> tuple:
+    m = item.mutations[0]
+    return str(m.module_path), tuple(m.start_pos), m.operator_name, m.occurrence
+
+
+def forget_survivors(db: WorkDB) -> int:
+    """Make every survived mutant pending again (after cases were added); returns how many."""
+    from cosmic_ray.work_db import WorkResultStorage  # Cosmic Ray's table: it has no call to drop one result
+
+    again = [item.job_id for item, result in db.completed_work_items if classify(result) == "survived"]
+    with db._session_maker.begin() as session:
+        session.query(WorkResultStorage).filter(WorkResultStorage.job_id.in_(again)).delete()
+    return len(again)
 
 
 def first_failure(output: str) -> str | None:
@@ -224,12 +268,15 @@ def is_equivalent(item, result: WorkResult, equivalents: list[dict]) -> bool:
                and e["before"].strip() == before and e["after"].strip() == after for e in equivalents)
 
 
-def summarize(db: WorkDB, equivalents: list[dict]) -> dict:
+def summarize(db: WorkDB, equivalents: list[dict], tree: Path) -> dict:
     counts: dict[str, int] = {}
     survivors = []
+    spans: dict[str, list] = {}
     for item, result in db.completed_work_items:
         verdict = classify(result)
-        if verdict == "survived" and is_equivalent(item, result, equivalents):
+        if verdict != "skipped" and in_annotation(tree, item, spans):
+            verdict = "skipped"  # a session listed before annotations were left out
+        elif verdict == "survived" and is_equivalent(item, result, equivalents):
             verdict = "equivalent"
         counts[verdict] = counts.get(verdict, 0) + 1
         if verdict == "survived":
@@ -247,12 +294,18 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "mutation")
     parser.add_argument("--resume", action="store_true", help="continue the sessions in OUT instead of starting anew")
+    parser.add_argument("--rerun-survivors", action="store_true",
+                        help="with the sessions in OUT, run their survivors again against the checkout as it is now "
+                             "(after adding cases)")
     args = parser.parse_args()
     if args.sample is not None and args.sample < 1:
         parser.error(f"--sample: expected a positive number of mutants, got {args.sample}")
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
-    tree = args.out / "tree" if args.resume and (args.out / "tree").is_dir() else copy_tree(args.out)
+    if args.rerun_survivors:
+        args.resume = True  # the same sessions, on a fresh copy of the checkout
+    keep_tree = args.resume and not args.rerun_survivors and (args.out / "tree").is_dir()
+    tree = args.out / "tree" if keep_tree else copy_tree(args.out)
     os.chdir(tree)  # Cosmic Ray mutates module paths relative to the working directory
     os.environ["PYTHONPATH"] = str(tree)  # the suites' peer subprocesses import the mutated tree
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # a mutant and the original can share an mtime second
@@ -275,9 +328,12 @@ def main() -> int:
         with use_db(str(db_path), WorkDB.Mode.open if args.resume and db_path.exists() else WorkDB.Mode.create) as db:
             if not (args.resume and db.num_work_items):
                 prepare(db, tree, group, args.sample, args.seed)
+            elif args.rerun_survivors:
+                print(f"[{name}] {forget_survivors(db)} survivors to run again", flush=True)
             execute(db, name, command, timeout, results)
             recheck_kills(db, name, group, tree, timeout, results)
-            summary[name] = summarize(db, equivalents) | {"baseline_s": round(baseline_s, 1), "sample": args.sample}
+            summary[name] = summarize(db, equivalents, tree) | {"baseline_s": round(baseline_s, 1),
+                                                                "sample": args.sample}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     print()
     print(f"{'group':<16}{'killed':>8}{'timeout':>9}{'survived':>10}{'equivalent':>12}{'other':>7}{'score':>8}")

@@ -167,3 +167,25 @@ def test_a_delayed_message_becomes_available_only_when_its_delay_has_passed():
     broker._dispatch(queue)
     assert queue.delayed == [first]
     assert available(broker, "orders") == [second.msg_id]
+
+
+class CreditOnlyLink:
+    """Stands in for a consumer's link in `_dispatch`, which reads only its credit and drain mode before it
+    sends; a send is what these cases must not see."""
+
+    credit, drain_mode = 5, False
+
+    def delivery(self, tag):
+        raise AssertionError("an expired message was sent to a consumer")
+
+
+def test_a_message_that_expired_in_the_queue_is_not_sent_to_a_waiting_consumer():
+    # The TTL scan runs every 100 ms; a consumer whose credit arrives between two scans must still not get a
+    # message whose expiry has passed: _dispatch checks it too.
+    broker = broker_with("<expiry-address>DLQ</expiry-address>")
+    queue = broker.queues["orders"]
+    broker.route_new(broker.addresses["orders"], b"stale", durable=False, expiry=1.0)  # long past
+    queue.consumers.append(Consumer(link=CreditOnlyLink(), queue=queue, id=1))
+    broker._dispatch(queue)
+    assert available(broker, "orders") == []
+    assert [e.data for e in broker.queues["DLQ"].available] == [b"stale"], "moved to the expiry address"
