@@ -2,6 +2,8 @@
 
 import pytest
 
+from harness.wait import wait_for
+
 pytestmark = pytest.mark.requires("credit-gating")
 
 
@@ -94,3 +96,24 @@ def test_anonymous_sender_gets_credit_and_unroutable_messages_come_back_released
     sender.send(2, to=clients.unique("balanced.nobody."))
     outcomes = sender.wait_outcomes(2)
     assert [o.outcome for o in outcomes.values()] == ["released", "released"]
+
+
+@pytest.mark.spec("ROUTING-DRAIN-1")
+def test_a_consumer_draining_with_nothing_to_deliver_gets_its_credit_back_at_once(connect, clients, details):
+    address = clients.unique("balanced.drain.")
+    receiver = connect().receiver(address, credit=0, auto_credit=False)
+    receiver.wait_attached()
+    receiver.drain(5)  # nothing is waiting for this address: the router must use up the credit now
+    receiver.conn.sync()
+    wait_for(lambda: receiver.credit == 0, 10, "the router to answer the drain (credit back to 0)",
+             describe=lambda: f"credit {receiver.credit}")
+    sender = connect().sender(address)
+    sender.send(1)
+    sender.wait_sent(1)
+    sender.conn.sync()  # the router has the message ...
+    receiver.conn.sync()  # ... and anything it sent this consumer on credit it should not have is here
+    details.update(received_after_drain=receiver.count)
+    assert receiver.count == 0, "a drained link has no credit: nothing may be sent on it"
+    receiver.flow(1)
+    got = receiver.wait_received(1)
+    assert [m.seq for m in got] == [0], "new credit: the waiting message goes out"
