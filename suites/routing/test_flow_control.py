@@ -117,3 +117,20 @@ def test_a_consumer_draining_with_nothing_to_deliver_gets_its_credit_back_at_onc
     receiver.flow(1)
     got = receiver.wait_received(1)
     assert [m.seq for m in got] == [0], "new credit: the waiting message goes out"
+
+
+@pytest.mark.spec("ROUTING-FLOW-5")
+def test_credit_keeps_coming_while_a_consumer_keeps_taking(connect, clients, details):
+    # Many link windows' worth (a router's window is a few hundred; qdrouterd's and the reference's are 250)
+    # from one unsettled producer: each settled message must reopen the window, or the producer stops for good
+    # after the first one.
+    total = 1200
+    address = clients.unique("balanced.window.")
+    receiver = connect().receiver(address, credit=100)
+    sender = connect().sender(address)
+    sender.send(total)
+    outcomes = sender.wait_outcomes(total, timeout=30)
+    details.update(received=receiver.count, outcomes=sender.outcome_counts())
+    assert {o.outcome for o in outcomes.values()} == {"accepted"}
+    receiver.wait_received(total)
+    assert receiver.seqs(sender.name) == list(range(total)), "one producer, one consumer: in order"
