@@ -84,7 +84,7 @@ GROUPS = {
     # Store and forward, outcomes, redelivery, dead letters, TTL, the journal, transactions.
     "broker": Group(
         modules=("reference/broker/broker.py", "reference/broker/journal.py", "reference/broker/transactions.py"),
-        tests=("tests/test_broker_outcomes.py", "tests/test_broker_addressing.py", "tests/test_peek.py",
+        tests=("tests/test_broker_logic.py", "tests/test_peek.py",
                "tests/test_journal.py", "tests/test_broker_process.py",
                "suites/broker"),
     ),

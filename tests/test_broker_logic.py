@@ -1,8 +1,10 @@
-"""The reference broker's outcome logic, without sockets: what each consumer outcome does to the message.
+"""The reference broker's logic, without sockets: what each consumer outcome does to the message, expiry, and
+how addresses resolve.
 
-Source: seed 000 (the broker's queues, dead letters and redelivery) and AMQP 1.0 §3.4 (the outcomes). The
-broker suites check the same behaviour end to end on every broker vendor; these cases pin the bookkeeping
-(delivery-count, exclusion, dead letters, redelivery delay) that a suite only sees through the wire.
+Source: seed 000 (the broker's queues, dead letters, redelivery and address model; Artemis's address settings)
+and AMQP 1.0 §3.4 (the outcomes). The broker suites check the same behaviour end to end on every broker vendor;
+these cases pin the bookkeeping (delivery-count, exclusion, dead letters, redelivery delay, auto-creation) that a
+suite only sees through the wire.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import pytest
 from proton import Delivery
 
-from reference.broker.broker import Broker, Consumer, Entry
+from reference.broker.broker import ANYCAST, MULTICAST, Broker, Consumer, Entry
 from reference.broker.config import parse_config
 
 
@@ -189,3 +191,35 @@ def test_a_message_that_expired_in_the_queue_is_not_sent_to_a_waiting_consumer()
     broker._dispatch(queue)
     assert available(broker, "orders") == []
     assert [e.data for e in broker.queues["DLQ"].available] == [b"stale"], "moved to the expiry address"
+
+
+# ---- address resolution --------------------------------------------------------------------------------------
+
+
+def test_an_unknown_address_is_created_with_the_default_routing_type():
+    broker = broker_with("<default-address-routing-type>ANYCAST</default-address-routing-type>")
+    info, routing = broker._resolve("invoices", None, for_consumer=False)
+    assert routing == ANYCAST
+    assert broker.addresses["invoices"] is info
+    assert [q.name for q in info["queues"]] == ["invoices"], "and its anycast queue (auto-create-queues)"
+
+
+def test_without_auto_create_addresses_an_unknown_address_is_refused():
+    broker = broker_with("<auto-create-addresses>false</auto-create-addresses>")
+    assert broker._resolve("invoices", None, for_consumer=False) == (None, "")
+    assert "invoices" not in broker.addresses
+    info, routing = broker._resolve("orders", None, for_consumer=True)
+    assert (info is broker.addresses["orders"], routing) == (True, ANYCAST), "a declared address still resolves"
+
+
+def test_without_auto_create_addresses_a_new_routing_type_is_refused():
+    broker = broker_with("<auto-create-addresses>false</auto-create-addresses>")
+    assert broker._resolve("orders", MULTICAST, for_consumer=True) == (None, "")
+    assert broker.addresses["orders"]["routings"] == {ANYCAST}
+
+
+def test_with_auto_create_addresses_a_new_routing_type_is_added():
+    broker = broker_with("")
+    info, routing = broker._resolve("orders", MULTICAST, for_consumer=False)
+    assert routing == MULTICAST
+    assert info["routings"] == {ANYCAST, MULTICAST}
