@@ -175,11 +175,15 @@ def spec_key(item) -> tuple:
     return str(m.module_path), tuple(m.start_pos), m.operator_name, m.occurrence
 
 
-def forget_survivors(db: WorkDB) -> int:
-    """Make every survived mutant pending again (after cases were added); returns how many."""
+def forget_survivors(db: WorkDB, equivalents: list[dict], tree: Path) -> int:
+    """Make every survived mutant pending again (after cases were added), except the equivalent ones and those
+    in annotations; returns how many."""
     from cosmic_ray.work_db import WorkResultStorage  # Cosmic Ray's table: it has no call to drop one result
 
-    again = [item.job_id for item, result in db.completed_work_items if classify(result) == "survived"]
+    spans: dict[str, list] = {}
+    again = [item.job_id for item, result in db.completed_work_items
+             if classify(result) == "survived" and not in_annotation(tree, item, spans)
+             and not is_equivalent(item, result, equivalents)]
     with db._session_maker.begin() as session:
         session.query(WorkResultStorage).filter(WorkResultStorage.job_id.in_(again)).delete()
     return len(again)
@@ -330,7 +334,7 @@ def main() -> int:
             if not (args.resume and db.num_work_items):
                 prepare(db, tree, group, args.sample, args.seed)
             elif args.rerun_survivors:
-                print(f"[{name}] {forget_survivors(db)} survivors to run again", flush=True)
+                print(f"[{name}] {forget_survivors(db, equivalents, tree)} survivors to run again", flush=True)
             execute(db, name, command, timeout, results)
             recheck_kills(db, name, group, tree, timeout, results)
             summary[name] = summarize(db, equivalents, tree) | {"baseline_s": round(baseline_s, 1),
