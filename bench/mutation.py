@@ -316,7 +316,9 @@ def main() -> int:
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # a mutant and the original can share an mtime second
     results = args.out / "suite-results"
     equivalents = load_equivalents()
-    summary = {}
+    summary_file = args.out / "summary.json"
+    # Groups not run this time keep their last figures (a rerun of one group must not drop the others').
+    summary = json.loads(summary_file.read_text()) if args.resume and summary_file.exists() else {}
     for name in args.group or list(GROUPS):
         group = GROUPS[name]
         command = test_command(group, results)
@@ -339,7 +341,7 @@ def main() -> int:
             recheck_kills(db, name, group, tree, timeout, results)
             summary[name] = summarize(db, equivalents, tree) | {"baseline_s": round(baseline_s, 1),
                                                                 "sample": args.sample}
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
+    summary_file.write_text(json.dumps(summary, indent=2))
     print()
     print(f"{'group':<16}{'killed':>8}{'timeout':>9}{'survived':>10}{'equivalent':>12}{'other':>7}{'score':>8}")
     for name, s in summary.items():
