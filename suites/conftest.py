@@ -5,7 +5,8 @@ Suites reach peers only through the wire (harness clients); they never import `r
 
 import pytest
 
-from harness.wait import wait_for
+from harness.clients import RecordingSender
+from harness.wait import WaitTimeout, wait_for
 
 
 @pytest.fixture
@@ -36,12 +37,30 @@ def kill_or_skip(peer) -> None:
         pytest.skip(f"the {peer.info.provider} provider of {peer.name} cannot kill it: {exc}")
 
 
+ROUTED_CREDIT_WAIT = 5.0  # how long a routed sender may wait for the far end's credit before a new attach
+
+
 def attach_when_routed(conn, make, timeout: float = 15.0):
     """Attach once the route is known here (routers learn routes from each other asynchronously): retry
-    an attach refused with no route until it succeeds or the deadline passes."""
+    an attach refused with no route until it succeeds or the deadline passes.
+
+    A routed sender counts as attached once the far end's credit has reached it: while its routes settle,
+    qdrouterd once answered an attach and then neither passed it on nor detached it, leaving the sender
+    without credit for good. Such a sender is detached and the attach made again."""
     def attempt():
         try:
-            return make()
+            link = make()
         except ConnectionError:
             return None
-    return wait_for(attempt, timeout, f"a routed attach on {conn.url} to succeed")
+        if not isinstance(link, RecordingSender):
+            return link
+        try:
+            wait_for(lambda: link.credit > 0 or link.detached.is_set(), ROUTED_CREDIT_WAIT, "credit")
+        except WaitTimeout:
+            pass
+        if link.credit > 0:
+            return link
+        if not link.detached.is_set():
+            link.detach(wait=False)
+        return None
+    return wait_for(attempt, timeout, f"a routed attach on {conn.url} to succeed and get credit")
