@@ -5,19 +5,29 @@ handler and to its I/O handler), wraps each one in several Python objects, and t
 a chain of reactor events. For a server that only accepts connections, this loop does the same job with a
 `selectors` poll, one collector and a direct call per event, which is most of the broker's CPU per message.
 
-It offers the part of the Container interface the reference servers use: `listen`, `selectable` (an
-EventInjector: thread-safe application events), `schedule`, `stop`, `run`, and `container_id`. The handler
-sees the same events with the same method names (`on_connection_init`, `on_link_remote_open`, `on_delivery`,
-`on_transport_closed`, ...), plus `on_reactor_init` once and `on_reactor_quiesced` after each batch of I/O,
-before any output of that batch is written. It does not dial out (the router, which has connectors, stays on
-the Container).
+It offers the part of the Container interface the reference servers use: `listen`, `connect` (outgoing
+connections, SASL ANONYMOUS), `selectable` (an EventInjector: thread-safe application events), `schedule`,
+`stop`, `run`, and `container_id`. The handler sees the same events with the same method names
+(`on_connection_init`, `on_link_remote_open`, `on_delivery`, `on_transport_closed`, ...), plus
+`on_reactor_init` once and `on_reactor_quiesced` after each batch of I/O, before any output of that batch is
+written. An accepted connection carries the listener that accepted it as `connection._acceptor`, as under the
+Container.
 
 Socket handling follows the Container's: TCP_NODELAY, a peer's EOF or a socket error closes both ends of the
 transport at once, heartbeats come from `Transport.tick`.
+
+One connection's trouble never stops the process (a reference must survive what it is sent):
+* a handler that raises while handling a connection's event gets that connection closed with an error
+  condition (`amqp:decode-error` when what it read was not valid UTF-8, else `amqp:internal-error`), logged
+  with its traceback; every other connection goes on;
+* a client's SASL frames are checked (reference/sasl_guard.py) before the transport sees them, because
+  proton-C crashes on some malformed ones;
+* a socket whose peer has closed is closed too, also when the transport has stopped reading.
 """
 
 from __future__ import annotations
 
+import errno
 import heapq
 import itertools
 import logging
@@ -29,6 +39,7 @@ from dataclasses import dataclass, field
 
 from cproton import (
     isnull,
+    pn_event_connection as _event_connection,
     pn_collector_peek,
     pn_collector_pop,
     pn_event_connection,
@@ -38,13 +49,14 @@ from cproton import (
     pn_event_transport,
     pn_event_type,
 )
-from proton import Collector, Connection, Delivery, Event, EventType, Link, Session, Transport
+from proton import Collector, Condition, Connection, Delivery, Endpoint, Event, EventType, Link, Session, Transport
+
+from .sasl_guard import SaslGuard
 
 log = logging.getLogger("SERVER")
 
 _BACKLOG = 128
 _READ_CHUNK = 65536
-_ACCEPT = "accept"  # selector data of a listening socket
 _TRANSPORT_CLOSED = Event.TRANSPORT_CLOSED.number
 
 
@@ -86,7 +98,7 @@ class EngineEvent:
         return Transport.wrap(pn_event_transport(self._impl))
 
 
-@dataclass
+@dataclass(eq=False)
 class Listener:
     sock: socket.socket
     port: int
@@ -105,6 +117,9 @@ class _Peer:
     transport: Transport
     connection: Connection
     writing: bool = False
+    guard: SaslGuard | None = None  # accepted connections: checks the client's SASL frames
+    connecting: bool = False  # an outgoing connection whose TCP connect has not completed yet
+    failed: bool = False  # a handler failed on it: its input is ignored, the socket closes once output is out
 
 
 @dataclass(order=True)
@@ -140,8 +155,37 @@ class EngineLoop:
         except OSError:
             sock.close()
             raise
-        self.selector.register(sock, selectors.EVENT_READ, _ACCEPT)
-        return Listener(sock, sock.getsockname()[1], self)
+        listener = Listener(sock, sock.getsockname()[1], self)
+        self.selector.register(sock, selectors.EVENT_READ, listener)
+        return listener
+
+    def connect(self, url: str, allowed_mechs: str = "ANONYMOUS") -> Connection:
+        """Open an outgoing connection to `amqp://host:port` and return it at once; the handler sees it come
+        up (`on_connection_remote_open`) or fail (`on_transport_closed`, with a condition) like any other."""
+        host, _, port = url.split("://", 1)[-1].rpartition(":")
+        host = host.strip("[]") or "127.0.0.1"
+        connection = Connection()
+        connection.collect(self.collector)
+        connection.container = self.container_id
+        connection.hostname = host
+        connection.url = url
+        transport = Transport(Transport.CLIENT)
+        transport.sasl().allowed_mechs(allowed_mechs)
+        transport.bind(connection)
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        peer = _Peer(sock, transport, connection, writing=True, connecting=True)
+        self._peers[sock] = peer
+        try:
+            error = sock.connect_ex((host, int(port)))
+        except (OSError, ValueError) as exc:  # a name that does not resolve, a port that is not a number
+            error = getattr(exc, "errno", None) or -1
+        self.selector.register(sock, selectors.EVENT_READ | selectors.EVENT_WRITE, peer)
+        if error not in (0, errno.EINPROGRESS):
+            self._connect_failed(peer, os.strerror(error) if error > 0 else f"cannot connect to {url}")
+        connection.open()
+        return connection
 
     def selectable(self, injector) -> None:
         """Watch a proton EventInjector: its events are dispatched on this loop's thread."""
@@ -186,22 +230,52 @@ class EngineLoop:
                 etype = EventType.TYPES.get(number)
                 fn = methods[number] = getattr(self.handler, etype.method, None) if etype else None
             if fn is not None:
-                fn(EngineEvent(impl, EventType.TYPES[number]))
+                try:
+                    fn(EngineEvent(impl, EventType.TYPES[number]))
+                except Exception as exc:  # noqa: BLE001 - one connection's failure must not stop the process
+                    self._handler_failed(impl, EventType.TYPES[number], exc)
+            gone = pn_event_transport(impl) if number == closed else None
             pn_collector_pop(collector)
-            if number == closed:
-                self._drop_closed()
+            if gone is not None:
+                self._drop_transport(gone)
 
     def _injected(self, injector) -> None:
         os.read(injector.fileno(), 512)
         while not injector.queue.empty():
             self._call(injector.queue.get().type.method, None)
 
+    def _handler_failed(self, impl, etype: EventType, exc: Exception) -> None:
+        """A handler raised on an engine event: close the event's connection with an error (AMQP 1.0 §2.8.15:
+        `amqp:decode-error` for a value it could not decode, else `amqp:internal-error`), log why with the
+        traceback, and go on serving the others. An event of no connection is logged only."""
+        connection = Connection.wrap(_event_connection(impl))
+        where = f"connection from {_name_of(connection, self._peers)}" if connection is not None else "the loop"
+        log.error("Error handling %s on %s; closing it: %s: %s", etype, where, type(exc).__name__, exc,
+                  exc_info=True)
+        if connection is None:
+            return
+        decode = isinstance(exc, UnicodeError)
+        name = "amqp:decode-error" if decode else "amqp:internal-error"
+        text = f"{type(exc).__name__}: {exc}"
+        description = ("a value is not valid UTF-8: " if decode else "error handling the peer's input: ") + text
+        peers = [p for p in self._peers.values() if p.connection == connection]
+        for peer in peers:
+            peer.failed = True  # no more of its input is handled; the socket closes once the close frame is out
+        try:
+            if connection.state & Endpoint.LOCAL_CLOSED == 0:
+                connection.condition = Condition(name, description[:200])
+                connection.close()
+        except Exception:  # noqa: BLE001 - the connection is beyond repair: drop its socket
+            log.exception("Cannot close the connection after that error; dropping its socket")
+            for peer in peers:
+                self._drop(peer)
+
     # ---- sockets -----------------------------------------------------------------------------------------------
 
-    def _accept(self, listener: socket.socket) -> None:
+    def _accept(self, listener: Listener) -> None:
         while True:
             try:
-                sock, _ = listener.accept()
+                sock, _ = listener.sock.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:  # e.g. out of file descriptors: keep serving the others
@@ -211,32 +285,49 @@ class EngineLoop:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             connection = Connection()
             connection.collect(self.collector)
+            connection._acceptor = listener
+            connection.url = f"amqp://{_name(sock)}"  # what log lines call the peer
             transport = Transport(Transport.SERVER)
             transport.bind(connection)
-            peer = _Peer(sock, transport, connection)
+            peer = _Peer(sock, transport, connection, guard=SaslGuard())
             self._peers[sock] = peer
             self.selector.register(sock, selectors.EVENT_READ, peer)
 
     def _read(self, peer: _Peer) -> None:
         transport = peer.transport
         capacity = transport.capacity()
-        if capacity <= 0:
-            return
+        if capacity == 0:
+            return  # the transport's input buffer is full: read once it has room
         try:
-            data = peer.sock.recv(min(capacity, _READ_CHUNK))
+            # A transport that stopped reading (capacity < 0: it found an error, or the connection is closing)
+            # still needs to learn about EOF, or a peer that closed would leave the socket in CLOSE_WAIT.
+            data = peer.sock.recv(_READ_CHUNK if capacity < 0 else min(capacity, _READ_CHUNK))
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
             log.debug("recv from %s failed: %s", _name(peer.sock), exc)
             data = b""
-        if data:
-            transport.push(data)
-        else:  # EOF or a dead socket: nothing more will come, and nothing more can go
+        if not data:  # EOF or a dead socket: nothing more will come, and nothing more can go
             transport.close_tail()
             transport.close_head()
+            return
+        if capacity < 0 or peer.failed:
+            return  # input after the transport stopped reading, or after a handler failed on it: ignored
+        if peer.guard is not None:
+            problem = peer.guard.check(data)
+            if peer.guard.done:
+                peer.guard = None
+            if problem is not None:
+                log.warning("Connection from %s: %s; closing it", _name(peer.sock), problem)
+                transport.close_tail()
+                transport.close_head()
+                return
+        transport.push(data)
 
     def _write_all(self) -> None:
         for peer in list(self._peers.values()):
+            if peer.connecting:
+                continue  # its socket wakes the loop when the connect completes
             want_write = self._write(peer)
             if want_write != peer.writing:
                 peer.writing = want_write
@@ -256,6 +347,9 @@ class EngineLoop:
         while True:
             pending = transport.pending()
             if pending <= 0:
+                if peer.failed:  # its close frame is out: end the connection (a TRANSPORT_CLOSED follows)
+                    transport.close_tail()
+                    transport.close_head()
                 return False
             try:
                 sent = sock.send(transport.peek(pending))
@@ -287,23 +381,50 @@ class EngineLoop:
         for key, mask in self.selector.select(timeout):
             target = key.data
             if isinstance(target, _Peer):
-                if mask & selectors.EVENT_READ:
+                if target.connecting:
+                    self._connected(target)
+                elif mask & selectors.EVENT_READ:
                     self._read(target)
                 # writable: _write_all sends what is pending on the next turn
-            elif target is _ACCEPT:
-                self._accept(key.fileobj)
+            elif isinstance(target, Listener):
+                self._accept(target)
             else:
                 target()
+
+    def _connected(self, peer: _Peer) -> None:
+        """An outgoing connection's socket became readable or writable: the TCP connect is over."""
+        error = peer.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if error:
+            self._connect_failed(peer, os.strerror(error))
+            return
+        peer.connecting = False
+        peer.writing = False  # from now on _write_all asks for writability only while output is pending
+        self.selector.modify(peer.sock, selectors.EVENT_READ, peer)
+
+    def _connect_failed(self, peer: _Peer, why: str) -> None:
+        peer.connecting = False
+        transport = peer.transport
+        transport.condition = Condition("proton:io", f"{peer.connection.url}: {why}")
+        transport.close_tail()
+        transport.close_head()
 
     def _run_timers(self) -> None:
         now = time.monotonic()
         while self._timers and self._timers[0].deadline <= now:
             timer = heapq.heappop(self._timers)
-            timer.handler.on_timer_task(LoopEvent(self))
+            try:
+                timer.handler.on_timer_task(LoopEvent(self))
+            except Exception:  # noqa: BLE001 - a failed timer must not stop the process
+                log.exception("Error in timer task %r", timer.handler)
 
-    def _drop_closed(self) -> None:
-        for peer in [p for p in self._peers.values() if p.transport.closed]:
-            self._drop(peer)
+    def _drop_transport(self, transport_impl) -> None:
+        """Drop the peer of the transport whose TRANSPORT_CLOSED was just handled, and only that one: another
+        transport that closed in the same batch still has its own event to come, and its handler must see the
+        connection still bound (unbinding it early made the router lose a failed connector for good)."""
+        for peer in self._peers.values():
+            if peer.transport._impl == transport_impl:
+                self._drop(peer)
+                return
 
     def _drop(self, peer: _Peer) -> None:
         self._forget(peer.sock)
@@ -316,6 +437,13 @@ class EngineLoop:
             self.selector.unregister(sock)
         except (KeyError, ValueError):
             pass
+
+
+def _name_of(connection: Connection, peers: dict) -> str:
+    for peer in peers.values():
+        if peer.connection == connection:
+            return _name(peer.sock)
+    return "?"
 
 
 def _name(sock: socket.socket) -> str:

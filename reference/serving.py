@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 
-from proton.reactor import ApplicationEvent, Container, EventInjector
+from proton.reactor import ApplicationEvent, EventInjector
 
 from .loop import EngineLoop
 
@@ -40,18 +40,18 @@ def setup_logging(level: int = logging.INFO) -> logging.Handler:
 
 
 class ForegroundServer:
-    """A proton container with listeners, run in the foreground until SIGTERM/SIGINT.
+    """An event loop with listeners, run in the foreground until SIGTERM/SIGINT.
 
     `handler` is the product's proton handler. It must offer `close_all_connections() -> list`, and it
     receives the `<event_name>` application event when a shutdown is requested (it calls back `shutdown`).
     """
 
-    def __init__(self, handler, container_id: str, event_name: str, engine_loop: bool = False):
-        """`engine_loop`: run on reference/loop.py's EngineLoop (accepting servers only) instead of proton's
-        Container."""
+    def __init__(self, handler, container_id: str, event_name: str):
         self.handler = handler
         self.event_name = event_name
-        self.container = EngineLoop(handler) if engine_loop else Container(handler)
+        # reference/loop.py, not proton's Container: the loop owns the sockets, so it can check a client's
+        # bytes before proton-C sees them and keep one connection's error from stopping the process.
+        self.container = EngineLoop(handler)
         self.container.container_id = container_id
         self.acceptors: list = []
         self._injector = EventInjector()
@@ -103,10 +103,4 @@ class _StopWhenClosed:
 
 def _bound_port(acceptor) -> int | None:
     """The port the kernel gave a listener (differs from the configured one when that was 0)."""
-    if isinstance(getattr(acceptor, "port", None), int):
-        return acceptor.port
-    sock = getattr(getattr(acceptor, "_selectable", None), "_delegate", None)
-    try:
-        return sock.getsockname()[1]
-    except (AttributeError, OSError):
-        return None
+    return acceptor.port if isinstance(getattr(acceptor, "port", None), int) else None

@@ -3,7 +3,10 @@
 The broker's behaviour on it is covered by the broker suites; these cases pin the loop's own duties: events
 reach the handler with the Container's method names, heartbeats keep an idle client's connection alive,
 peers that vanish (EOF, reset, garbage) are dropped without disturbing the others, timers and injected
-events run on the loop's thread, and `stop` ends `run`.
+events run on the loop's thread, and `stop` ends `run`. And what makes it a server that survives its
+clients: a handler's error closes only that connection (with the AMQP error a peer can read), malformed SASL
+frames never reach proton-C, a socket whose peer closed is closed whatever state its transport is in, and
+outgoing connections come up or fail like accepted ones.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ class EchoServer:
     def __init__(self):
         self.seen: list[str] = []
         self.messages: list[str] = []
+        self.containers: list[str] = []
         self.loop_thread: str | None = None
 
     def on_reactor_init(self, event):
@@ -39,6 +43,7 @@ class EchoServer:
 
     def on_connection_remote_open(self, event):
         self.seen.append("connection open")
+        self.containers.append(event.connection.remote_container)  # raises on a container-id that is not UTF-8
         event.connection.open()
 
     def on_session_remote_open(self, event):
@@ -46,6 +51,8 @@ class EchoServer:
 
     def on_link_remote_open(self, event):
         link = event.link
+        if (link.remote_target.address or "") == "boom":
+            raise RuntimeError("a bug in the handler")  # what the loop must contain to this connection
         link.source.copy(link.remote_source)
         link.target.copy(link.remote_target)
         link.open()
@@ -201,3 +208,161 @@ def test_listen_on_a_port_in_use_raises_oserror():
             EngineLoop(EchoServer()).listen(f"127.0.0.1:{holder.getsockname()[1]}")
     finally:
         holder.close()
+
+
+AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
+SASL_HEADER = b"AMQP\x03\x01\x00\x00"
+
+
+def frame(body: bytes, frame_type: int = 0) -> bytes:
+    return struct.pack(">IBBH", 8 + len(body), 2, frame_type, 0) + body
+
+
+def open_frame(container_id: bytes) -> bytes:
+    fields = b"\xa1" + bytes([len(container_id)]) + container_id
+    return frame(b"\x00\x53\x10\xc0" + bytes([len(fields) + 1, 1]) + fields)
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    """Everything the server writes until it closes the socket (the test fails if it never does)."""
+    sock.settimeout(TIMEOUT)
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def still_serving(server: EchoServer, port: int, body: str) -> None:
+    conn = BlockingConnection(f"amqp://127.0.0.1:{port}", timeout=TIMEOUT)
+    conn.create_sender("anything").send(Message(body=body))
+    conn.close()
+    assert body in server.messages
+
+
+def test_a_handler_error_closes_that_connection_with_internal_error_and_others_go_on(served):
+    server, loop, listener, _ = served
+    bystander = BlockingConnection(f"amqp://127.0.0.1:{listener.port}", timeout=TIMEOUT)
+    victim = BlockingConnection(f"amqp://127.0.0.1:{listener.port}", timeout=TIMEOUT)
+    with pytest.raises(Exception) as failure:
+        victim.create_sender("boom")
+    assert "amqp:internal-error" in str(failure.value) and "a bug in the handler" in str(failure.value)
+    bystander.create_sender("anything").send(Message(body="bystander"))
+    bystander.close()
+    assert server.messages == ["bystander"]
+    wait_for(lambda: len(loop._peers) == 0, TIMEOUT, "the failed connection's socket to be closed",
+             describe=lambda: f"{len(loop._peers)} peer(s)")
+
+
+def test_a_container_id_that_is_not_utf8_is_answered_with_decode_error(served):
+    server, _, listener, _ = served
+    raw = socket.create_connection(("127.0.0.1", listener.port), timeout=TIMEOUT)
+    raw.sendall(AMQP_HEADER + open_frame(b"\xff\xfe not utf-8"))
+    answer = read_until_closed(raw)
+    raw.close()
+    assert b"amqp:decode-error" in answer, answer
+    still_serving(server, listener.port, "after a bad container-id")
+
+
+def test_a_sasl_init_without_mechanism_never_reaches_proton(served):
+    """proton-C 0.40 dereferences the null mechanism: the whole process would die with SIGSEGV."""
+    server, _, listener, _ = served
+    raw = socket.create_connection(("127.0.0.1", listener.port), timeout=TIMEOUT)
+    raw.sendall(SASL_HEADER + frame(b"\x00\x53\x41\xc0\x02\x01\x40", frame_type=1))
+    read_until_closed(raw)
+    raw.close()
+    still_serving(server, listener.port, "after a null mechanism")
+
+
+def test_a_socket_is_closed_when_its_peer_closes_after_a_framing_error(served):
+    """The transport stops reading after a framing error; the loop must still see the peer's EOF, or the
+    socket stays in CLOSE_WAIT for the life of the server."""
+    server, loop, listener, _ = served
+    raw = socket.create_connection(("127.0.0.1", listener.port), timeout=TIMEOUT)
+    raw.sendall(AMQP_HEADER + open_frame(b"c") + struct.pack(">IBBH", 4, 2, 0, 0))  # frame size below 8
+    raw.settimeout(TIMEOUT)
+    assert b"framing-error" in raw.recv(65536) + raw.recv(65536)
+    raw.shutdown(socket.SHUT_WR)
+    wait_for(lambda: not loop._peers, TIMEOUT, "the server to close the socket its peer closed",
+             describe=lambda: f"{len(loop._peers)} peer(s)")
+    raw.close()
+
+
+class Dialler:
+    """A handler that dials out from its own loop and records how each connection ends up."""
+
+    def __init__(self, url: str):
+        self.url, self.events = url, []
+
+    def on_reactor_init(self, event):
+        self.conn = event.container.connect(self.url)
+
+    def on_connection_remote_open(self, event):
+        self.events.append(("open", event.connection.remote_container))
+
+    def on_transport_closed(self, event):
+        self.events.append(("closed", str(event.transport.condition)))
+
+
+@pytest.mark.parametrize("reachable", [True, False])
+def test_outgoing_connections_come_up_or_report_why_not(served, reachable):
+    _, _, listener, _ = served
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = listener.port if reachable else unused.getsockname()[1]
+    dialler = Dialler(f"amqp://127.0.0.1:{port}")
+    loop = EngineLoop(dialler)
+    loop.container_id = "dialler"
+    injector = EventInjector()
+    loop.selectable(injector)
+    thread = threading.Thread(target=loop.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: dialler.events, TIMEOUT, "the outgoing connection to open or fail")
+        if reachable:
+            assert dialler.events[0][0] == "open"
+        else:
+            assert dialler.events[0][0] == "closed" and "refused" in dialler.events[0][1].lower()
+    finally:
+        loop.stop()
+        injector.trigger(ApplicationEvent("stop_now"))
+        thread.join(TIMEOUT)
+
+
+class TwoFailingDials:
+    """Dials two closed ports at once: both connections fail in the same batch of events."""
+
+    def __init__(self, ports):
+        self.ports, self.closed = ports, []
+
+    def on_reactor_init(self, event):
+        for port in self.ports:
+            event.container.connect(f"amqp://127.0.0.1:{port}")
+
+    def on_transport_closed(self, event):
+        self.closed.append(event.connection.url if event.connection is not None else "no connection")
+
+
+def test_each_failed_connection_reaches_the_handler_still_bound_to_its_transport():
+    """The router redials a connector from its connection's TRANSPORT_CLOSED; when two transports closed in
+    one batch, the loop once unbound the second before its event ran, and that connector was never redialled."""
+    sockets = [socket.socket() for _ in range(2)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    handler = TwoFailingDials(ports)
+    loop = EngineLoop(handler)
+    injector = EventInjector()
+    loop.selectable(injector)
+    thread = threading.Thread(target=loop.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: len(handler.closed) == 2, TIMEOUT, "both connections to fail",
+                 describe=lambda: str(handler.closed))
+        assert "no connection" not in handler.closed, "a handler saw its transport already unbound"
+        assert sorted(handler.closed) == sorted(f"amqp://127.0.0.1:{p}" for p in ports)
+    finally:
+        loop.stop()
+        injector.trigger(ApplicationEvent("stop_now"))
+        thread.join(TIMEOUT)

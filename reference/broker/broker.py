@@ -220,8 +220,13 @@ class Broker:
         event.connection.container = self.config.name
 
     def on_connection_remote_open(self, event):
-        if event.connection.state & Endpoint.LOCAL_UNINIT:
-            event.connection.open()
+        conn = event.connection
+        # Read the container-id now: one that is not valid UTF-8 is a decode error, and the loop closes the
+        # connection with amqp:decode-error (reading it later, in some other handler, would do the same then).
+        container = conn.remote_container
+        if conn.state & Endpoint.LOCAL_UNINIT:
+            conn.open()
+        log.debug("Connection from %s opened (container %s)", getattr(conn, "url", "?"), container)
 
     def on_session_remote_open(self, event):
         if event.session.state & Endpoint.LOCAL_UNINIT:

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     serving.setup_logging()
     broker = Broker(config)
-    server = serving.ForegroundServer(broker, config.name, "broker_shutdown", engine_loop=True)
+    server = serving.ForegroundServer(broker, config.name, "broker_shutdown")
     broker.on_shutdown = server.shutdown
     ports = []
     for acceptor in config.acceptors:

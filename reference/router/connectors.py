@@ -51,7 +51,7 @@ class Connectors:
         if dialer.stopped:
             return
         cfg = dialer.config
-        conn = self.container.connect(f"amqp://{cfg.host}:{cfg.port}", reconnect=False, allowed_mechs="ANONYMOUS")
+        conn = self.container.connect(f"amqp://{cfg.host}:{cfg.port}", allowed_mechs="ANONYMOUS")
         conn.router_dialer = dialer
         conn.router_role = cfg.role
         dialer.connection = conn
