@@ -16,10 +16,16 @@
                                        Spark aggregation of any number of runs, HTML vendor comparison report
   interop catalog [--catalog PATH] [--strict] [-v]
                                        spec catalog coverage by the suite cases (collected, not run)
+  interop fuzz [--frames] [--peer ROLE=VENDOR ...] [--role ROLE] [--budget 5m] [--seed N] [--cases N]
+               [--family NAME ...] [--no-differential] [--break FAULT ...] [--results DIR]
+                                       a seeded, time-boxed fuzzing session against one peer: stateful
+                                       client programs (Hypothesis, differential against the reference) or
+                                       hostile frames on raw TCP; results like a run's
 
-Exit codes: 0 all good (a server stopped by SIGTERM/SIGINT too); 1 a case failed or errored (run), the catalog
-has gaps (catalog --strict), or a server could not start or stopped on an error (router, broker, proxy: a bad
-or missing config file, a port in use; one line on stderr naming the file and line, before anything listens);
+Exit codes: 0 all good (a server stopped by SIGTERM/SIGINT too); 1 a case failed or errored (run), a fuzzing
+session found something (fuzz), the catalog has gaps (catalog --strict), or a server could not start or
+stopped on an error (router, broker, proxy: a bad or missing config file, a port in use; one line on stderr
+naming the file and line, before anything listens);
 2 a user mistake (unknown vendor or suite, missing file, bad option), reported as one line on stderr without a
 traceback.
 """
@@ -40,6 +46,7 @@ import pytest
 from . import matrix as matrix_plugin
 from .catalog import CatalogError, coverage, format_coverage, load_catalog
 from .faults.server import DEFAULT_HOST as PROXY_HOST
+from .fuzz import command as fuzz_command
 from .faults.server import DEFAULT_PORT as PROXY_PORT
 from .matrix import ALLURE_DIR, CELLS_DIR, DEFAULT_MATRIX, Cell, CellRun, Matrix, MatrixError
 from .pytest_plugin import PROBE_TIMEOUT, positive_seconds
@@ -160,6 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help="exit 1 when a clause has no case or a case has no (known) clause")
     catalog.add_argument("-v", "--verbose", action="store_true", help="also list every clause and its cases")
     catalog.set_defaults(handler=cmd_catalog)
+
+    fuzz = commands.add_parser("fuzz", help="a fuzzing session: stateful client programs or hostile frames",
+                               description="Run a seeded, time-boxed fuzzing session against the peer of one "
+                                           "role and write its results like a run's.")
+    fuzz_command.add_arguments(fuzz, list(matrix_plugin.CONFIG_FAULTS))
+    fuzz.set_defaults(handler=cmd_fuzz)
     return parser
 
 
@@ -663,6 +676,15 @@ def collect_spec_ids(suites: dict[str, Path]) -> dict[str, list[str]]:
         raise RuntimeError(f"collecting the suite cases failed (pytest exit code {exit_code}, "
                            f"{_exit_name(exit_code)}); see the output above")
     return collector.spec_ids
+
+
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    choices = _peer_choices(args.peer)
+    explicit = [item.partition("=")[0].strip() for value in args.peer for item in value.split(",") if item.strip()]
+    try:
+        return fuzz_command.run(args, choices, explicit, _results_dir(args.results))
+    except fuzz_command.FuzzUsageError as exc:
+        raise UsageError(f"fuzz {exc}") from None
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:

@@ -1,0 +1,169 @@
+"""`interop fuzz`: start the peers of one role, run a seeded, time-boxed fuzzing session, write its records.
+
+    interop fuzz [--peer ROLE=VENDOR ...] [--role ROLE] [--budget 5m] [--seed N] [--break FAULT ...]
+    interop fuzz --frames [--peer ROLE=VENDOR ...] [--budget 5m] [--cases N] [--family NAME ...] [--seed N]
+
+The stateful mode (default) runs Hypothesis programs of client operations through a topology with the chosen
+vendor in the role under fuzz; when that vendor is not the reference, the same topology also starts with
+reference peers and every program runs against both (differential; `--no-differential` turns it off). The
+frames mode sends hostile byte streams to the peer's client listener while a sentinel client keeps traffic
+flowing. Either way the peers start through harness.peers.launch, as for `interop run`, and the session's
+records go to `<results>/<run_id>/results.jsonl`, where `interop report` finds them.
+
+Exit status: 0 nothing found, 1 something found (or a peer could not start), 2 a usage mistake.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import random
+import sys
+from pathlib import Path
+
+from ..results import ResultWriter, current_run_id, utc_now_iso
+from .session import FuzzTarget, Progress, SessionReport, parse_budget
+
+ROOT = Path(__file__).resolve().parents[2]
+FRAMES_TOPOLOGIES = {"router": "topologies/single-router.yaml", "broker": "topologies/single-broker.yaml"}
+DEFAULT_BUDGET = "5m"
+
+
+def add_arguments(parser: argparse.ArgumentParser, break_faults: list[str]) -> None:
+    parser.add_argument("--frames", action="store_true",
+                        help="hostile frames on raw TCP instead of stateful client programs")
+    parser.add_argument("--peer", action="append", default=[], metavar="ROLE=VENDOR",
+                        help="vendor per role, as for 'interop run' (repeatable or comma-separated)")
+    parser.add_argument("--role", choices=["router", "broker"],
+                        help="the role under fuzz (default: the role of the first --peer, else router)")
+    parser.add_argument("--budget", default=DEFAULT_BUDGET, metavar="DURATION",
+                        help=f"how long the session runs, e.g. 90s, 10m (default {DEFAULT_BUDGET})")
+    parser.add_argument("--seed", type=int, metavar="N",
+                        help="seed of the session (default: a random one, printed so the session can be rerun)")
+    parser.add_argument("--cases", type=int, metavar="N",
+                        help="frames mode: stop after N hostile cases even if budget is left")
+    parser.add_argument("--family", action="append", default=[], metavar="NAME",
+                        help="frames mode: only these case families (repeatable; default all)")
+    parser.add_argument("--no-differential", dest="differential", action="store_false",
+                        help="stateful mode: do not also run each program against reference peers")
+    parser.add_argument("--break", dest="breaks", action="append", default=[], metavar="[ROLE[=VENDOR]:]FAULT",
+                        help="start matching peers with a faulty setting, to see the session catch it "
+                             f"(faults: {', '.join(break_faults)}); repeatable")
+    parser.add_argument("--results", default="results", metavar="DIR",
+                        help="results folder; the session writes DIR/<run_id>/results.jsonl (default: results)")
+
+
+class FuzzUsageError(Exception):
+    """A user mistake, reported by the caller as one line with exit status 2."""
+
+
+def run(args: argparse.Namespace, choices: dict[str, str], explicit_roles: list[str], results_dir: Path) -> int:
+    from ..matrix import MatrixError, break_topology, parse_break
+    from ..peers.base import PeerStartError, PeerUnavailable
+    from ..peers.launch import start_topology
+    from ..topology import TopologyError, load_topology
+
+    try:
+        budget_s = parse_budget(args.budget)
+    except ValueError as exc:
+        raise FuzzUsageError(f"--{exc}") from None
+    if args.cases is not None and args.cases < 1:
+        raise FuzzUsageError(f"--cases {args.cases}: expected a whole number >= 1")
+    role = args.role or (explicit_roles[0] if explicit_roles else "router")
+    mode = "frames" if args.frames else "stateful"
+    module = _mode_module(mode)
+    if args.family:
+        unknown = [f for f in args.family if f not in module.FAMILIES] if mode == "frames" else args.family
+        if unknown:
+            known = ", ".join(module.FAMILIES) if mode == "frames" else "none (families are for --frames)"
+            raise FuzzUsageError(f"--family {unknown[0]}: unknown (expected one of: {known})")
+    try:
+        breaks = [parse_break(b) for b in args.breaks]
+    except MatrixError as exc:
+        raise FuzzUsageError(str(exc)) from None
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
+    topology_file = (FRAMES_TOPOLOGIES if mode == "frames" else module.TOPOLOGIES)[role]
+    try:
+        topology = load_topology(ROOT / topology_file)
+    except TopologyError as exc:
+        print(f"interop fuzz: {exc}", file=sys.stderr)
+        return 1
+    node = next((n for n, spec in topology.nodes.items() if spec.role == role), None)
+    if node is None:
+        raise FuzzUsageError(f"--role {role}: topology {topology_file} has no {role}")
+    broken = topology
+    for name, spec in topology.nodes.items():
+        faults = [b.fault for b in breaks if b.applies_to(spec.role, choices.get(spec.role, "reference"))]
+        if faults:
+            broken = break_topology(broken, name, faults)
+
+    run_id = current_run_id()
+    folder = results_dir / run_id
+    label = f"{mode} {role}={choices.get(role, 'reference')} seed {seed}"
+    print(f"interop fuzz: {label}, budget {args.budget}; rerun with --seed {seed}", file=sys.stderr)
+    started_at = utc_now_iso()
+    with contextlib.ExitStack() as stack:
+        try:
+            running = start_topology(broken, choices)
+            stack.callback(running.stop)
+            reference = None
+            if mode == "stateful" and args.differential and choices.get(role, "reference") != "reference":
+                reference_running = start_topology(topology, {r: "reference" for r in choices})
+                stack.callback(reference_running.stop)
+                reference = _target(reference_running, node, topology.name)
+        except (PeerStartError, PeerUnavailable) as exc:
+            print(f"interop fuzz: {exc}", file=sys.stderr)
+            return 1
+        target = _target(running, node, topology.name)
+        progress = Progress(label, budget_s, "cases" if mode == "frames" else "programs")
+        out_dir = folder / "fuzz"
+        if mode == "frames":
+            report = module.run_session(target, seed=seed, budget_s=budget_s, max_cases=args.cases,
+                                        progress=progress, out_dir=out_dir, families=args.family or None)
+        else:
+            report = module.run_session(target, seed=seed, budget_s=budget_s, progress=progress,
+                                        out_dir=out_dir, reference=reference)
+        with ResultWriter(folder) as writer:
+            for record in report.records(target):
+                if breaks:
+                    record["fault"] = " ".join(str(b) for b in breaks)
+                writer.write(record)
+            writer.write_run_meta({"run_id": run_id, "started_at": started_at, "ended_at": utc_now_iso(),
+                                   "peers": {r: [v] for r, v in choices.items()},
+                                   "breaks": [str(b) for b in breaks],
+                                   "fuzz": {"mode": mode, "role": role, "seed": seed, "budget_s": budget_s,
+                                            "topology": topology.name}})
+        running.save_logs(folder / "peer-logs" / f"fuzz-{mode}")
+    print(format_report(report, folder), file=sys.stderr)
+    return 1 if report.findings else 0
+
+
+def _mode_module(mode: str):
+    if mode == "frames":
+        from . import frames
+        return frames
+    from . import stateful
+    return stateful
+
+
+def _target(running, node: str, topology_name: str) -> FuzzTarget:
+    peer = running[node]
+    endpoint = peer.client_endpoint
+    return FuzzTarget(role=peer.role, vendor=peer.info.vendor, host=endpoint.host, port=endpoint.port, peer=peer,
+                      topology=topology_name, peer_records=running.peer_records(), running=running)
+
+
+def format_report(report: SessionReport, folder: Path) -> str:
+    unit = "cases" if report.mode == "frames" else "programs"
+    lines = [f"fuzz {report.mode}: {report.executed} {unit} in {report.duration_s:.0f}s, seed {report.seed}: "
+             + (f"{len(report.findings)} distinct failure(s)" if report.findings else "nothing found")]
+    for finding in report.findings:
+        lines.append(f"  {finding.signature} ({finding.kind}): {finding.message}")
+        if finding.reproducer:
+            lines.append(f"    reproducer: {finding.reproducer}")
+    if report.figures:
+        shown = ", ".join(f"{k} {v}" for k, v in report.figures.items() if not isinstance(v, (dict, list)))
+        if shown:
+            lines.append(f"  figures: {shown}")
+    lines.append(f"results: {folder / 'results.jsonl'}")
+    return "\n".join(lines)
