@@ -140,6 +140,7 @@ class EngineLoop:
         self._timer_seq = itertools.count()
         self._methods: dict[int, object] = {}  # event type number -> bound handler method (or None)
         self._stopped = False
+        self._loop_errors = 0  # exceptions from loop-wide handlers (not tied to one connection), for the log
 
     # ---- the Container interface the servers use ----------------------------------------------------------------
 
@@ -199,7 +200,9 @@ class EngineLoop:
         self._stopped = True
 
     def run(self) -> None:
-        self._call("on_reactor_init", LoopEvent(self))
+        init = getattr(self.handler, "on_reactor_init", None)
+        if init is not None:
+            init(LoopEvent(self))  # unguarded: a server that cannot initialise must stop, not limp on
         while not self._stopped:
             self._dispatch_events()
             self._call("on_reactor_quiesced", LoopEvent(self))
@@ -215,8 +218,14 @@ class EngineLoop:
 
     def _call(self, method: str, event) -> None:
         fn = getattr(self.handler, method, None)
-        if fn is not None:
+        if fn is None:
+            return
+        try:
             fn(event)
+        except Exception:  # noqa: BLE001 - loop-wide work (dispatch after I/O, injected events) must not stop it
+            self._loop_errors += 1
+            if self._loop_errors <= 10 or self._loop_errors % 1000 == 0:  # a bug hit every turn must not flood
+                log.exception("Error in %s (%d so far); the loop goes on", method, self._loop_errors)
 
     def _dispatch_events(self) -> None:
         collector, methods, closed = self.collector._impl, self._methods, _TRANSPORT_CLOSED

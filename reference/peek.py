@@ -1,8 +1,9 @@
 """Read the few fields routing needs from an encoded AMQP message without decoding all of it.
 
 Routers and brokers look at a handful of fields per message (header durable/priority/ttl, properties to and
-absolute-expiry-time) and pass the rest on as bytes. Building a full proton Message for that is most of the
-per-message cost, so this walks the encoded sections (AMQP 1.0 §3.2) and skips what it does not need by
+absolute-expiry-time) and pass the rest on as bytes; a broker redelivering a message rewrites its header
+(`redelivered`) and leaves every other section's bytes as they came. Building a full proton Message for that
+is most of the per-message cost, so this walks the encoded sections (AMQP 1.0 §3.2) and skips what it does not need by
 its encoded size. Anything it does not recognise makes it return None, and callers fall back to a full
 decode: never guess.
 """
@@ -129,3 +130,25 @@ def _skip(data: bytes, pos: int) -> int:
     if width in (0xB, 0xD, 0xF):  # four-byte size
         return pos + 5 + _U32.unpack_from(data, pos + 1)[0]
     raise _Unknown
+
+
+def redelivered(data: bytes, delivery_count: int) -> bytes | None:
+    """The message with a header saying `first-acquirer` false and `delivery-count` (AMQP 1.0 §3.2.1), every
+    other section's bytes untouched; None when the header is not one this module reads (callers decode).
+
+    A broker must not need to decode a body to redeliver it: a body nested thousands of levels deep once made
+    the reference broker's full decode (proton's recursive reader) raise RecursionError on redelivery."""
+    try:
+        durable, priority, ttl, rest = False, None, None, data
+        if data[:3] == b"\x00\x53" + bytes([_HEADER]):
+            values, after = _list(data, 3, 5)
+            durable, priority, ttl = values[0] is True, values[1], values[2]
+            if not (priority is None or isinstance(priority, int)) or not (ttl is None or isinstance(ttl, int)):
+                return None
+            rest = data[after:]
+    except (_Unknown, IndexError, struct.error, UnicodeDecodeError):
+        return None
+    fields = (b"\x41" if durable else b"\x42") + (b"\x40" if priority is None else bytes([0x50, priority & 0xFF]))
+    fields += (b"\x40" if ttl is None else b"\x70" + _U32.pack(ttl & 0xFFFFFFFF))
+    fields += b"\x42" + b"\x70" + _U32.pack(delivery_count & 0xFFFFFFFF)  # first-acquirer false, delivery-count
+    return b"\x00\x53" + bytes([_HEADER, 0xC0, len(fields) + 1, 5]) + fields + rest

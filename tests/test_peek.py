@@ -8,7 +8,7 @@ import pytest
 from proton import Message
 
 from reference.broker.broker import _expiry_of, _fields_of
-from reference.peek import Peek, peek
+from reference.peek import Peek, peek, redelivered
 
 MESSAGES = {
     "plain": Message(body="x"),
@@ -38,3 +38,29 @@ def test_absolute_expiry_is_read_in_milliseconds():
 def test_a_header_ttl_wins_over_an_absolute_expiry():
     fields = Peek(ttl_ms=2000, absolute_expiry_ms=1_900_000_000_000)
     assert _expiry_of(fields) < 1_900_000_000
+
+
+@pytest.mark.parametrize("name", MESSAGES)
+def test_a_redelivery_header_keeps_every_other_field(name):
+    message = MESSAGES[name]
+    again = Message()
+    again.decode(redelivered(message.encode(), 3))
+    assert (again.delivery_count, again.first_acquirer) == (3, False)
+    assert (again.durable, again.priority, again.ttl, again.expiry_time, again.address, again.body) == (
+        message.durable, message.priority, message.ttl, message.expiry_time, message.address, message.body)
+
+
+def test_a_redelivery_never_decodes_the_body():
+    """A body nested deeper than proton's recursive reader can go: the header is rewritten all the same and the
+    body's bytes go out as they came (the broker once died of RecursionError redelivering such a message)."""
+    inner = b"\x40"
+    for _ in range(5000):  # {"": {"": ... null}} as map32s
+        payload = b"\xa1\x00" + inner
+        inner = b"\xd1" + (len(payload) + 4).to_bytes(4, "big") + (2).to_bytes(4, "big") + payload
+    data = b"\x00\x53\x77" + inner  # a message of one amqp-value section, no header
+    with pytest.raises(RecursionError):
+        Message().decode(data)
+    out = redelivered(data, 2)
+    assert out.endswith(b"\x00\x53\x77" + inner)
+    header = peek(out)
+    assert header is not None and header.durable is False

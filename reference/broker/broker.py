@@ -32,7 +32,7 @@ from proton import Condition, Delivery, Endpoint, Link, Message, Terminus
 from proton.reactor import ApplicationEvent, EventInjector
 
 from ..links import read_message, refuse
-from ..peek import Peek, peek
+from ..peek import Peek, peek, redelivered
 from .config import ANYCAST, MULTICAST, BrokerConfig
 from .journal import GroupCommitter, Journal
 from .transactions import TRANSACTIONAL_STATE, Transactions
@@ -624,10 +624,7 @@ class Broker:
         link = consumer.link
         data = entry.data
         if entry.delivery_count:
-            message = _decode(data)
-            message.delivery_count = entry.delivery_count
-            message.first_acquirer = False
-            data = message.encode()
+            data = redelivered(data, entry.delivery_count) or _redelivered_by_decode(data, entry.delivery_count)
         dlv = link.delivery(str(next(self._tags)))
         link.stream(data)
         link.advance()
@@ -686,6 +683,19 @@ def _decode(data: bytes) -> Message:
     message = Message()
     message.decode(data)
     return message
+
+
+def _redelivered_by_decode(data: bytes, delivery_count: int) -> bytes:
+    """Redelivery header by a full decode, for a header peek cannot read. A message this broker cannot decode
+    goes out as it came (its header unchanged) rather than stopping the broker: it was accepted once."""
+    try:
+        message = _decode(data)
+    except Exception as exc:  # noqa: BLE001 - a stored message must never stop the dispatch of every queue
+        log.warning("Redelivering a message whose header cannot be rewritten (%s): sent as it was stored", exc)
+        return data
+    message.delivery_count = delivery_count
+    message.first_acquirer = False
+    return message.encode()
 
 
 def _fields_of(message: Message) -> Peek:
