@@ -9,7 +9,8 @@ nothing here imports the harness. Stages:
              rejects.parquet, runs.parquet
   aggregate  conformance (target x clause, latest run of each target), pass_rate (target x suite),
              flaky (same target, version and case both passing and failing), trend (run x target),
-             regressions (case outcome vs the target's previous run), durations (p50/p95), fault_checks
+             regressions (case outcome vs the target's previous run), durations (p50/p95), fault_checks,
+             fuzz_sessions and fuzz_findings (`interop fuzz` records, kept out of every other aggregate)
 
 A "target" is the set of peers a case ran against, e.g. `router=reference` or
 `router=reference + broker=rabbitmq`: the report compares targets. Only Spark SQL functions are used (no
@@ -42,6 +43,13 @@ SHUFFLE_PARTITIONS = 4
 CONFORMANCE_ORDER = ("failed", "xfail", "passed", "not-applicable", "not run")
 SINGLE_PARTITION_ROWS = 1_000_000  # fine counts up to this many rows are read through one partition (run_job)
 MAX_LISTED = 500  # rows of a per-case list (flaky, regressions, rejects) collected for the HTML report
+# The suite of `interop fuzz` records. A fuzz session is not a conformance case: it is a seeded, time-boxed search
+# whose outcome says "found something in N programs", cites no clause, and lasts as long as its budget; a finding
+# record per signature appears only when one is found. Counted as cases, they would move a target's pass rate and
+# durations by how long someone fuzzed, and a finding would show as a new failing case (a regression) or, found by
+# one seed and not the next, as a flaky one. So every conformance aggregate leaves them out, a run counts them apart
+# (runs.fuzz_records), and they have tables of their own: fuzz_sessions and fuzz_findings.
+FUZZ_SUITE = "fuzz"
 
 
 class ReportError(Exception):
@@ -320,7 +328,8 @@ def with_versions(records, versions):
 
 
 def read_metas(spark, files: list[str]):
-    """run.json facts per run (started/ended, interrupted, deliberate breaks); None when there are none."""
+    """run.json facts per run (started/ended, interrupted, deliberate breaks, the role a fuzz session fuzzed);
+    None when there are none."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -329,12 +338,15 @@ def read_metas(spark, files: list[str]):
     schema = T.StructType([
         T.StructField("run_id", T.StringType()), T.StructField("started_at", T.StringType()),
         T.StructField("ended_at", T.StringType()), T.StructField("interrupted", T.BooleanType()),
-        T.StructField("breaks", T.ArrayType(T.StringType())), T.StructField("_corrupt", T.StringType())])
+        T.StructField("breaks", T.ArrayType(T.StringType())),
+        T.StructField("fuzz", T.StructType([T.StructField("role", T.StringType())])),  # written by `interop fuzz`
+        T.StructField("_corrupt", T.StringType())])
     metas = spark.read.json(files, schema=schema, multiLine=True, mode="PERMISSIVE",
                             columnNameOfCorruptRecord="_corrupt")
     return (metas.where(F.col("run_id").isNotNull())
             .select("run_id", F.col("started_at").alias("meta_started_at"), "ended_at", "interrupted",
-                    F.coalesce("breaks", F.array().cast("array<string>")).alias("breaks"))
+                    F.coalesce("breaks", F.array().cast("array<string>")).alias("breaks"),
+                    F.col("fuzz.role").alias("fuzz_role"))
             .dropDuplicates(["run_id"]))
 
 
@@ -398,11 +410,18 @@ def cube(fine):
 
 
 def runs_table(cubed, metas):
-    """One row per run (ordered by start), with counts, targets and any deliberate breaks."""
+    """One row per run (ordered by start), with counts, targets and any deliberate breaks. A run's case counts and
+    pass rate are its suites' cases; its fuzz records are counted apart, so a run of `interop fuzz` alone is listed
+    (and ordered among the others) with no case."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    fuzz = F.col("suite") == FUZZ_SUITE
+    counts = ["cases", *[o.replace("-", "_") for o in OUTCOMES]]
+    cubed = cubed.withColumns({"fuzz_records": F.when(fuzz, F.col("cases")).otherwise(0),
+                               **{n: F.when(fuzz, 0).otherwise(F.col(n)) for n in counts}})
     runs = _pass_rate(_sum_counts(cubed, ["run_id"], extra=(
+        F.sum("fuzz_records").cast("long").alias("fuzz_records"),
         F.min("first_case").alias("first_case"), F.max("last_case").alias("last_case"),
         F.array_sort(F.collect_set("target")).alias("targets"),
         F.array_sort(F.collect_set("config_fault")).alias("config_faults"),
@@ -414,7 +433,8 @@ def runs_table(cubed, metas):
         runs = (runs.withColumn("meta_started_at", F.lit(None).cast("string"))
                 .withColumn("ended_at", F.lit(None).cast("string"))
                 .withColumn("interrupted", F.lit(None).cast("boolean"))
-                .withColumn("breaks", F.array().cast("array<string>")))
+                .withColumn("breaks", F.array().cast("array<string>"))
+                .withColumn("fuzz_role", F.lit(None).cast("string")))
     runs = runs.withColumn("run_start", F.coalesce(F.try_to_timestamp("meta_started_at"), F.col("first_case")))
     return runs.withColumn("run_index", F.row_number().over(Window.orderBy("run_start", "run_id"))) \
         .drop("meta_started_at")
@@ -576,6 +596,65 @@ def fault_checks(fine):
     return by_fault, by_checker
 
 
+def fuzz_records(records, runs):
+    """The records of `interop fuzz` (see FUZZ_SUITE) with the `details` their tables read, and their run's order and
+    fuzzed role (run.json). A session record is `FUZZ-<MODE>`, a finding record `FUZZ-<MODE>/<signature>`.
+
+    `details` is a map of strings: a session's signature list arrives as its JSON text. from_json makes Spark
+    evaluate this projection row by row, which costs nothing here: only fuzz records reach it."""
+    from pyspark.sql import functions as F
+
+    d = F.col("details")
+    no_signatures = F.array().cast("array<string>")
+    return (records.where(F.col("suite") == FUZZ_SUITE)
+            .join(F.broadcast(runs.select("run_id", "run_index", F.col("fuzz_role").alias("role"))), "run_id", "left")
+            .select("run_id", "run_index", "target", "role", "outcome", "duration_s", "started", "message",
+                    F.col("fault_name").alias("deliberate_break"),  # `interop fuzz --break` puts its breaks there
+                    F.coalesce(d["mode"], F.lower(F.regexp_extract("case", r"^FUZZ-([A-Za-z]+)", 1))).alias("mode"),
+                    F.col("case").contains("/").alias("is_finding"),
+                    d["seed"].cast("long").alias("seed"), d["executed"].cast("long").alias("executed"),
+                    F.coalesce(F.from_json(d["signatures"], "array<string>"), no_signatures).alias("signatures"),
+                    F.coalesce(d["signature"], F.substring_index("case", "/", -1)).alias("signature"),
+                    d["kind"].alias("kind"), d["reproducer"].alias("reproducer")))
+
+
+def fuzz_sessions(fuzz):
+    """Per target, fuzzed role, mode and deliberate break: sessions, programs/cases run, sessions that found
+    something, the distinct failure signatures (from the sessions' own lists), seeds and total duration."""
+    from pyspark.sql import functions as F
+
+    sessions = fuzz.where(~F.col("is_finding"))
+    return (sessions.groupBy("target", "role", "mode", "deliberate_break").agg(
+        F.count(F.lit(1)).alias("sessions"),
+        F.sum("executed").alias("executed"),
+        F.sum(F.col("outcome").isin(*BAD).cast("int")).alias("failed_sessions"),
+        F.array_sort(F.array_distinct(F.flatten(F.collect_list("signatures")))).alias("signatures"),
+        F.array_sort(F.collect_set("seed")).alias("seeds"),
+        F.round(F.sum("duration_s"), 3).alias("duration_s"),
+        F.count_distinct("run_id").alias("runs"),
+        F.max_by("run_id", "run_index").alias("last_run"))
+        .withColumn("distinct_signatures", F.size("signatures")))
+
+
+def fuzz_findings(fuzz):
+    """One row per distinct failure: signature, kind, mode and target (and deliberate break), the first and last run
+    that found it, how many sessions did (a session writes one record per signature it found), and the message and
+    reproducer of the latest of them (the path most likely still on disk)."""
+    from pyspark.sql import functions as F
+
+    found = fuzz.where(F.col("is_finding"))
+    latest = F.max_by(F.struct("message", "reproducer", "seed"), F.struct("run_index", "started"))
+    return (found.groupBy("signature", "kind", "mode", "target", "role", "deliberate_break").agg(
+        F.count(F.lit(1)).alias("sessions"),
+        F.count_distinct("run_id").alias("runs"),
+        F.min_by("run_id", "run_index").alias("first_run"), F.min("run_index").alias("first_run_index"),
+        F.max_by("run_id", "run_index").alias("last_run"), F.max("run_index").alias("last_run_index"),
+        F.array_sort(F.collect_set("seed")).alias("seeds"),
+        latest.alias("latest"))
+        .select("*", F.col("latest.message").alias("message"), F.col("latest.reproducer").alias("reproducer"))
+        .drop("latest"))
+
+
 # ---- the job ---------------------------------------------------------------------------------------------------------
 
 
@@ -688,10 +767,15 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
     # partitions, so that a cluster aggregates them in parallel.
     fine = cached_fine.coalesce(1) if cached_fine.count() <= SINGLE_PARTITION_ROWS else cached_fine
     cubed = cube(fine).cache()
-    versions = run_versions(cubed).cache()
+    # every aggregate but the runs table reads the suites' cases only (see FUZZ_SUITE); the few fuzz records are
+    # read once more (the filter is pushed down to the Parquet reader) and cached for their two tables
+    suites = cubed.where(F.col("suite") != FUZZ_SUITE)
+    cases, fine_cases = (df.where(F.col("suite") != FUZZ_SUITE) for df in (used, fine))
+    versions = run_versions(suites).cache()
     runs = runs_table(cubed, metas).cache()
-    truns = target_runs(cubed, runs).cache()
-    for df in (cubed, versions, runs, truns):
+    truns = target_runs(suites, runs).cache()
+    fuzz = fuzz_records(records, runs).cache()
+    for df in (cubed, versions, runs, truns, fuzz):
         df.count()  # materialised here, one after another, before the tables built on them run side by side
     # the runs regressions compare, known before its query is planned: a filter on them skips the other runs'
     # row groups of the records (a run's records lie together, in the order they were read)
@@ -700,20 +784,23 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
 
     tables = {
         "runs": runs,
-        "trend": trend(cubed, truns, versions),
-        "pass_rate": _pass_rate(_sum_counts(cubed, ["target", "suite"])),
-        "conformance": conformance(fine, runs, catalog_ids or []),
-        "flaky": flaky(used, versions),
-        "regressions": regressions(used, truns, versions, compared),
-        "durations": durations(used),
+        "trend": trend(suites, truns, versions),
+        "pass_rate": _pass_rate(_sum_counts(suites, ["target", "suite"])),
+        "conformance": conformance(fine_cases, runs, catalog_ids or []),
+        "flaky": flaky(cases, versions),
+        "regressions": regressions(cases, truns, versions, compared),
+        "durations": durations(cases),
+        "fuzz_sessions": fuzz_sessions(fuzz),
+        "fuzz_findings": fuzz_findings(fuzz),
     }
-    tables["fault_checks"], tables["checkers"] = fault_checks(fine)
+    tables["fault_checks"], tables["checkers"] = fault_checks(fine_cases)
     data = _write_and_collect(tables, rejects, tables_dir, timings, log)
     t = stage("aggregates (-> Parquet tables, collected for the report)", t)
-    data["totals"] = [{"records": sum(r["cases"] for r in data["runs"]), "rejects": data["reject_count"][0]["n"],
+    data["totals"] = [{"records": sum(r["cases"] + r["fuzz_records"] for r in data["runs"]),
+                       "rejects": data["reject_count"][0]["n"],
                        "files": len(found.results), "runs": len(data["runs"])}]
     # dependents first: uncaching a base would re-cache what was built on it
-    for df in (truns, runs, versions, cubed, cached_fine):
+    for df in (fuzz, truns, runs, versions, cubed, cached_fine):
         df.unpersist()
     tables["records"], tables["rejects"] = records, rejects
     return Result(tables, data, timings, found)
@@ -738,6 +825,8 @@ def _report_order() -> dict[str, tuple[list[str], int | None]]:
         "durations": (["target", "suite"], None),
         "fault_checks": (["target", "fault_label"], None),
         "checkers": (["target", "checker"], None),
+        "fuzz_sessions": (["target", "mode", "role", "deliberate_break"], None),
+        "fuzz_findings": (["-last_run_index", "-sessions", "signature", "target"], None),
     }
 
 

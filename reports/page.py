@@ -227,6 +227,7 @@ CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1280px;
 padding:18px 28px;color:#222}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:30px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{font-size:15px;margin:16px 0 6px}
 .sub{color:#666;margin:0 0 14px}.cards{display:flex;gap:12px;flex-wrap:wrap}
 .card{border:1px solid #ddd;border-radius:6px;padding:8px 14px;min-width:120px}.card b{display:block;font-size:20px}
 .card.warn{border-color:#c62828;background:#fff5f5}
@@ -359,6 +360,8 @@ def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict
                        *["" if r.get(f) is None else str(r[f]) for f in checker_fields]] for r in data["checkers"]],
                      empty="no record carries checker counts (details.checks)"))
 
+    out.append(fuzzing(data["fuzz_sessions"], data["fuzz_findings"]))
+
     out.append("<h2>Rejected result lines</h2>")
     if totals["rejects"]:
         out.append(f'<p class="note">{totals["rejects"]} line(s) were not schema-1 result records and were set '
@@ -376,6 +379,8 @@ def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict
                        e(", ".join(r.get("targets") or [])), e(", ".join(c for c in (r.get("cells") or []) if c)),
                        str(r["cases"]), *[str(r.get(_key(o), 0)) for o in OUTCOMES], _pct(r.get("pass_rate")),
                        e("; ".join(filter(None, ["interrupted" if r.get("interrupted") else "",
+                                                 f"{r['fuzz_records']} fuzz record(s)" if r.get("fuzz_records")
+                                                 else "",
                                                  "break: " + ", ".join(_faults(r)) if _faults(r) else ""])))]
                       for r in runs]))
 
@@ -399,6 +404,41 @@ def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict
             + "\n".join(out) + f"<script>{SCRIPT}</script></body></html>\n")
 
 
+def fuzzing(sessions: list[dict], findings: list[dict]) -> str:
+    """The "Fuzzing sessions" section: sessions per target and mode, then the distinct failures by signature."""
+    out = ["<h2>Fuzzing sessions</h2>"]
+    if not sessions and not findings:
+        out.append('<p class="empty">no fuzz session in these runs (<code>interop fuzz</code> writes them)</p>')
+        return "".join(out)
+    out.append('<p class="sub">Seeded, time-boxed sessions of <code>interop fuzz</code> (stateful client programs, or '
+               "hostile frames). They are not conformance cases: no figure above counts them.</p>")
+    out.append(table(["target", "fuzzed role", "mode", "sessions", "programs / cases", "sessions with failures",
+                      "distinct failures", "signatures", "seeds", "duration", "runs", "latest run",
+                      "deliberate break"],
+                     [[e(r["target"]), e(r.get("role") or ""), e(r["mode"]), str(r["sessions"]),
+                       str(r.get("executed") or 0), str(r["failed_sessions"]), str(r["distinct_signatures"]),
+                       " ".join(f"<code>{e(s)}</code>" for s in r["signatures"]), _listed(r["seeds"]),
+                       f"{r['duration_s'] or 0:.0f}s", str(r["runs"]), f"<code>{e(r['last_run'])}</code>",
+                       e(r.get("deliberate_break") or "")] for r in sessions],
+                     empty="no fuzz session record (only findings)"))
+    out.append("<h3>Distinct failures by signature</h3>")
+    out.append(table(["signature", "kind", "mode", "target", "first seen", "last seen", "sessions", "seeds",
+                      "message (latest)", "reproducer (latest)", "deliberate break"],
+                     [[f"<code>{e(r['signature'])}</code>", e(r.get("kind") or ""), e(r["mode"]), e(r["target"]),
+                       f"<code>{e(r['first_run'])}</code>", f"<code>{e(r['last_run'])}</code>", str(r["sessions"]),
+                       _listed(r["seeds"]), e((r.get("message") or "")[:240]),
+                       f"<code>{e(r['reproducer'])}</code>" if r.get("reproducer") else "",
+                       e(r.get("deliberate_break") or "")] for r in findings],
+                     empty="no session found a failure"))
+    return "".join(out)
+
+
+def _listed(values: list, most: int = 8) -> str:
+    """The first `most` values, then how many more: a long fuzzing campaign has hundreds of seeds."""
+    shown = ", ".join(e(v) for v in values[:most])
+    return shown + (f" (+{len(values) - most} more)" if len(values) > most else "")
+
+
 def _faults(run: dict) -> list[str]:
     """The deliberate breaks of a run: from run.json, and from its records (space-separated in each)."""
     found = set(run.get("breaks") or [])
@@ -411,7 +451,9 @@ def _summary(data: dict, targets: list[str]) -> dict:
     """Machine-readable facts embedded in the page (tests and scripts read them; nothing loads them)."""
     return {"targets": targets, "runs": [r["run_id"] for r in data["runs"]], "totals": data["totals"][0],
             "flaky": len(data["flaky"]),
-            "regressions": sum(1 for r in data["regressions"] if r["kind"] == "regression")}
+            "regressions": sum(1 for r in data["regressions"] if r["kind"] == "regression"),
+            "fuzz_sessions": sum(r["sessions"] for r in data["fuzz_sessions"]),
+            "fuzz_findings": len({r["signature"] for r in data["fuzz_findings"]})}
 
 
 def _json_for_script(value) -> str:

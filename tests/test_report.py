@@ -66,6 +66,41 @@ DAMAGED = [
 ]
 
 
+FRAMES_TARGET, STATEFUL_TARGET = A_NAME, "broker=reference + router=reference"
+CRASH, HANG = "crash:sasl-init.mechanism-null", "hang:open.max-frame-size-0"
+
+
+def fuzz_session(run_id: str, mode: str, peers: dict, seed: int, executed: int, duration: float,
+                 findings: list[tuple[str, str]]) -> list[dict]:
+    """The records `interop fuzz` writes for one session (harness/fuzz/session.py): the session, then one per
+    distinct finding (signature, kind)."""
+    case, started = f"FUZZ-{mode.upper()}", f"{run_id.replace('fuzz-', '2026-01-0')}T12:00:00.000Z"
+    common = {"schema": 1, "run_id": run_id, "suite": "fuzz", "spec": [], "topology": "fuzz-router",
+              "peers": peers, "fault": None, "started_at": started}
+    session = {**common, "case": case, "outcome": "failed" if findings else "passed", "duration_s": duration,
+               "details": {"mode": mode, "seed": seed, "budget_s": 300.0, "executed": executed,
+                           "failures": len(findings), "signatures": [sig for sig, _ in findings],
+                           "figures": {"max_sentinel_gap_s": 0.2, "max_rss_mb": 80}},
+               "message": f"{len(findings)} distinct failure(s)" if findings else None}
+    return [session] + [
+        {**common, "case": f"{case}/{sig}", "outcome": "failed", "duration_s": 0.0,
+         "details": {"mode": mode, "seed": seed, "kind": kind, "signature": sig,
+                     "reproducer": f"results/{run_id}/fuzz/test_{kind}.py", "evidence": {"input_hex": "00"}},
+         "message": f"{sig} in {run_id}"} for sig, kind in findings]
+
+
+# Two runs of `interop fuzz` between the conformance runs: frames sessions against the reference router that found
+# two distinct failures, one of them in both runs, and a stateful session over router and broker that found nothing.
+# They are runs of their own (as `interop fuzz` makes them), so counting them as cases would put them between a
+# target's conformance runs and change its pass rate, trend, durations and regressions.
+FUZZ_RUNS = {
+    "fuzz-1": fuzz_session("fuzz-1", "frames", A, 7, 1000, 60.0, [(CRASH, "crash"), (HANG, "hang")]),
+    "fuzz-2": fuzz_session("fuzz-2", "frames", A, 8, 1500, 90.0, [(CRASH, "crash")])
+    + fuzz_session("fuzz-2", "stateful", {**A, "broker": {"vendor": "reference", "version": "0.1.0"}}, 9, 40, 30.0,
+                   []),
+}
+
+
 def write_known_runs(root: Path) -> Path:
     for run, records in KNOWN_RUNS.items():
         folder = root / f"run-{run}"
@@ -75,6 +110,13 @@ def write_known_runs(root: Path) -> Path:
         meta = {"run_id": f"run-{run}", "started_at": f"2026-01-0{run}T00:00:00Z",
                 "breaks": ["router:no-priority"] if run == 3 else []}
         (folder / "run.json").write_text(json.dumps(meta) if run != 2 else "{broken json")
+    for run_id, records in FUZZ_RUNS.items():
+        folder = root / run_id
+        folder.mkdir(parents=True)
+        (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        (folder / "run.json").write_text(json.dumps({
+            "run_id": run_id, "started_at": records[0]["started_at"], "breaks": [],
+            "fuzz": {"mode": "frames", "role": "router", "seed": 7, "budget_s": 300.0, "topology": "fuzz-router"}}))
     return root
 
 
@@ -95,7 +137,7 @@ def known(spark, tmp_path_factory):
 
 def known_inputs(root: Path) -> list[str]:
     """The known runs given three ways: a run folder, a glob, and a results.jsonl file."""
-    return [str(root / "run-1"), str(root / "run-[2]"), str(root / "run-3" / "results.jsonl")]
+    return [str(root / "run-1"), str(root / "run-[2]"), str(root / "run-3" / "results.jsonl"), str(root / "fuzz-*")]
 
 
 def rows(result, name: str) -> list[dict]:
@@ -108,10 +150,12 @@ def rows(result, name: str) -> list[dict]:
 def test_runs_are_ordered_and_counted(known):
     result, _ = known
     runs = rows(result, "runs")
-    assert [r["run_id"] for r in runs] == ["run-1", "run-2", "run-3"]
-    assert [r["cases"] for r in runs] == [6, 4, 4]
-    assert runs[2]["breaks"] == ["router:no-priority"]
-    assert result.data["totals"][0] == {"records": 14, "rejects": 5, "files": 3, "runs": 3}
+    assert [r["run_id"] for r in runs] == ["run-1", "fuzz-1", "run-2", "fuzz-2", "run-3"]
+    # a run of fuzz sessions is listed in its place, with no case: its records are counted apart
+    assert [(r["cases"], r["fuzz_records"]) for r in runs] == [(6, 0), (0, 3), (4, 0), (0, 3), (4, 0)]
+    assert [r["pass_rate"] for r in runs if r["run_id"].startswith("fuzz")] == [None, None]
+    assert runs[4]["breaks"] == ["router:no-priority"]
+    assert result.data["totals"][0] == {"records": 20, "rejects": 5, "files": 5, "runs": 5}
     cell = {r["target"] for r in rows(result, "trend") if r["run_id"] == "run-3"}
     assert cell == {A_NAME, "broker=rabbitmq + router=reference"}
 
@@ -192,10 +236,47 @@ def test_trend_and_pass_rates(known):
     assert (rates[A_NAME]["cases"], rates[A_NAME]["passed"], rates[A_NAME]["error"]) == (9, 4, 1)
 
 
+def test_fuzz_sessions_per_target_and_mode(known):
+    result, _ = known
+    sessions = {(r["target"], r["mode"]): r for r in rows(result, "fuzz_sessions")}
+    assert set(sessions) == {(FRAMES_TARGET, "frames"), (STATEFUL_TARGET, "stateful")}
+    frames, stateful = sessions[(FRAMES_TARGET, "frames")], sessions[(STATEFUL_TARGET, "stateful")]
+    assert (frames["sessions"], frames["executed"], frames["failed_sessions"], frames["duration_s"]) == \
+        (2, 2500, 2, 150.0)
+    assert (frames["distinct_signatures"], frames["signatures"], frames["seeds"]) == (2, sorted([CRASH, HANG]), [7, 8])
+    assert (frames["role"], frames["runs"], frames["last_run"], frames["deliberate_break"]) == \
+        ("router", 2, "fuzz-2", None)
+    assert (stateful["sessions"], stateful["executed"], stateful["failed_sessions"], stateful["distinct_signatures"],
+            stateful["signatures"], stateful["seeds"], stateful["duration_s"]) == (1, 40, 0, 0, [], [9], 30.0)
+
+
+def test_fuzz_findings_by_signature(known):
+    result, _ = known
+    findings = {r["signature"]: r for r in rows(result, "fuzz_findings")}
+    assert set(findings) == {CRASH, HANG}
+    crash, hang = findings[CRASH], findings[HANG]
+    assert (crash["kind"], crash["mode"], crash["target"], crash["role"]) == \
+        ("crash", "frames", FRAMES_TARGET, "router")
+    assert (crash["first_run"], crash["last_run"], crash["sessions"], crash["seeds"]) == ("fuzz-1", "fuzz-2", 2, [7, 8])
+    assert (crash["message"], crash["reproducer"]) == (f"{CRASH} in fuzz-2", "results/fuzz-2/fuzz/test_crash.py")
+    assert (hang["kind"], hang["first_run"], hang["last_run"], hang["sessions"]) == ("hang", "fuzz-1", "fuzz-1", 1)
+    assert [r["signature"] for r in rows(result, "fuzz_findings")] == [CRASH, HANG]  # latest found first
+
+
+def test_fuzz_records_stay_out_of_the_conformance_figures(known):
+    """A fuzz session is not a conformance case (reports/job.py, FUZZ_SUITE): the other tests' figures are those of
+    the three conformance runs alone, and no aggregate but the fuzz tables has a row of the fuzz runs or suite."""
+    result, _ = known
+    for name in ("conformance", "pass_rate", "trend", "flaky", "regressions", "durations", "fault_checks"):
+        assert not [r for r in rows(result, name) if r.get("suite") == "fuzz"
+                    or str(r.get("run_id")).startswith("fuzz") or str(r.get("prev_run_id")).startswith("fuzz")], name
+    assert {r["target"] for r in rows(result, "trend")} == {A_NAME, B_NAME, "broker=rabbitmq + router=reference"}
+
+
 def test_versions_durations_and_fault_checks(known, spark):
     result, out = known
     records = spark.read.parquet(str(out / "tables" / "records"))
-    assert records.count() == 14
+    assert records.count() == 20
     assert json.loads(records.where("case like '%c5'").first()["peers"]) == {"router": {"vendor": "reference"}}
     versions = {(r["target"], r["run_id"]): r["version"] for r in rows(result, "trend")}
     assert versions[(A_NAME, "run-3")] == "router 0.1.0"    # c5 had none of its own
@@ -242,7 +323,7 @@ def test_parquet_tables_are_written(known):
     _, out = known
     names = {p.name for p in (out / "tables").iterdir()}
     assert {"records", "rejects", "runs", "conformance", "pass_rate", "flaky", "trend", "regressions",
-            "durations", "fault_checks", "checkers"} <= names
+            "durations", "fault_checks", "checkers", "fuzz_sessions", "fuzz_findings"} <= names
     assert "_lines" not in names
 
 
@@ -325,6 +406,22 @@ def test_page_in_headless_chromium_shows_matrix_and_charts_without_console_error
     assert dom.count('class="chart"') >= 3             # pass rate, trend, durations
     assert 'data-clauses-shown="5"' in dom              # the filter script ran over every row
     assert "c1" in dom[dom.index("Flaky cases"):]
+    fuzzing = dom[dom.index("<h2>Fuzzing sessions</h2>"):dom.index("<h2>Rejected result lines</h2>")]
+    sessions, findings = fuzzing.split("<h3>")
+    assert sessions.count("<tr>") == 3 and findings.count("<tr>") == 3  # header + 2 rows each
+    frames_row = next(tr for tr in sessions.split("<tr>") if "<td>frames</td>" in tr)
+    assert re.search(rf"<td>{A_NAME}</td><td>router</td><td>frames</td><td>2</td><td>2500</td><td>2</td><td>2</td>",
+                     frames_row), frames_row
+    assert f"<code>{CRASH}</code>" in frames_row and "<td>7, 8</td>" in frames_row
+    assert "results/fuzz-2/fuzz/test_crash.py" in findings and f"{CRASH} in fuzz-2" in findings
+
+
+def test_page_without_fuzz_sessions_says_so(known):
+    result, _ = known
+    data = {**result.data, "fuzz_sessions": [], "fuzz_findings": []}
+    text = html.render(data, title="t", inputs=["runs"], catalog={}, timings={}, allure=None)
+    section = text[text.index("<h2>Fuzzing sessions</h2>"):text.index("<h2>Rejected result lines</h2>")]
+    assert "no fuzz session in these runs" in section and "<table" not in section
 
 
 @needs_chromium
@@ -344,7 +441,7 @@ def test_report_command_writes_the_page_and_tables(tmp_path, capsys, spark):
     out = capsys.readouterr().out
     index = root / "report" / "index.html"
     assert index.is_file() and f"report: {index.resolve()}" in out
-    assert "3 run(s), 14 records, 5 rejected line(s)" in out
+    assert "5 run(s), 20 records, 5 rejected line(s)" in out
 
 
 def test_report_command_with_no_input_is_one_line_and_exit_2(tmp_path, capsys):
