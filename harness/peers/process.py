@@ -62,7 +62,8 @@ class ProcessPeer(Peer):
         self._tracee = None
         self._proc = subprocess.Popen(
             command, cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, bufsize=1, env=self.environment(), start_new_session=traced)
+            stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1, env=self.environment(),
+            start_new_session=traced)
         threading.Thread(target=self._pump_log, name=f"log-{self.name}", daemon=True).start()
         if traced:
             proc = self._proc

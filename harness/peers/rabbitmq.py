@@ -274,7 +274,7 @@ class RabbitMQPeer(Peer):
         self._proc = subprocess.Popen(
             command, cwd=self.workdir, env=self.environment(),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-            start_new_session=True)
+            errors="replace", start_new_session=True)
         threading.Thread(target=self._pump_log, args=(self._proc,), name=f"log-{self.name}", daemon=True).start()
         if self.disk_fault is not None:
             proc = self._proc
