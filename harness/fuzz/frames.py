@@ -147,13 +147,11 @@ class _Session:
             return "crash", reason
         silence = amqp_silence(self.target.host, self.target.port, PROBE_S)
         if silence:
-            if "refuses" in silence:
-                try:  # the process may take a moment to be reaped; its exit status says more
-                    reason = wait_for(peer.down_reason, 2.0, "the peer's exit status")
-                except WaitTimeout:
-                    reason = silence
-                return "crash", reason
-            return "hang", silence
+            try:  # a refused or reset probe is mostly a process going down: its exit status says more
+                return "crash", wait_for(peer.down_reason, 2.0, "the peer's exit status")
+            except WaitTimeout:
+                pass
+            return ("crash" if "refuses" in silence else "hang"), silence
         if fresh_client:
             problem = self._fresh_client()
             if problem:
@@ -228,13 +226,14 @@ class _Session:
         done.sort(key=lambda cr: (cr[0].name not in self.culprits, abs(cr[1].ended - moment)))
         return [c for c, _ in done]
 
-    def _add_culprit(self, kind: str, message: str, case: Case) -> None:
+    def _add_culprit(self, kind: str, message: str, case: Case, log: list[str] | None = None) -> None:
         finding = Finding(
             signature=f"{kind}:{case.name}", kind=kind,
             message=f"the server {message} after one {case.family} case {case.name} ({len(case.data)} bytes)",
             evidence={"input_hex": case.hex[:200_000], "family": case.family, "name": case.name,
                       "seed": self.seed, "index": case.index,
-                      "pauses": [v for k, v in case.steps if k == "pause"], "log_tail": self.last_log})
+                      "pauses": [v for k, v in case.steps if k == "pause"],
+                      "log_tail": self.last_log if log is None else log})
         if self.report.add(finding) and self.out_dir is not None:
             finding.reproducer = str(self._write_regression(finding, case))
 
@@ -248,7 +247,7 @@ class _Session:
 
     # ---- sockets left open, memory ----------------------------------------------------------------------
     def _check_close_wait(self, cases: list[Case], final: bool = False) -> None:
-        pids = server_pids(self.target)
+        pids = peer_pids(self.target.peer)
         if not pids:
             return
         try:
@@ -263,7 +262,8 @@ class _Session:
             self.close_wait_tries += 1
             culprit = self._close_wait_culprit(cases, count)
         if culprit is not None:
-            self._add_culprit("close-wait", f"kept a socket in CLOSE_WAIT ({count} after the batch)", culprit)
+            self._add_culprit("close-wait", f"kept a socket in CLOSE_WAIT ({count} after the batch)", culprit,
+                              log=_log_tail(self.target))
         elif not any(f.kind == "close-wait" for f in self.report.findings) or final:
             self.report.add(Finding(
                 "close-wait:unattributed", "close-wait",
@@ -273,7 +273,7 @@ class _Session:
 
     def _close_wait_culprit(self, cases: list[Case], baseline: int) -> Case | None:
         """Replay cases one by one until one leaves one more socket in CLOSE_WAIT (at most 60 s)."""
-        pids, until = server_pids(self.target), time.monotonic() + 60.0
+        pids, until = peer_pids(self.target.peer), time.monotonic() + 60.0
         seen: set[str] = set()
         for case in cases:
             if case.name in seen or time.monotonic() > until:
@@ -287,7 +287,7 @@ class _Session:
         return None
 
     def _sample_rss(self) -> None:
-        rss = procstat.rss_bytes(server_pids(self.target))
+        rss = procstat.rss_bytes(peer_pids(self.target.peer))
         self.max_rss = max(self.max_rss, rss)
         if rss > RSS_LIMIT_MB << 20:
             self.report.add(Finding(
@@ -364,10 +364,10 @@ def regression_entry(finding: Finding, case: Case, target: FuzzTarget) -> dict:
             "input_hex": case.hex, "hold_s": sum(v for k, v in case.steps if k == "pause")}
 
 
-def server_pids(target: FuzzTarget) -> list[int]:
-    """The server's process ids: ProcessPeer has `pids` as a property, RabbitMQPeer as a method (and
+def peer_pids(peer) -> list[int]:
+    """A peer's process ids: ProcessPeer has `pids` as a property, RabbitMQPeer as a method (and
     FuzzTarget.pids() only calls a method), so both are read here."""
-    pids = getattr(target.peer, "pids", None)
+    pids = getattr(peer, "pids", None)
     pids = pids() if callable(pids) else pids
     return [p for p in (pids or []) if p]
 

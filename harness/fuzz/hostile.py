@@ -24,7 +24,8 @@ MAX_PAUSE_S = 2.0  # a case never holds its socket longer than this in total: th
 class Case:
     family: str
     name: str  # e.g. "sasl-init.mechanism-null": stable across seeds
-    steps: list[tuple[str, object]] = field(default_factory=list)  # ("send", bytes) | ("pause", seconds)
+    # ("send", bytes) | ("pause", seconds) | ("await", descriptor code of a frame the server must send first)
+    steps: list[tuple[str, object]] = field(default_factory=list)
     index: int = -1
 
     @property

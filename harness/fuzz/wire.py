@@ -1,9 +1,9 @@
 """Play one hostile case on a raw TCP connection and collect what the server answers.
 
 The server may close at any moment (that is often the right answer), so every send stops quietly at a reset
-or a broken pipe. A `pause` step keeps reading while it holds the socket: the server's answer to the bytes
-so far is part of the result, and a pause is part of the input (a trickle, a half frame left hanging), not a
-wait for some state.
+or a broken pipe. An `await` step reads until the server has sent a given frame (its open, say). A `pause`
+step keeps reading while it holds the socket: the server's answer to the bytes so far is part of the result,
+and a pause is part of the input (a trickle, a half frame left hanging), not a wait for some state.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from . import codec as c
 from .hostile import Case
 
 CONNECT_TIMEOUT_S = 3.0
+AWAIT_S = 5.0  # an "await" step's deadline for the awaited frame
 SEND_TIMEOUT_S = 2.0  # a server that neither reads nor closes: stop pushing the rest of a flood
 
 
@@ -76,6 +77,8 @@ def play(host: str, port: int, case: Case, *, idle_s: float = 0.1, max_read_s: f
             if kind == "send":
                 open_ = _send(sock, value)
                 open_ = open_ and _read(sock, sel, buf, 0.0)
+            elif kind == "await":
+                open_ = _await(sock, sel, buf, int(value))
             else:
                 open_ = _read(sock, sel, buf, float(value), until_idle=False)
         if open_:
@@ -85,6 +88,18 @@ def play(host: str, port: int, case: Case, *, idle_s: float = 0.1, max_read_s: f
     out.frames, _ = c.split_frames(out.reply)
     out.ended = time.monotonic()
     return out
+
+
+def _await(sock, sel, buf: bytearray, code: int, timeout_s: float = AWAIT_S) -> bool:
+    """Read until the server has sent a frame with descriptor `code` (its open, say), so the next bytes
+    reach a server in that state rather than racing its handshake; False once the server has closed."""
+    deadline = time.monotonic() + timeout_s
+    while not any(c.descriptor(body) == code for _, _, body in c.split_frames(bytes(buf))[0]):
+        if time.monotonic() >= deadline:
+            return True  # what the server sent so far is the answer; the case goes on
+        if not _read(sock, sel, buf, min(0.05, deadline - time.monotonic()), until_idle=False):
+            return False
+    return True
 
 
 def _send(sock: socket.socket, data: bytes) -> bool:

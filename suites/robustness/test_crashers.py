@@ -1,0 +1,112 @@
+"""Every input the hostile-frame fuzzer found to crash or wedge a server, replayed against router and broker.
+
+Each entry of crashers.yaml is sent as it was found, on a raw TCP connection, to the single router and to the
+single broker under test. Two cases per entry and role:
+* the server survives it (ROBUST-ISOLATION-1): still running, still answering a protocol header, and a fresh
+  client still gets a message through; where the server is a local process, it leaves no socket in
+  CLOSE_WAIT once the client has closed (ROBUST-CLOSE-1);
+* the server answers it as AMQP 1.0 says (the entry's `answer`):
+  - close-with-error: the connection ends with a close frame carrying one of the entry's `conditions`;
+  - sasl-refused: no successful sasl-outcome and no AMQP open; the server ends the connection itself;
+  - closed: the server ends the connection itself (the input is undecodable before any close frame is due).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.fuzz.frames import peer_pids
+from harness.fuzz.hostile import Case
+from harness.fuzz.procstat import close_wait_count
+from harness.fuzz.wire import play
+from harness.peers.liveness import amqp_silence
+from harness.wait import WaitTimeout, wait_for
+
+CRASHERS = yaml.safe_load((Path(__file__).parent / "crashers.yaml").read_text())["crashers"]
+ROLES = {"router": ("single-router", "R1"), "broker": ("single-broker", "B1")}
+ANSWER_S = 5.0  # how long a server has to end a connection it must end
+CLOSE_WAIT_S = 3.0
+
+
+def _case(entry: dict) -> Case:
+    steps = [("send", bytes.fromhex(entry["input_hex"]))]
+    if entry.get("hold_s"):
+        steps.append(("pause", float(entry["hold_s"])))
+    return Case(entry["family"], entry["id"], steps)
+
+
+def _params():
+    return [pytest.param(role, entry, id=f"{role}-{entry['id']}",
+                         marks=pytest.mark.spec(*entry["spec"]))
+            for entry in CRASHERS for role in ROLES]
+
+
+@pytest.fixture
+def server(topology, request):
+    role = request.node.callspec.params["role"]
+    name, node = ROLES[role]
+    return topology(name)[node]
+
+
+def _address(peer, name: str) -> str:
+    wire = getattr(peer, "wire_address", None)
+    return wire(name) if callable(wire) else name
+
+
+@pytest.mark.parametrize("role, entry", _params())
+def test_server_survives_the_input(server, clients, role, entry, details):
+    ep = server.client_endpoint
+    pids = peer_pids(server)
+    reply = play(ep.host, ep.port, _case(entry), idle_s=0.2, max_read_s=ANSWER_S)
+    assert not reply.refused and reply.error is None, f"could not send the input: {reply.error or 'refused'}"
+    try:
+        wait_for(lambda: server.down_reason() is not None, 0.5, "the server to go down")
+        down = server.down_reason()
+    except WaitTimeout:
+        down = None
+    assert down is None, f"{server.name} went down after the {entry['id']} input: {down}"
+    silence = amqp_silence(ep.host, ep.port, 5.0)
+    assert silence is None, f"{server.name} stopped answering after the {entry['id']} input: {silence}"
+    address = _address(server, clients.unique("robust.fresh."))
+    conn = clients.connect(server.url)
+    receiver = conn.receiver(address, credit=5)
+    conn.sender(address).send(1)
+    receiver.wait_received(1, 10.0)
+    if pids:  # a local process: its sockets are visible in /proc
+        try:
+            wait_for(lambda: close_wait_count(pids) == 0, CLOSE_WAIT_S, "no server socket in CLOSE_WAIT",
+                     describe=lambda: f"{close_wait_count(pids)} in CLOSE_WAIT")
+        except WaitTimeout as exc:
+            raise AssertionError(f"{server.name} left sockets in CLOSE_WAIT after the {entry['id']} input and "
+                                 f"the client's close: {exc}") from None
+    details.update(input=entry["id"], reply_bytes=len(reply.reply), closed_by_server=reply.closed_by_server)
+
+
+@pytest.mark.parametrize("role, entry", _params())
+def test_server_answers_the_input_as_amqp_says(server, role, entry, details):
+    ep = server.client_endpoint
+    reply = play(ep.host, ep.port, _case(entry), idle_s=ANSWER_S, max_read_s=ANSWER_S)
+    assert not reply.refused and reply.error is None, f"could not send the input: {reply.error or 'refused'}"
+    condition = reply.close_condition
+    opened = any(t == 0 and body[:3] == b"\x00\x53\x10" for t, _, body in reply.frames)
+    details.update(input=entry["id"], close_condition=condition, sent_close=reply.sent_close,
+                   closed_by_server=reply.closed_by_server, sasl_outcome=reply.sasl_outcome_code,
+                   reply_hex=reply.reply[:200].hex())
+    answer = entry["answer"]
+    if answer == "close-with-error":
+        assert reply.sent_close, (f"{server.name} answered the {entry['id']} input without a close frame "
+                                  f"(closed its socket: {reply.closed_by_server}); AMQP wants a close with "
+                                  f"{' or '.join(entry['conditions'])}")
+        assert condition in entry["conditions"], (
+            f"{server.name} closed after the {entry['id']} input with {condition!r}, expected "
+            f"{' or '.join(entry['conditions'])}")
+    elif answer == "sasl-refused":
+        assert reply.sasl_outcome_code != 0, f"{server.name} authenticated a sasl-init with no usable mechanism"
+        assert not opened, f"{server.name} went on to an AMQP open after a sasl-init with no usable mechanism"
+    elif answer != "closed":
+        raise AssertionError(f"crashers.yaml: {entry['id']}: unknown answer {answer!r}")
+    assert reply.closed_by_server, (f"{server.name} kept the connection open {ANSWER_S:g}s after the "
+                                    f"{entry['id']} input instead of closing it")
