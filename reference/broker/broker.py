@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from proton import Condition, Delivery, Endpoint, Link, Message, Terminus
 from proton.reactor import ApplicationEvent, EventInjector
 
-from ..links import read_message, refuse
+from ..links import forget_state, read_message, refuse
 from ..peek import Peek, peek, redelivered
 from .config import ANYCAST, MULTICAST, BrokerConfig
 from .journal import GroupCommitter, Journal
@@ -246,6 +246,7 @@ class Broker:
         if event.connection is not None:
             self._connection_gone(event.connection)
             self._connections.discard(event.connection)
+            forget_state(event.connection, "broker_")
 
     def on_connection_final(self, event):
         self._connections.discard(event.connection)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from proton import Condition, Delivery, Endpoint, Link, Message, Terminus, symbol
 
-from ..links import read_message, refuse
+from ..links import forget_state, read_message, refuse
 from ..peek import Peek, peek
 from .addressing import AddressTable
 from .config import AddressSection, RouterConfig
@@ -286,6 +286,11 @@ class Router:
         if event.connection is not None:
             self._connection_gone(event.connection)
             self.connectors.closed(event.connection)
+            # Forget it now: proton frees a connection (CONNECTION_FINAL) only once nothing holds it, so keeping
+            # it in this set until FINAL kept every connection ever closed, with its links and state (the frame
+            # fuzzer saw the router's memory grow by some 7 KB per hostile connection).
+            self._connections.discard(event.connection)
+            forget_state(event.connection, "router_")
 
     def on_connection_final(self, event):
         self._connections.discard(event.connection)
