@@ -20,7 +20,7 @@ from ..checkers import combine_multicast
 from ..wait import WaitTimeout, wait_for
 from .program import DYNAMIC, PROGRAM_EVENTS, SHORT_TTL, Violation, World, family
 
-COVERAGE_WAIT_S = 3.0
+COVERAGE_WAIT_S = 1.0  # the send step already waited for its copies: this is slack, not the main wait
 FINAL = {"accept": "accepted", "reject": "rejected", "release": "released", "modify": "modified",
          "modify-undeliverable": "modified"}
 
@@ -117,7 +117,7 @@ def duplicates(world: World) -> list[Violation]:
             if twice:
                 out.append(_v(world, f"{cls}:duplicate", "duplicate",
                               f"message {_name(world, key)} reached receivers {twice} more than once "
-                              "(003 §12.1.1.3: one copy per consumer)", message=list(key)))
+                              "(003 §12.1.1.3: one copy per consumer)", delivery=list(key)))
             continue
         for n, entry in enumerate(entries[1:], 1):
             earlier = entries[:n]
@@ -129,7 +129,7 @@ def duplicates(world: World) -> list[Violation]:
                 out.append(_v(world, f"{cls}:duplicate-after-settlement", "duplicate",
                               f"message {_name(world, key)} was delivered to {world.handle_of(entry['receiver'])} "
                               f"after {world.handle_of(taken[0]['receiver'])} had settled it "
-                              f"({taken[0]['settled_as']})", message=list(key)))
+                              f"({taken[0]['settled_as']})", delivery=list(key)))
                 break
     return out
 
@@ -280,7 +280,7 @@ def outcome_table(world: World) -> list[Violation]:
             seen.add(str(info.cls))
             out.append(_v(world, f"{info.cls}:outcome-table", "outcome",
                           f"message {_name(world, key)} to {info.address} was {outcome} at its producer, but {why}",
-                          message=list(key), outcome=outcome, states=states))
+                          delivery=list(key), outcome=outcome, states=states))
     return out
 
 

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 _UNSAFE = re.compile(r"[^a-z0-9._-]+")
+_NOT_IDENTIFIER = re.compile(r"[^a-z0-9]+")
 
 
 def file_name(signature: str) -> str:
@@ -45,7 +46,7 @@ REFERENCE_PEERS = {reference_peers!r}
 STEPS = {steps_text}
 
 
-def test_{_UNSAFE.sub("_", signature.lower()).strip("_")}():
+def test_{_NOT_IDENTIFIER.sub("_", signature.lower()).strip("_")}():
     peers, breaks = replay_options(PEERS, BREAKS)
     found = replay(TOPOLOGY, peers, STEPS, breaks=breaks, reference_peers=REFERENCE_PEERS)
     assert SIGNATURE not in found, f"{{SIGNATURE}}: {{found[SIGNATURE]}}"
