@@ -347,13 +347,17 @@ def test_no_input_found_is_a_one_line_user_error(spark, tmp_path):
 
 
 def test_synthetic_runs_have_the_shape_the_benchmark_needs(tmp_path):
-    ids = write_runs(tmp_path / "runs", runs=3, cases=400)
-    assert ids == sorted(ids) and len(ids) == 3
+    ids = write_runs(tmp_path / "runs", runs=6, cases=400)
+    assert ids == sorted(ids) and len(ids) == 6
     lines = (tmp_path / "runs" / ids[0] / "results.jsonl").read_text().splitlines()
     assert len(lines) == 400
     first = json.loads(lines[0])
     assert first["schema"] == 1 and first["outcome"] in ("passed", "failed", "error", "skipped", "not-applicable",
                                                          "xfail")
+    # the sixth run also holds a fuzz session: its session record, then one record per finding
+    fuzz = [json.loads(line) for line in (tmp_path / "runs" / ids[5] / "results.jsonl").read_text().splitlines()[400:]]
+    assert fuzz[0]["case"] == "FUZZ-FRAMES" and {r["suite"] for r in fuzz} == {"fuzz"}
+    assert [r["case"] for r in fuzz[1:]] == [f"FUZZ-FRAMES/{sig}" for sig in fuzz[0]["details"]["signatures"]]
 
 
 # ---- the HTML page -------------------------------------------------------------------------------------------------
