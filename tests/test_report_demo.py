@@ -1,5 +1,6 @@
 """The demo the README promises: two runs of the matrix, the second with a deliberately broken peer setting, then
-the report shows the break as a regression and the flipped cases as flaky. Real peers, real Spark."""
+the report shows the break as a regression and the flipped cases as flaky. A short fuzz session runs between them:
+the report lists it apart and compares the broken run with the good one still. Real peers, real Spark."""
 
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ def test_a_broken_run_shows_as_regression_and_flaky_in_the_report(tmp_path):
     results = tmp_path / "results"
     good = interop("run", "--suite", "routing", "-k", CASES, "--results", str(results), "-q", cwd=tmp_path)
     assert good.returncode == 0, good.stdout[-3000:] + good.stderr
+    fuzz = interop("fuzz", "--frames", "--peer", "router=reference", "--cases", "40", "--seed", "7",
+                   "--results", str(results), cwd=tmp_path)
+    assert fuzz.returncode == 0, fuzz.stdout[-3000:] + fuzz.stderr[-3000:]
     broken = interop("run", "--suite", "routing", "-k", CASES, "--results", str(results), "-q",
                      "--break", "router:no-priority", "--report", cwd=tmp_path)
     assert broken.returncode == 1, broken.stdout[-3000:] + broken.stderr  # the priority case fails
@@ -39,7 +43,10 @@ def test_a_broken_run_shows_as_regression_and_flaky_in_the_report(tmp_path):
 
     page = index.read_text()
     facts = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page).group(1))
-    assert len(facts["runs"]) == 2 and facts["regressions"] == 1 and facts["flaky"] == 1
+    assert len(facts["runs"]) == 3 and facts["regressions"] == 1 and facts["flaky"] == 1
+    assert (facts["fuzz_sessions"], facts["fuzz_findings"]) == (1, 0)
+    fuzzing = page[page.index("<h2>Fuzzing sessions"):page.index("<h2>Rejected")]
+    assert "<td>router=reference</td><td>router</td><td>frames</td><td>1</td><td>40</td><td>0</td>" in fuzzing
     regressions = page[page.index("<h2>Regressions"):page.index("<h2>Flaky")]
     assert "test_address_priority_takes_precedence_over_message_priority" in regressions
     assert "router:no-priority" in regressions
