@@ -49,14 +49,26 @@ run: setup
 # involve both against qdrouterd in front of RabbitMQ (each skipped, with the reason, where its product cannot
 # run). The two fallback cases that fail in some runs of that last pairing are RabbitMQ's crash when
 # qdrouterd drains its fallback autolink: recorded, not strict, in suites/expected/rabbitmq.yaml.
-BROKER_SUITES := suites/broker suites/brokered suites/linkroutes suites/fallback suites/faults
-ROUTER_SUITES := suites/routing suites/mesh suites/brokered suites/linkroutes suites/fallback suites/faults
+#
+# Then a short fuzzing session of each mode on the reference router and broker, fixed seeds so that CI runs
+# the same programs and hostile cases every time (`interop fuzz`; longer sessions with random seeds are
+# for a nightly job or by hand). Their records go to results/ like a run's; a session that finds something
+# exits 1.
+BROKER_SUITES := suites/broker suites/brokered suites/linkroutes suites/fallback suites/faults suites/robustness
+ROUTER_SUITES := suites/routing suites/mesh suites/brokered suites/linkroutes suites/fallback suites/faults \
+                 suites/robustness
 PAIRED_SUITES := suites/fallback suites/faults suites/brokered suites/linkroutes
+FUZZ_BUDGET ?= 45s
+FUZZ_SEED ?= 15
 test: setup
 	$(VENV)/bin/python -m pytest -q
 	$(VENV)/bin/python -m pytest -q $(BROKER_SUITES) --peer broker=rabbitmq
 	$(VENV)/bin/python -m pytest -q $(ROUTER_SUITES) --peer router=qdrouterd
 	$(VENV)/bin/python -m pytest -q $(PAIRED_SUITES) --peer router=qdrouterd --peer broker=rabbitmq
+	$(VENV)/bin/interop fuzz --peer router=reference --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
+	$(VENV)/bin/interop fuzz --peer broker=reference --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
+	$(VENV)/bin/interop fuzz --frames --peer router=reference --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
+	$(VENV)/bin/interop fuzz --frames --peer broker=reference --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
 
 clean:
 	rm -rf $(VENV) results build *.egg-info
