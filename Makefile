@@ -50,7 +50,7 @@ run: setup
 # run). The two fallback cases that fail in some runs of that last pairing are RabbitMQ's crash when
 # qdrouterd drains its fallback autolink: recorded, not strict, in suites/expected/rabbitmq.yaml.
 #
-# Then a short fuzzing session of each mode on the reference router and broker, fixed seeds so that CI runs
+# Then a short (30 s) fuzzing session of each mode on the reference router and broker, fixed seeds so that CI runs
 # the same programs and hostile cases every time (`interop fuzz`; longer sessions with random seeds are
 # for a nightly job or by hand). Their records go to results/ like a run's; a session that finds something
 # exits 1.
@@ -58,7 +58,7 @@ BROKER_SUITES := suites/broker suites/brokered suites/linkroutes suites/fallback
 ROUTER_SUITES := suites/routing suites/mesh suites/brokered suites/linkroutes suites/fallback suites/faults \
                  suites/robustness
 PAIRED_SUITES := suites/fallback suites/faults suites/brokered suites/linkroutes
-FUZZ_BUDGET ?= 45s
+FUZZ_BUDGET ?= 30s
 FUZZ_SEED ?= 15
 test: setup
 	$(VENV)/bin/python -m pytest -q
