@@ -299,10 +299,17 @@ class World:
             return "skipped"
         return f"settled {rcv.settle(outcome, count)}"
 
+    def _closing(self, conn: str | None = None, link: str | None = None) -> None:
+        """Mark links as closing: a settle they make from now on may never reach the peer (proton writes
+        nothing after a local close), so the properties do not count it as taken for good."""
+        names = [self.wire(i.handle) for i in self.links.values() if i.handle == link or (conn and i.conn == conn)]
+        self.history.record(PROGRAM_EVENTS, "closing", links=names)
+
     def _op_detach(self, index, link):
         info = self.links.get(link)
         if info is None or info.link is None or info.link.detached.is_set():
             return "skipped"
+        self._closing(link=link)
         with contextlib.suppress(WaitTimeout):
             info.link.detach(timeout=ATTACH_TIMEOUT)
         return "ok"
@@ -312,6 +319,7 @@ class World:
         if c is None:
             return "skipped"
         self.closed_by_us.add(conn)
+        self._closing(conn=conn)
         with contextlib.suppress(WaitTimeout):
             c.close(timeout=ATTACH_TIMEOUT)
         return "ok"
@@ -321,6 +329,7 @@ class World:
         if c is None:
             return "skipped"
         self.closed_by_us.add(conn)
+        self._closing(conn=conn)
         for info in self.links.values():
             if info.conn == conn and info.link is not None and not info.link.detached.is_set():
                 info.lost_abnormally = True
@@ -480,6 +489,7 @@ class World:
         for name, conn in self.conns.items():
             if not conn.ended and name not in self.closed_by_us:
                 self.closed_by_us.add(name)
+                self._closing(conn=name)
                 with contextlib.suppress(Exception):
                     conn.close(timeout=ATTACH_TIMEOUT)
 

@@ -39,7 +39,9 @@ def copies(world: World) -> dict[tuple, list[dict]]:
     unsettled: dict[str, list[dict]] = defaultdict(list)
     lost = {world.wire(i.handle) for i in world.links.values() if i.lost_abnormally}
     for i, e in enumerate(world.history.events()):
-        if e.kind == h.RECEIVE:
+        if e.client == PROGRAM_EVENTS and e.kind == "closing":
+            lost.update(e.data.get("links", []))  # settles from now on may never leave this side
+        elif e.kind == h.RECEIVE:
             entry = {"receiver": e.client, "i": i, "settled_as": "presettled" if e.data.get("settled") else None,
                      "lost": e.client in lost, "delivery_count": e.data.get("delivery_count") or 0,
                      "priority": e.data.get("priority"), "address": e.data.get("address")}
@@ -47,7 +49,9 @@ def copies(world: World) -> dict[tuple, list[dict]]:
             if entry["settled_as"] is None:
                 unsettled[e.client].append(entry)
         elif e.kind == h.SETTLE and unsettled[e.client]:
-            unsettled[e.client].pop(0)["settled_as"] = e.data.get("outcome")  # oldest first (harness/clients)
+            entry = unsettled[e.client].pop(0)  # oldest first (harness/clients)
+            entry["settled_as"] = e.data.get("outcome")
+            entry["lost"] = entry["lost"] or e.client in lost
     return out
 
 
@@ -122,7 +126,7 @@ def duplicates(world: World) -> list[Violation]:
         for n, entry in enumerate(entries[1:], 1):
             earlier = entries[:n]
             taken = [c for c in earlier if c["settled_as"] in ("accept", "reject", "presettled")
-                     and c["i"] < entry["i"]]
+                     and c["i"] < entry["i"] and not (c["lost"] and c["settled_as"] != "presettled")]
             if fam == "brokered":
                 taken = [c for c in taken if not c["lost"] and not world.broker_faults]
             if taken:

@@ -104,6 +104,7 @@ class _Session:
         self.failing: dict[str, tuple[list[Step], Violation]] = {}  # signature -> last failing program
         self.ops: Counter = Counter()  # op:result on the target, so a session shows what its programs did
         self.steps = 0
+        self.first_seen: dict[str, float] = {}  # signature -> when a program first failed with it
         self._ids = 0
 
     def new_run(self) -> ProgramRun:
@@ -124,6 +125,7 @@ class _Session:
                 self.repeats[sig] = self.repeats.get(sig, 0) + 1
                 continue
             self.failing[sig] = (list(run.steps), v)
+            self.first_seen.setdefault(sig, time.monotonic())
             raise _violation_class(sig)(v.signature, v.kind, v.message, v.evidence)
 
     def program_done(self, failed: bool) -> None:
@@ -292,7 +294,7 @@ def run_session(target: FuzzTarget, *, seed: int, budget_s: float, progress: Pro
         wait_ready(reference)
     machine = _machine(session, target.role, faults)
     breaks = detect_breaks(target.running.topology) if target.running is not None else {}
-    flaky: list[str] = []
+    flaky: dict[str, str] = {}  # failures whose shrunk program did not fail again: noted, not reported
     batch = 0
     per_program = 2.0
     while time.monotonic() < deadline - 1.0:
@@ -312,11 +314,14 @@ def run_session(target: FuzzTarget, *, seed: int, budget_s: float, progress: Pro
             for v in found:
                 sig = PREFIX + v.signature
                 if isinstance(exc, Flaky) or sig not in session.failing:
-                    flaky.append(sig)
+                    flaky.setdefault(sig, v.message[:300])
                     continue
                 steps, _ = session.failing[sig]
                 session.known.add(sig)
-                report.add(_finding(sig, v, steps, target, reference, breaks, out_dir))
+                finding = _finding(sig, v, steps, target, reference, breaks, out_dir)
+                finding.evidence.update(first_failed_after_s=round(session.first_seen[sig] - started, 1),
+                                        shrunk_after_s=round(time.monotonic() - started, 1))
+                report.add(finding)
         finally:
             _engine.MAX_SHRINKING_SECONDS = 300
         ran = session.programs - before_programs
@@ -328,7 +333,7 @@ def run_session(target: FuzzTarget, *, seed: int, budget_s: float, progress: Pro
     report.executed = session.programs
     report.duration_s = time.monotonic() - started
     report.figures = {"programs_per_min": round(60 * session.programs / max(report.duration_s, 1e-9), 1),
-                      "batches": batch, "repeats": dict(session.repeats), "flaky": sorted(set(flaky)),
+                      "batches": batch, "repeats": dict(session.repeats), "flaky": flaky,
                       "differential": reference is not None, "breaks": breaks, "step_count": STEP_COUNT,
                       "mean_steps": round(session.steps / max(1, session.programs), 1),
                       "ops": dict(sorted(session.ops.items()))}
