@@ -116,13 +116,13 @@ def run(args: argparse.Namespace, choices: dict[str, str], explicit_roles: list[
             return 1
         target = _target(running, node, topology.name)
         progress = Progress(label, budget_s, "cases" if mode == "frames" else "programs")
-        out_dir = folder / "fuzz"
+        # Reproducers and crasher entries go under <run folder>/fuzz/ (the stateful mode adds the fuzz/ itself).
         if mode == "frames":
             report = module.run_session(target, seed=seed, budget_s=budget_s, max_cases=args.cases,
-                                        progress=progress, out_dir=out_dir, families=args.family or None)
+                                        progress=progress, out_dir=folder / "fuzz", families=args.family or None)
         else:
             report = module.run_session(target, seed=seed, budget_s=budget_s, progress=progress,
-                                        out_dir=out_dir, reference=reference)
+                                        out_dir=folder, reference=reference)
         with ResultWriter(folder) as writer:
             for record in report.records(target):
                 if breaks:

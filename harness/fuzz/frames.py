@@ -41,6 +41,10 @@ FRESH_CLIENT_S = 10.0
 CLOSE_WAIT_GRACE_S = 3.0  # how long a server may take to notice that the fuzzer closed
 STALL_S = 1.0
 RSS_LIMIT_MB = 200
+# Past this the session stops early, whatever its budget: RabbitMQ 3.10 grew past 20 GB within 90 s of hostile
+# cases on a 24 GB machine (nested arrays in a transfer body: +1.2 GB for one 500 KB frame), and a fuzzing
+# session must not take the machine down with the peer.
+RSS_CEILING_MB = 4096
 REPLAY_LIMIT = BATCH
 CLOSE_WAIT_ATTRIBUTIONS = 2  # replays to name a CLOSE_WAIT leak's input, per session (each costs up to 60 s)
 
@@ -83,6 +87,7 @@ class _Session:
         self.fresh = Clients(container_id=f"fuzz-fresh-{seed}")
         self.restart_error = ""
         self.last_log: list[str] = []
+        self.stopped: str | None = None  # why the session ended before its budget, if it did
 
     # ---- the loop ------------------------------------------------------------------------------------
     def run(self) -> SessionReport:
@@ -104,6 +109,9 @@ class _Session:
                         self._check_close_wait(cases)
                     self._sample_rss()
                     self._progress()
+                    if self.max_rss > RSS_CEILING_MB << 20:
+                        self.stopped = f"the server's RSS passed the {RSS_CEILING_MB} MB safety ceiling"
+                        break
             self._end_epoch(crashed=False)
             self._check_close_wait([], final=True)
         finally:
@@ -342,7 +350,8 @@ class _Session:
                 "sentinel_received": self.sentinel_totals["received"],
                 "sentinel_lost": self.sentinel_totals["lost"], "max_rss_mb": round(self.max_rss / (1 << 20), 1),
                 "start_rss_mb": round((self.start_rss or 0) / (1 << 20), 1),
-                "close_wait": self.close_wait_max, "breaks": self.breaks, "workers": WORKERS}
+                "close_wait": self.close_wait_max, "breaks": self.breaks, "workers": WORKERS,
+                **({"stopped_early": self.stopped} if self.stopped else {})}
 
     def _note(self) -> str:
         rate = self.report.executed / max(1e-6, time.monotonic() - self.started)

@@ -54,8 +54,9 @@ class FuzzTarget:
 
     def pids(self) -> list[int]:
         """Process ids of the peer when it is a local process (for RSS and socket checks), else []."""
-        pids = getattr(self.peer, "pids", None)
-        return list(pids()) if callable(pids) else []
+        pids = getattr(self.peer, "pids", None)  # a property on the process providers
+        pids = pids() if callable(pids) else pids
+        return [p for p in pids or [] if p]
 
 
 @dataclass

@@ -28,8 +28,8 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 from hypothesis.internal.conjecture import engine as _engine
-from hypothesis.stateful import (Bundle, RuleBasedStateMachine, consumes, initialize, precondition, rule,
-                                run_state_machine_as_test)
+from hypothesis.stateful import (Bundle, RuleBasedStateMachine, consumes, initialize, multiple, precondition,
+                                rule, run_state_machine_as_test)
 
 from . import properties, reproducer
 from .program import ALPHABETS, DYNAMIC, RECEIVER_OUTCOMES, SHORT_TTL, Step, Violation, World
@@ -203,6 +203,21 @@ def _machine(session: _Session, role: str, faults: bool) -> type:
             if count:
                 self._do("send", link=link, count=count, priority=None, ttl=None, durable=False, to=None)
             return link
+
+        @rule(target=receivers, conn=conns, data=st.data(), fan=st.integers(2, 3), count=st.integers(1, 3))
+        def fan_out(self, conn, data, fan, count):
+            """Receivers on one address, then a sender that sends at once: what each distribution rule needs to
+            be judged (every multicast receiver gets a copy, one anycast receiver gets each message), and what
+            one-link-at-a-time draws seldom assemble within a short program."""
+            cls = self._cls(data, classes)
+            handles = []
+            for _ in range(fan):
+                handles.append(self._handle("r"))
+                self._do("receiver", conn=conn, link=handles[-1], cls=cls, credit="auto", outcome="accept")
+            link = self._handle("s")
+            self._do("sender", conn=conn, link=link, cls=cls, presettled=False)
+            self._do("send", link=link, count=count, priority=None, ttl=None, durable=False, to=None)
+            return multiple(*handles)
 
         @precondition(lambda self: role == "router")
         @rule(target=senders, conn=conns, presettled=st.booleans())
