@@ -314,22 +314,26 @@ class World:
             info.link.detach(timeout=ATTACH_TIMEOUT)
         return "ok"
 
-    def _op_close(self, index, conn):
+    def _ending(self, conn):
+        """The live connection `conn`, marked as ended by the program (None when it is gone already)."""
         c = self._live_conn(conn)
+        if c is not None:
+            self.closed_by_us.add(conn)
+            self._closing(conn=conn)
+        return c
+
+    def _op_close(self, index, conn):
+        c = self._ending(conn)
         if c is None:
             return "skipped"
-        self.closed_by_us.add(conn)
-        self._closing(conn=conn)
         with contextlib.suppress(WaitTimeout):
             c.close(timeout=ATTACH_TIMEOUT)
         return "ok"
 
     def _op_kill(self, index, conn):
-        c = self._live_conn(conn)
+        c = self._ending(conn)
         if c is None:
             return "skipped"
-        self.closed_by_us.add(conn)
-        self._closing(conn=conn)
         for info in self.links.values():
             if info.conn == conn and info.link is not None and not info.link.detached.is_set():
                 info.lost_abnormally = True
