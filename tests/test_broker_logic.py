@@ -172,10 +172,10 @@ def test_a_delayed_message_becomes_available_only_when_its_delay_has_passed():
 
 
 class CreditOnlyLink:
-    """Stands in for a consumer's link in `_dispatch`, which reads only its credit and drain mode before it
-    sends; a send is what these cases must not see."""
+    """Stands in for a consumer's link in `_dispatch`, which reads only its credit, drain mode and its
+    session's unsent output (none: no session) before it sends; a send is what these cases must not see."""
 
-    credit, drain_mode = 5, False
+    credit, drain_mode, session = 5, False, None
 
     def delivery(self, tag):
         raise AssertionError("an expired message was sent to a consumer")

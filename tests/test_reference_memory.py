@@ -33,7 +33,7 @@ def live(*classes) -> int:
     return sum(1 for o in gc.get_objects() if isinstance(o, classes))
 
 
-def serve(handler, listener_hook=None):
+def serve(handler, listener_hook=None, with_injector=False):
     loop = EngineLoop(handler)
     listener = loop.listen("127.0.0.1:0")
     if listener_hook:
@@ -47,7 +47,7 @@ def serve(handler, listener_hook=None):
         loop.stop()
         injector.trigger(ApplicationEvent("stop_now"))
         thread.join(TIMEOUT)
-    return listener.port, stop
+    return (listener.port, stop, injector) if with_injector else (listener.port, stop)
 
 
 def come_and_go(port: int, address: str, accept: bool) -> None:
@@ -83,5 +83,55 @@ def test_closed_connections_leave_nothing_behind(server):
         come_and_go(port, "memory.check", accept=server == "broker")
         wait_for(lambda: live(*kinds) == 0, TIMEOUT, f"the {server}'s consumers and producers to be freed",
                  describe=lambda: f"{live(*kinds)} still alive after {CLIENTS} connections came and went")
+    finally:
+        stop()
+
+
+def test_a_consumer_that_stops_reading_is_not_buffered_without_bound():
+    """A client grants credit for everything on a queue and then never reads its socket. The broker must
+    not encode the whole queue into that connection's output (credit does not bound it): it holds back at
+    OUTPUT_HOLD_BYTES, the rest waits in the queue, and other consumers are served meanwhile."""
+    handler = broker_with()
+    seen: list[tuple[int, int, int]] = []
+
+    def on_probe(_event):  # runs on the loop's thread: proton objects are not thread-safe
+        queue = handler.queues.get("orders")
+        backlog = max((broker_module._unwritten(c.link) for q in handler.queues.values() for c in q.consumers
+                       if not c.closed), default=0)
+        seen.append((queue.depth if queue else 0, len(queue.available) if queue else 0, backlog))
+
+    handler.on_probe = on_probe
+    port, stop, injector = serve(handler, with_injector=True)
+
+    def settled() -> tuple[int, int, int] | None:
+        """The numbers once all are stored and two probes in a row agree (dispatch has stopped)."""
+        before = len(seen)
+        injector.trigger(ApplicationEvent("probe"))
+        wait_for(lambda: len(seen) > before, TIMEOUT, "the loop to answer a probe")
+        if len(seen) >= 2 and seen[-1] == seen[-2] and seen[-1][0] == MESSAGES:
+            return seen[-1]
+        return None
+
+    body = b"x" * 65536
+    # 75 MB: more than the kernel's socket buffers take on loopback (tcp_rmem's ceiling is 32 MB on these
+    # machines, tcp_wmem's 4 MB), so that what is left must wait somewhere in the broker.
+    MESSAGES = 1200
+    try:
+        slow = BlockingConnection(f"amqp://127.0.0.1:{port}", timeout=TIMEOUT)
+        slow.create_receiver("orders", credit=100_000)  # then never touched again: its socket is not read
+        producer = BlockingConnection(f"amqp://127.0.0.1:{port}", timeout=TIMEOUT)
+        sender = producer.create_sender("orders")  # each send waits for the broker's accepted: all are stored
+        for _ in range(MESSAGES):
+            sender.send(Message(body=body))
+        _, available, backlog = wait_for(settled, TIMEOUT, "the broker to stop dispatching to the slow consumer",
+                                         describe=lambda: f"(depth, available, unwritten bytes) {seen[-1:]}")
+        assert backlog <= broker_module.OUTPUT_HOLD_BYTES + 2 * len(body), (
+            f"{backlog} bytes wait for a client that reads nothing")
+        assert available > 0, "what the connection could not take waits in the queue"
+        other = producer.create_receiver("other.queue", credit=1)
+        producer.create_sender("other.queue", options=AtMostOnce()).send(Message(body="meanwhile"))
+        assert other.receive(timeout=TIMEOUT).body == "meanwhile"
+        slow.close()
+        producer.close()
     finally:
         stop()

@@ -42,6 +42,11 @@ log = logging.getLogger("BROKER")
 PRODUCER_CREDIT = 1000  # Artemis's amqpCredits default
 PRODUCER_LOW_CREDIT = 300  # top up below this (Artemis's amqpMinCredits)
 EXPIRY_SCAN_S = 0.1
+# A consumer is sent no more while this much of its connection's output waits to be written. Credit alone does
+# not bound what the broker buffers for a client that grants a million and then stops reading: every message
+# would be encoded into that connection's output, in the broker's memory. Messages wait in the queue instead,
+# where expiry, other consumers and redelivery still apply.
+OUTPUT_HOLD_BYTES = 1 << 20
 
 
 @dataclass(eq=False)
@@ -109,6 +114,7 @@ class Broker:
         self._consumer_ids = itertools.count(1)
         self._tags = itertools.count(1)
         self._dirty: set[Queue] = set()
+        self._held: set[Queue] = set()  # queues with a consumer held back by its connection's unwritten output
         # (delivery, state to answer or None to settle only), done once the journal batch is on disk
         self._awaiting_commit: list[tuple[Delivery, int | None]] = []
         self._committer: GroupCommitter | None = None
@@ -557,6 +563,8 @@ class Broker:
             # Answers for batches that reached the disk meanwhile leave with this turn's frames, rather than in a
             # turn (and a wake-up of the client) of their own.
             self.on_journal_durable(None)
+        self._dirty |= self._held  # their consumers' output may have gone out since: look again
+        self._held.clear()
         while self._dirty:
             self._dispatch(self._dirty.pop())
         awaiting, self._awaiting_commit = self._awaiting_commit, []
@@ -597,9 +605,15 @@ class Broker:
             for entry in ready:
                 heapq.heappush(queue.available, entry)
         skipped = []
+        # Output each consumer's session already holds, plus what this call adds (read once per consumer and
+        # call, then counted here).
+        backlog = {c.id: _unwritten(c.link) for c in queue.consumers if not c.closed and c.link.credit > 0}
         while queue.available:
-            ready_consumers = [c for c in queue.consumers if not c.closed and c.link.credit > 0]
+            ready_consumers = [c for c in queue.consumers if not c.closed and c.link.credit > 0
+                               and backlog.get(c.id, 0) < OUTPUT_HOLD_BYTES]
             if not ready_consumers:
+                if any(b >= OUTPUT_HOLD_BYTES for b in backlog.values()):
+                    self._held.add(queue)
                 break
             entry = heapq.heappop(queue.available)
             if entry.expiry is not None and entry.expiry <= now_wall:
@@ -613,6 +627,7 @@ class Broker:
             consumer = eligible[queue.turn % len(eligible)]
             queue.turn += 1
             self._send(consumer, entry)
+            backlog[consumer.id] = backlog.get(consumer.id, 0) + len(entry.data)
         for entry in skipped:
             heapq.heappush(queue.available, entry)
         for consumer in queue.consumers:
@@ -684,6 +699,13 @@ def _decode(data: bytes) -> Message:
     message = Message()
     message.decode(data)
     return message
+
+
+def _unwritten(link: Link) -> int:
+    """Bytes the link's session holds that are not yet encoded into frames: what a client that stops reading
+    makes pile up (the transport itself encodes only as much as its output buffer takes, tens of KiB)."""
+    session = link.session
+    return session.outgoing_bytes if session is not None else 0
 
 
 def _redelivered_by_decode(data: bytes, delivery_count: int) -> bytes:
