@@ -177,17 +177,9 @@ class World:
     def _op_sender(self, index, conn, link, cls=None, presettled=False):
         address = self.address(cls) if cls else None
         info = LinkInfo(link, conn, "sender", cls, address, step=index)
-        self.links[link] = info
-        c = self._live_conn(conn)
-        if c is None:
-            info.refused = True
-            return "no-connection"
-        try:
-            info.link = c.sender(address, name=self.wire(link), presettled=presettled, timeout=ATTACH_TIMEOUT)
-        except (ConnectionError, WaitTimeout) as exc:
-            info.refused = True
-            return self._refused(info, exc)
-        return self._attached(info)
+        failed = self._attach(info, lambda c: c.sender(address, name=self.wire(link), presettled=presettled,
+                                                       timeout=ATTACH_TIMEOUT))
+        return failed or self._attached(info)
 
     def _op_receiver(self, index, conn, link, cls, credit="auto", outcome="accept"):
         dynamic = cls == DYNAMIC
@@ -195,20 +187,28 @@ class World:
         auto = credit == "auto"
         info = LinkInfo(link, conn, "receiver", cls, address, auto_credit=auto, outcome=outcome, step=index,
                         granted=AUTO_WINDOW if auto else int(credit))
-        self.links[link] = info
-        c = self._live_conn(conn)
+        failed = self._attach(info, lambda c: c.receiver(address, name=self.wire(link), credit=info.granted,
+                                                         auto_credit=auto, outcome=outcome, dynamic=dynamic,
+                                                         timeout=ATTACH_TIMEOUT))
+        if failed:
+            return failed
+        if dynamic:
+            info.address = info.link.remote_address
+        return self._attached(info)
+
+    def _attach(self, info: LinkInfo, make) -> str | None:
+        """Attach `info`'s link with `make(connection)`; None when it attached, else what came of it."""
+        self.links[info.handle] = info
+        c = self._live_conn(info.conn)
         if c is None:
             info.refused = True
             return "no-connection"
         try:
-            info.link = c.receiver(address, name=self.wire(link), credit=info.granted, auto_credit=auto,
-                                   outcome=outcome, dynamic=dynamic, timeout=ATTACH_TIMEOUT)
+            info.link = make(c)
         except (ConnectionError, WaitTimeout) as exc:
             info.refused = True
             return self._refused(info, exc)
-        if dynamic:
-            info.address = info.link.remote_address
-        return self._attached(info)
+        return None
 
     def _attached(self, info: LinkInfo) -> str:
         if info.cls == "linkroute" and self.broker_down:
