@@ -24,6 +24,8 @@ LINK_ROLES = ("normal", "inter-router", "route-container", "edge")
 DIRECTIONS = ("in", "out")
 QUEUE_ROUTINGS = ("anycast", "multicast")
 VIAS = ("proxy",)
+# What a broker connection creates on the node it dials (002_f23507c2891d6d06.txt, AMQP broker connections).
+CONNECTION_ELEMENTS = ("mirror", "sender", "receiver", "peer")
 
 # Every node gets a listener for clients under this name; inbound inter-router and edge connections share
 # one listener per role, named after the role.
@@ -31,6 +33,7 @@ CLIENT_LISTENER = "clients"
 RESERVED_LISTENER_NAMES = (CLIENT_LISTENER, "inter-router", "edge")
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+_CONNECTION_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _TOPOLOGY_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 TOPOLOGIES_DIR = Path(__file__).resolve().parent.parent / "topologies"
 
@@ -106,6 +109,46 @@ class BrokerSettings:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
+@dataclass(frozen=True)
+class BrokerConnectionElement:
+    """What a broker connection creates on the node it dials: a `mirror` of this broker's events, or a
+    `sender`/`receiver`/`peer` for the local queues matching `address_match` (or the one queue `queue_name`)."""
+
+    type: str
+    address_match: str | None = None  # sender, receiver, peer: exactly one of these two
+    queue_name: str | None = None
+    queue_creation: bool = True  # mirror only, as are the next two
+    queue_removal: bool = True
+    message_acknowledgements: bool = True
+
+
+@dataclass(frozen=True)
+class BrokerConnection:
+    """An AMQP broker connection (Artemis `<amqp-connection>`): the broker dials `to[0]`, then the alternates
+    `to[1:]` in order, over the links from this broker to those nodes."""
+
+    name: str
+    to: tuple[str, ...]
+    elements: tuple[BrokerConnectionElement, ...]
+    auto_start: bool = True
+    reconnect_attempts: int = -1  # -1: forever
+    retry_interval_ms: int = 5000  # Artemis's default
+    user: str | None = None
+    password: str | None = None
+
+    @property
+    def primary(self) -> str:
+        return self.to[0]
+
+    @property
+    def alternates(self) -> tuple[str, ...]:
+        return self.to[1:]
+
+    @property
+    def mirror(self) -> BrokerConnectionElement | None:
+        return next((e for e in self.elements if e.type == "mirror"), None)
+
+
 @dataclass
 class Node:
     name: str
@@ -117,6 +160,7 @@ class Node:
     queues: list[Queue] = field(default_factory=list)
     listeners: list[Listener] = field(default_factory=list)
     settings: BrokerSettings = field(default_factory=BrokerSettings)
+    broker_connections: list[BrokerConnection] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -350,13 +394,17 @@ def _prefix_or_pattern(w: _Where, data: dict, label: str) -> tuple[str | None, s
 
 _TOP_FIELDS = ("name", "description", "nodes", "links", "clients")
 _ROUTER_FIELDS = ("role", "mode", "addresses", "autolinks", "link_routes", "listeners")
-_BROKER_FIELDS = ("role", "queues", "listeners", "settings")
+_BROKER_FIELDS = ("role", "queues", "listeners", "settings", "broker_connections")
 _SETTINGS_FIELDS = ("dead_letter_address", "expiry_address", "max_delivery_attempts", "redelivery_delay_ms",
                     "auto_create")
 _ADDRESS_FIELDS = ("prefix", "pattern", "distribution", "priority", "waypoint", "enable_fallback")
 _AUTOLINK_FIELDS = ("address", "direction", "connection", "phase", "fallback")
 _LINK_ROUTE_FIELDS = ("prefix", "pattern", "direction", "connection")
 _LINK_FIELDS = ("from", "to", "role", "via", "cost")
+_CONNECTION_FIELDS = ("name", "to", "auto_start", "reconnect_attempts", "retry_interval_ms", "user", "password",
+                      "elements")
+_MIRROR_FIELDS = ("type", "queue_creation", "queue_removal", "message_acknowledgements")
+_LINK_ELEMENT_FIELDS = ("type", "address_match", "queue_name")
 
 
 def parse_topology(data: Any, path: str | Path | None = None) -> Topology:
@@ -379,11 +427,13 @@ def parse_topology(data: Any, path: str | Path | None = None) -> Topology:
             raise top.expected(
                 "nodes", f"a node name other than {', '.join(RESERVED_LISTENER_NAMES)}", node_name
             )
-    # Nodes first without cross-references, links next, then what refers to links (autolinks, routes).
+    # Nodes first without cross-references, links next, then what refers to links (autolinks, routes,
+    # broker connections).
     nodes = {n: _parse_node(top.at(f"node {n}"), n, raw, tuple(raw_nodes)) for n, raw in raw_nodes.items()}
     links = _parse_links(top, data, nodes)
     for node_name, node in nodes.items():
         _check_connections(top.at(f"node {node_name}"), node, links)
+        _check_broker_connections(top.at(f"node {node_name}"), node, nodes, links)
     clients = _parse_clients(top, data, nodes)
     return Topology(name, description, nodes, links, clients, Path(path) if path is not None else None)
 
@@ -418,6 +468,14 @@ def _parse_node(w: _Where, name: str, raw: Any, node_names: tuple[str, ...]) -> 
         node.queues = [_parse_queue(w, q, f"queues[{i}]") for i, q in enumerate(w.items(raw, "queues"))]
         if "settings" in raw:
             node.settings = _parse_settings(w, raw["settings"])
+        node.broker_connections = [
+            _parse_broker_connection(w, c, f"broker_connections[{i}]", name, node_names)
+            for i, c in enumerate(w.items(raw, "broker_connections"))
+        ]
+        names = [c.name for c in node.broker_connections]
+        for i, connection_name in enumerate(names):
+            if connection_name in names[:i]:
+                raise w.error(f"broker_connections[{i}].name", f"duplicate broker connection name {connection_name!r}")
     node.listeners = [
         _parse_listener(w, ls, f"listeners[{i}]", node_names)
         for i, ls in enumerate(w.items(raw, "listeners"))
@@ -506,9 +564,95 @@ def _parse_listener(w: _Where, raw: Any, label: str, node_names: tuple[str, ...]
     return Listener(name=name, role=w.one_of(raw, "role", LINK_ROLES, "normal", f"{label}.role"))
 
 
+def _parse_broker_connection(w: _Where, raw: Any, label: str, node_name: str,
+                             node_names: tuple[str, ...]) -> BrokerConnection:
+    """One item of a broker's `broker_connections`; the nodes it dials are checked against the links later."""
+    w.mapping(raw, label, _CONNECTION_FIELDS, required=("name", "to", "elements"))
+    name = w.string(raw, "name", f"{label}.name")
+    if not _CONNECTION_NAME.match(name):
+        raise w.expected(f"{label}.name", "a name of letters, digits, '_', '-' or '.'", name)
+    to = raw["to"]
+    targets = [to] if isinstance(to, str) else to
+    if not isinstance(targets, list) or not targets:
+        raise w.expected(f"{label}.to", "a node name or a non-empty list of node names", to)
+    for i, target in enumerate(targets):
+        where = f"{label}.to" if isinstance(to, str) else f"{label}.to[{i}]"
+        if target not in node_names:
+            raise w.expected(where, f"a node name ({', '.join(node_names)})", target)
+        if target == node_name:
+            raise w.expected(where, f"a node other than {node_name} itself", target)
+        if target in targets[:i]:
+            raise w.error(where, f"{target} is listed twice")
+    user, password = (_optional_string(w, raw, key, f"{label}.{key}") for key in ("user", "password"))
+    if password is not None and user is None:
+        raise w.error(f"{label}.password", "given without 'user'")
+    raw_elements = raw["elements"]
+    if not isinstance(raw_elements, list) or not raw_elements:
+        raise w.expected(f"{label}.elements", "a non-empty list", raw_elements)
+    elements = [_parse_connection_element(w, e, f"{label}.elements[{i}]") for i, e in enumerate(raw_elements)]
+    mirrors = [i for i, e in enumerate(elements) if e.type == "mirror"]
+    if len(mirrors) > 1:
+        raise w.error(f"{label}.elements[{mirrors[1]}]",
+                      f"a second mirror (one per connection; the first is elements[{mirrors[0]}])")
+    return BrokerConnection(
+        name=name,
+        to=tuple(targets),
+        elements=tuple(elements),
+        auto_start=_flag(w, raw, "auto_start", f"{label}.auto_start"),
+        reconnect_attempts=w.integer(raw, "reconnect_attempts", f"{label}.reconnect_attempts", -1, None, -1),
+        retry_interval_ms=w.integer(raw, "retry_interval_ms", f"{label}.retry_interval_ms", 1, None, 5000),
+        user=user,
+        password=password,
+    )
+
+
+def _parse_connection_element(w: _Where, raw: Any, label: str) -> BrokerConnectionElement:
+    if not isinstance(raw, dict):
+        raise w.expected(label, "a mapping", raw)
+    if "type" not in raw:
+        raise w.error(f"{label}.type", f"missing (required); expected one of {', '.join(CONNECTION_ELEMENTS)}")
+    kind = w.one_of(raw, "type", CONNECTION_ELEMENTS, None, f"{label}.type")
+    allowed, other = ((_MIRROR_FIELDS, _LINK_ELEMENT_FIELDS) if kind == "mirror"
+                      else (_LINK_ELEMENT_FIELDS, _MIRROR_FIELDS))
+    for key in raw:
+        if key not in allowed and key in other:
+            raise w.error(f"{label}.{key}", f"not a field of a {kind} element")
+    w.mapping(raw, label, allowed)
+    if kind == "mirror":
+        return BrokerConnectionElement(
+            type=kind,
+            **{key: _flag(w, raw, key, f"{label}.{key}") for key in _MIRROR_FIELDS[1:]},
+        )
+    if ("address_match" in raw) == ("queue_name" in raw):
+        raise w.error(label, "expected exactly one of 'address_match' or 'queue_name'")
+    if "address_match" in raw:
+        match = w.string(raw, "address_match", f"{label}.address_match")
+        if any(ch.isspace() for ch in match):
+            raise w.expected(f"{label}.address_match", "an address or wildcard match without spaces", match)
+        return BrokerConnectionElement(type=kind, address_match=match)
+    queue = w.string(raw, "queue_name", f"{label}.queue_name")
+    if any(ch.isspace() or ch in "#*" for ch in queue):
+        raise w.expected(f"{label}.queue_name", "a queue name without spaces, '#' or '*'", queue)
+    return BrokerConnectionElement(type=kind, queue_name=queue)
+
+
+def _flag(w: _Where, raw: dict, key: str, label: str) -> bool:
+    """A true-or-false field whose default is true."""
+    value = raw.get(key, True)
+    if not isinstance(value, bool):
+        raise w.expected(label, "true or false", value)
+    return value
+
+
+def _optional_string(w: _Where, raw: dict, key: str, label: str) -> str | None:
+    if raw.get(key) is None:
+        return None
+    return w.string(raw, key, label)
+
+
 def _parse_links(top: _Where, data: dict, nodes: dict[str, Node]) -> list[Link]:
     links: list[Link] = []
-    pairs: dict[frozenset, int] = {}
+    pairs: dict[tuple[str, str], int] = {}  # (from, to) -> index of the link
     names = tuple(nodes)
     for i, raw in enumerate(top.items(data, "links")):
         w = top.at(f"links[{i}]")
@@ -524,12 +668,15 @@ def _parse_links(top: _Where, data: dict, nodes: dict[str, Node]) -> list[Link]:
         cost = w.integer(raw, "cost", "cost", 1, None, 1)
         if cost != 1 and role != "inter-router":
             raise w.error("cost", f"only inter-router links have a cost (this link is {role})")
-        pair = frozenset((src, dst))
-        if pair in pairs:
-            # Connections are named after the peer node, so a second link between the same two nodes
-            # would give both ends two connections with one name.
-            raise w.error(None, f"second link between {src} and {dst} (first is links[{pairs[pair]}])")
-        pairs[pair] = i
+        # Router connections are named after the peer node, so a second link between the same two nodes would
+        # give both ends two connections with one name. Brokers name their broker connections themselves: two
+        # brokers may dial each other (dual mirroring), one link each way.
+        if (src, dst) in pairs:
+            raise w.error(None, f"second link between {src} and {dst} (first is links[{pairs[(src, dst)]}])")
+        if (dst, src) in pairs and not nodes[src].role == nodes[dst].role == "broker":
+            raise w.error(None, f"second link between {src} and {dst} (first is links[{pairs[(dst, src)]}]); "
+                                "only two brokers may have a link each way")
+        pairs[(src, dst)] = i
         _check_link_ends(w, role, nodes[src], nodes[dst])
         links.append(Link(from_=src, to=dst, role=role, via=via, cost=cost))
     return links
@@ -572,6 +719,34 @@ def _check_connections(w: _Where, node: Node, links: list[Link]) -> None:
         if target not in allowed:
             choices = ", ".join(sorted(allowed)) or "none in this topology"
             raise w.expected(f"{label}.connection", f"a node reached by a route-container link ({choices})", target)
+
+
+def _check_broker_connections(w: _Where, node: Node, nodes: dict[str, Node], links: list[Link]) -> None:
+    """A broker connection dials each node it names over a link `from: <this broker>, to: <that node>` of role
+    normal (the link gives the port, and the fault proxy when `via: proxy`). A mirror replays this broker's
+    events on other brokers; a peer asks a router to treat the broker's queues as waypoints (002: "Do not use
+    this feature to connect to another broker")."""
+    outbound = {link.to: link for link in links if link.from_ == node.name}
+    for i, connection in enumerate(node.broker_connections):
+        label = f"broker_connections[{i}]"
+        for j, target in enumerate(connection.to):
+            where = f"{label}.to" if len(connection.to) == 1 else f"{label}.to[{j}]"
+            link = outbound.get(target)
+            if link is None:
+                raise w.error(where, f"no link from {node.name} to {target} in 'links' (add "
+                                     f"{{from: {node.name}, to: {target}, role: normal}})")
+            if link.role != "normal":
+                raise w.error(where, f"the link {link.name} has role {link.role}; a broker connection dials "
+                                     "over a link of role normal")
+        roles = {target: nodes[target].role for target in connection.to}
+        for k, element in enumerate(connection.elements):
+            need = {"mirror": "broker", "peer": "router"}.get(element.type)
+            wrong = [target for target, role in roles.items() if need is not None and role != need]
+            if wrong:
+                raise w.error(f"{label}.elements[{k}].type",
+                              f"a {element.type} connects to {need}s only; {', '.join(wrong)} "
+                              f"{'is a' if len(wrong) == 1 else 'are'} {roles[wrong[0]]}"
+                              f"{'' if len(wrong) == 1 else 's'}")
 
 
 def _parse_clients(top: _Where, data: dict, nodes: dict[str, Node]) -> dict[str, str]:
