@@ -170,6 +170,35 @@ class Peer(abc.ABC):
         """{"depth", "consumers", ...} of a broker queue; providers without a management view cannot say."""
         raise NotImplementedError(f"{self.info.provider} provider of {self.info.vendor} has no queue statistics")
 
+    # Broker connections (Artemis's <broker-connections>): the broker dials out on its own. Providers whose
+    # broker has a management view of them override these; the others say so in one line, and a case that
+    # needs them reports `skipped` with that line.
+    def broker_connections(self) -> list[dict]:
+        """Every broker connection the broker has configured, as it sees it now: {"name", "uri", "started",
+        "connected", "target" ("host:port" it is on or last tried), "attempts" (failed dials since the last
+        successful one), "connects", "gave_up", "attempt_times" (epoch seconds), "targets_tried"}."""
+        raise NotImplementedError(f"{self.info.provider} provider of {self.info.vendor} cannot list broker "
+                                  "connections")
+
+    def start_broker_connection(self, name: str) -> None:
+        """Start a broker connection configured with auto-start off (Artemis's startBrokerConnection)."""
+        raise NotImplementedError(f"{self.info.provider} provider of {self.info.vendor} cannot start a broker "
+                                  "connection")
+
+    def delete_queue(self, name: str) -> None:
+        """Destroy a queue and the messages on it (Artemis's destroyQueue), as an operator would."""
+        raise NotImplementedError(f"{self.info.provider} provider of {self.info.vendor} cannot delete a queue")
+
+
+class ManagementError(Exception):
+    """A broker's management view refused or failed an operation; str() names the peer, the operation and
+    what the broker answered. `status` is the HTTP status where there was one (404: no such object, 409: it is
+    already in that state), else None (the management endpoint did not answer)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
 
 @dataclass
 class VendorSpec:

@@ -11,10 +11,12 @@ import json
 import re
 import sys
 import tempfile
+import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from .base import PeerInfo, PeerStartError
+from .base import ManagementError, PeerInfo, PeerStartError
 from .process import ProcessPeer
 
 _LISTENING = re.compile(r"Listening on (\S+):(\d+) \(acceptor '([^']*)'")
@@ -51,13 +53,63 @@ class ReferenceBrokerPeer(ProcessPeer):
         return name
 
     def queue_stats(self, name: str) -> dict:
-        """{"depth", "available", "in_flight", "consumers", ...} of a queue, from the management endpoint."""
-        if self.management_url is None:
-            raise PeerStartError(f"{self.name}: no management endpoint (not started?)")
+        """{"depth", "available", "in_flight", "consumers", "exists", ...} of a queue, from the management
+        endpoint; a queue the broker does not have is {"exists": False} with depth and consumers 0."""
         try:
-            with urllib.request.urlopen(f"{self.management_url}/queues/{name}", timeout=5) as reply:
-                return json.load(reply)
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404:
+            stats = self._management("GET", f"/queues/{_q(name)}", f"queue statistics of {name!r}")
+        except ManagementError as exc:
+            if exc.status == 404:
                 return {"name": name, "depth": 0, "consumers": 0, "exists": False}
             raise
+        return {**stats, "exists": True}
+
+    def broker_connections(self) -> list[dict]:
+        return self._management("GET", "/broker-connections", "list broker connections")
+
+    def start_broker_connection(self, name: str) -> None:
+        self._management("POST", f"/broker-connections/{_q(name)}/start", f"start broker connection {name!r}")
+
+    def delete_queue(self, name: str) -> None:
+        self._management("DELETE", f"/queues/{_q(name)}", f"delete queue {name!r}")
+
+    def _management(self, method: str, path: str, what: str, timeout: float = 5.0):
+        """One call to the broker's management endpoint; its JSON answer, or ManagementError naming this peer,
+        `what` was asked and what the broker said."""
+        if self.management_url is None:
+            raise PeerStartError(f"{self.name}: cannot {what}: no management endpoint (not started?)")
+        request = urllib.request.Request(f"{self.management_url}{path}", method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as reply:
+                text = reply.read()
+        except urllib.error.HTTPError as exc:
+            raise ManagementError(f"{self.name}: cannot {what}: {method} {path} answered {exc.code} "
+                                  f"{_reason(exc)}", exc.code) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ManagementError(f"{self.name}: cannot {what}: {method} {self.management_url}{path} failed: "
+                                  f"{reason}") from None
+        try:
+            return json.loads(text) if text else None
+        except ValueError:
+            raise ManagementError(f"{self.name}: cannot {what}: {method} {path} answered something that is not "
+                                  f"JSON: {text[:80]!r}") from None
+
+
+def _q(name: str) -> str:
+    """A queue or connection name as one path segment (`$ACTIVEMQ_ARTEMIS_MIRROR_DC2`, `a/b`)."""
+    return urllib.parse.quote(name, safe="")
+
+
+def _reason(exc: urllib.error.HTTPError) -> str:
+    """The `error` of a JSON error body, else the body's first line, else the HTTP reason."""
+    try:
+        body = exc.read().decode(errors="replace").strip()
+    except OSError:
+        body = ""
+    try:
+        data = json.loads(body)
+        if isinstance(data, dict) and data.get("error"):
+            return str(data["error"])
+    except ValueError:
+        pass
+    return body.splitlines()[0][:200] if body else str(exc.reason)
