@@ -14,7 +14,12 @@ of the format), so it sticks to elements both understand:
   is a queue, as on every other vendor of the matrix);
 * `addresses`: each topology queue as an address with an `<anycast>` queue of the same name, or as a
   `<multicast/>` address whose subscribers get a queue each; the dead-letter and expiry addresses as anycast
-  queues.
+  queues;
+* `broker-connections`: one `<amqp-connection>` per broker connection of the node (002_f23507c2891d6d06.txt),
+  `uri="tcp://HOST:PORT#HOST:PORT,..."` (the alternates after `#`), every attribute written even when it is
+  Artemis's default, holding `<mirror>` (its three flags always written), `<sender>`, `<receiver>` and
+  `<peer>`. The mirror's store-and-forward queue `$ACTIVEMQ_ARTEMIS_MIRROR_<name>` is not declared: the broker
+  creates it.
 
 Broker settings are shared with the RabbitMQ renderer (`broker_settings`), so one topology means the same on
 every broker vendor wherever the vendor can express it.
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape, quoteattr
 
-from harness.topology import Topology, display_path
+from harness.topology import Node, Topology, display_path
 
 from .qdrouterd import RenderError
 
@@ -91,12 +96,17 @@ def render_broker_xml(
     settings: dict | None = None,
     *,
     host: str = "127.0.0.1",
+    connect_ports: dict[str, int] | None = None,
+    dial_host: str = "127.0.0.1",
 ) -> str:
     """broker.xml text for broker `node_name`.
 
     `acceptor_ports` maps each listener name of `topology.listeners_for(node_name)` ("clients" always) to its
     port; 0 asks a broker that reports its bound port to pick one. `host` is where acceptors bind: loopback
     for local processes, 0.0.0.0 inside a container.
+    `connect_ports` maps each node this broker dials (the `to` nodes of its broker connections) to the port to
+    dial on `dial_host`: the node's listener, or the fault proxy's port when the link goes `via: proxy`
+    (launch.Wiring.connect_ports[node_name]).
     """
     node = topology.node(node_name)
     if node.role != "broker":
@@ -147,6 +157,7 @@ def render_broker_xml(
         "        <default-queue-routing-type>ANYCAST</default-queue-routing-type>",
         "      </address-setting>",
     ]
+    connections = _broker_connections(node, connect_ports or {}, dial_host)
     journal = s["journal_directory"]
     data = journal.rsplit("/", 1)[0] if "/" in journal else "data"
     bool_text = {True: "true", False: "false"}
@@ -178,6 +189,7 @@ def render_broker_xml(
         "    <addresses>",
         *addresses,
         "    </addresses>",
+        *connections,
         "  </core>",
         "</configuration>",
         "",
@@ -191,3 +203,49 @@ def _anycast(name: str) -> str:
             f"          <queue name={quoteattr(name)}/>\n"
             f"        </anycast>\n"
             f"      </address>")
+
+
+def _broker_connections(node: Node, connect_ports: dict[str, int], dial_host: str) -> list[str]:
+    """`<broker-connections>` lines for the node's broker connections; none when it has none."""
+    if not node.broker_connections:
+        return []
+    bool_text = {True: "true", False: "false"}
+    lines = ["    <broker-connections>"]
+    for connection in node.broker_connections:
+        endpoints = []
+        for target in connection.to:
+            port = connect_ports.get(target)
+            if port is None:
+                have = ", ".join(sorted(connect_ports)) or "nothing"
+                raise RenderError(f"{node.name}: broker connection {connection.name!r}: no port for node {target!r} "
+                                  f"in connect_ports (it has {have})")
+            if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+                raise RenderError(f"{node.name}: broker connection {connection.name!r}: connect_ports[{target!r}]: "
+                                  f"expected a TCP port 1..65535, got {port!r}")
+            endpoints.append(f"{dial_host}:{port}")
+        uri = f"tcp://{endpoints[0]}" + (f"#{','.join(endpoints[1:])}" if len(endpoints) > 1 else "")
+        attrs = [("uri", uri), ("name", connection.name), ("retry-interval", str(connection.retry_interval_ms)),
+                 ("reconnect-attempts", str(connection.reconnect_attempts)),
+                 ("auto-start", bool_text[connection.auto_start])]
+        if connection.user is not None:
+            attrs.append(("user", connection.user))
+            if connection.password is not None:
+                attrs.append(("password", connection.password))
+        lines.append(f"      <amqp-connection {_attributes(attrs)}>")
+        for element in connection.elements:
+            if element.type == "mirror":
+                flags = [("queue-creation", bool_text[element.queue_creation]),
+                         ("queue-removal", bool_text[element.queue_removal]),
+                         ("message-acknowledgements", bool_text[element.message_acknowledgements])]
+                lines.append(f"        <mirror {_attributes(flags)}/>")
+            elif element.address_match is not None:
+                lines.append(f"        <{element.type} {_attributes([('address-match', element.address_match)])}/>")
+            else:
+                lines.append(f"        <{element.type} {_attributes([('queue-name', element.queue_name)])}/>")
+        lines.append("      </amqp-connection>")
+    lines.append("    </broker-connections>")
+    return lines
+
+
+def _attributes(attrs: list[tuple[str, str]]) -> str:
+    return " ".join(f"{key}={quoteattr(value)}" for key, value in attrs)
