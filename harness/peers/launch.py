@@ -64,7 +64,8 @@ def _make(topology: Topology, node_name: str, base: str, provider: str, capabili
             from ..render.artemis import render_broker_xml
 
             return ReferenceBrokerPeer(
-                node_name, lambda ports: render_broker_xml(topology, node_name, {**listen, **ports}, settings),
+                node_name, lambda ports: render_broker_xml(topology, node_name, {**listen, **ports}, settings,
+                                                           connect_ports=wiring.connect_ports.get(node_name)),
                 capabilities)
         if base == "rabbitmq" and provider == "native":
             from .rabbitmq import RabbitMQPeer
