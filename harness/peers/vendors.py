@@ -30,6 +30,11 @@ BROKER_STORE_AND_FORWARD = frozenset({
     "durable", "drain", "competing-consumers", "multicast-subscription",
 })
 
+# AMQP broker connections (002_f23507c2891d6d06.txt): a broker dials another node and creates senders,
+# receivers or a router peering there (`broker-connection`), or replays its sends, acknowledgements and queue
+# changes on another broker (`mirror`), as configured by `<broker-connections><amqp-connection>` in broker.xml.
+BROKER_CONNECTIONS = frozenset({"broker-connection", "mirror"})
+
 # Local transactions (AMQP 1.0 part 4): a coordinator that declares and discharges, transactional posting and
 # retirement. A router has no coordinator of its own; qdrouterd and the reference router carry one only
 # through a `$coordinator` link route to a broker (003 §12.2.2), which `coordinator-link-route` names.
@@ -52,10 +57,12 @@ ROUTER_COORDINATOR_ROUTE = frozenset({"coordinator-link-route"})
 #   "Transactions not supported".
 RABBITMQ_BROKER = BROKER_STORE_AND_FORWARD - {"outcome.modified", "drain"}
 
-# Not measured on this machine (no Docker engine): declared from the products' documentation.
-ARTEMIS_BROKER = BROKER_STORE_AND_FORWARD | TRANSACTIONS
+# Not measured on this machine (no Docker engine): declared from the products' documentation; broker
+# connections and mirroring from Artemis's own "AMQP broker connections" chapter (002_f23507c2891d6d06.txt).
+ARTEMIS_BROKER = BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS
 # ActiveMQ Classic's AMQP transport: outcomes, drain, TTL, durable; its dead-letter queue is its own shared
-# ActiveMQ.DLQ (not the topology's), so `dead-letter` is left out.
+# ActiveMQ.DLQ (not the topology's), so `dead-letter` is left out. It has no AMQP broker connections (its own
+# network connectors speak OpenWire), and RabbitMQ none either: neither has `broker-connection` or `mirror`.
 ACTIVEMQ_CLASSIC_BROKER = (BROKER_STORE_AND_FORWARD - {"dead-letter"}) | TRANSACTIONS
 
 # Choices of the reference router stricter than the documents, which a conforming router need not make:
@@ -71,7 +78,8 @@ VENDORS: dict[tuple[str, str], VendorSpec] = {
     # Qpid Dispatch Router / AMQ Interconnect: the product the routing documents describe.
     ("qdrouterd", "router"): VendorSpec("qdrouterd", "router",
                                         ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE),
-    ("reference", "broker"): VendorSpec("reference", "broker", BROKER_STORE_AND_FORWARD | TRANSACTIONS),
+    ("reference", "broker"): VendorSpec("reference", "broker",
+                                        BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS),
     ("rabbitmq", "broker"): VendorSpec("rabbitmq", "broker", RABBITMQ_BROKER),
     ("artemis", "broker"): VendorSpec("artemis", "broker", ARTEMIS_BROKER),
     ("activemq-classic", "broker"): VendorSpec("activemq-classic", "broker", ACTIVEMQ_CLASSIC_BROKER),
