@@ -6,6 +6,8 @@ import pytest
 from harness.topology import (
     TOPOLOGIES_DIR,
     AddressSpec,
+    BrokerConnection,
+    BrokerConnectionElement,
     Listener,
     Topology,
     TopologyError,
@@ -406,3 +408,238 @@ def test_topology_path_resolves_bare_names():
     assert topology_path("single-router") == TOPOLOGIES_DIR / "single-router.yaml"
     assert topology_path("topologies/x.yaml") == Path("topologies/x.yaml")
     assert topology_path("x.yaml") == Path("x.yaml")
+
+
+# ---- broker connections (002_f23507c2891d6d06.txt) -------------------------------------------------------------
+
+DIALLING = """\
+name: dialling
+nodes:
+  DC1:
+    role: broker
+    queues: [{address: orders}]
+    broker_connections:
+      - name: DC2.mirror
+        to: [DC2, DC3]
+        auto_start: false
+        reconnect_attempts: 3
+        retry_interval_ms: 200
+        user: admin
+        password: secret
+        elements:
+          - {type: mirror, queue_removal: false}
+          - {type: sender, address_match: "queue.#"}
+          - {type: receiver, queue_name: inbound.jobs}
+      - name: router
+        to: R1
+        elements: [{type: peer, address_match: "queue.#"}]
+  DC2: {role: broker}
+  DC3: {role: broker}
+  R1: {role: router, mode: interior}
+links:
+  - {from: DC1, to: DC2, role: normal, via: proxy}
+  - {from: DC1, to: DC3, role: normal}
+  - {from: DC1, to: R1, role: normal}
+"""
+
+
+def test_broker_connections_parse(tmp_path):
+    topo = load_topology(write(tmp_path, DIALLING))
+    mirror, peer = topo.node("DC1").broker_connections
+    assert mirror == BrokerConnection(
+        name="DC2.mirror", to=("DC2", "DC3"), auto_start=False, reconnect_attempts=3, retry_interval_ms=200,
+        user="admin", password="secret", elements=(
+            BrokerConnectionElement("mirror", queue_creation=True, queue_removal=False,
+                                    message_acknowledgements=True),
+            BrokerConnectionElement("sender", address_match="queue.#"),
+            BrokerConnectionElement("receiver", queue_name="inbound.jobs"),
+        ))
+    assert (mirror.primary, mirror.alternates) == ("DC2", ("DC3",))
+    assert mirror.mirror is mirror.elements[0] and peer.mirror is None
+    # The defaults: Artemis's (auto-start true, reconnect forever, 5000 ms between attempts), no credentials.
+    assert peer == BrokerConnection(name="router", to=("R1",), elements=(
+        BrokerConnectionElement("peer", address_match="queue.#"),))
+    assert (peer.auto_start, peer.reconnect_attempts, peer.retry_interval_ms, peer.user, peer.password) == (
+        True, -1, 5000, None, None)
+    assert topo.node("DC2").broker_connections == [] and topo.node("R1").broker_connections == []
+    # The router is dialled on its clients listener and dials nothing back.
+    assert topo.listeners_for("R1") == [Listener("clients", "normal")]
+    assert [topo.listener_for_link(link) for link in topo.links] == ["clients"] * 3
+    assert topo.links_from("R1") == []
+
+
+def test_null_credentials_are_no_credentials():
+    data = broker_pair({"name": "c", "to": "B2", "user": None, "password": None,
+                        "elements": [{"type": "sender", "queue_name": "q"}]})
+    (connection,) = parse_topology(data).node("B1").broker_connections
+    assert (connection.user, connection.password) == (None, None)
+
+
+def broker_pair(*connections, b2: dict | None = None, links: list | None = None) -> dict:
+    return {
+        "name": "t",
+        "nodes": {"B1": {"role": "broker", "broker_connections": list(connections)},
+                  "B2": b2 or {"role": "broker"}},
+        "links": [{"from": "B1", "to": "B2", "role": "normal"}] if links is None else links,
+    }
+
+
+def connection(**fields) -> dict:
+    return {"name": "c", "to": "B2", "elements": [{"type": "sender", "address_match": "a.#"}], **fields}
+
+
+ROUTER_B2 = {"role": "router", "mode": "interior"}
+PREFIX = "<topology>: node B1: field 'broker_connections[0]"
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (broker_pair({"to": "B2", "elements": [{"type": "mirror"}]}), ".name': missing (required)"),
+        (broker_pair({"name": "c", "elements": [{"type": "mirror"}]}), ".to': missing (required)"),
+        (broker_pair({"name": "c", "to": "B2"}), ".elements': missing (required)"),
+        (broker_pair(connection(name="a b")), ".name': expected a name of letters, digits, '_', '-' or '.', "
+                                              "got 'a b'"),
+        (broker_pair(connection(), connection()), "s[1].name': duplicate broker connection name 'c'"),
+        (broker_pair(connection(to="B9")), ".to': expected a node name (B1, B2), got 'B9'"),
+        (broker_pair(connection(to=["B2", "B9"])), ".to[1]': expected a node name (B1, B2), got 'B9'"),
+        (broker_pair(connection(to="B1")), ".to': expected a node other than B1 itself, got 'B1'"),
+        (broker_pair(connection(to=[])), ".to': expected a node name or a non-empty list of node names, got []"),
+        (broker_pair(connection(to=["B2", "B2"])), ".to[1]': B2 is listed twice"),
+        (broker_pair(connection(to="B2", links=[])), ".links': unknown field; expected one of name, to, "),
+        (broker_pair(connection(), links=[]),
+         ".to': no link from B1 to B2 in 'links' (add {from: B1, to: B2, role: normal})"),
+        (broker_pair(connection(), links=[{"from": "B2", "to": "B1", "role": "normal"}]),
+         ".to': no link from B1 to B2 in 'links'"),
+        (broker_pair(connection(), b2=ROUTER_B2, links=[{"from": "B1", "to": "B2", "role": "route-container"}]),
+         ".to': the link B1->B2 has role route-container; a broker connection dials over a link of role normal"),
+        (broker_pair(connection(auto_start="yes")), ".auto_start': expected true or false, got 'yes'"),
+        (broker_pair(connection(reconnect_attempts=-2)), ".reconnect_attempts': expected an integer >= -1, got -2"),
+        (broker_pair(connection(retry_interval_ms=0)), ".retry_interval_ms': expected an integer >= 1, got 0"),
+        (broker_pair(connection(retry_interval_ms=True)), ".retry_interval_ms': expected an integer >= 1, got True"),
+        (broker_pair(connection(password="p")), ".password': given without 'user'"),
+        (broker_pair(connection(user="")), ".user': expected a non-empty string, got ''"),
+        (broker_pair(connection(retry_interval=200)),
+         ".retry_interval': unknown field; expected one of name, to, auto_start, reconnect_attempts, "
+         "retry_interval_ms, user, password, elements (did you mean 'broker_connections[0].retry_interval_ms'?)"),
+        (broker_pair(connection(elements=[])), ".elements': expected a non-empty list, got []"),
+        (broker_pair(connection(elements=[{"address_match": "a"}])),
+         ".elements[0].type': missing (required); expected one of mirror, sender, receiver, peer"),
+        (broker_pair(connection(elements=[{"type": "bridge"}])),
+         ".elements[0].type': expected one of mirror, sender, receiver, peer, got 'bridge'"),
+        (broker_pair(connection(elements=[{"type": "sender"}])),
+         ".elements[0]': expected exactly one of 'address_match' or 'queue_name'"),
+        (broker_pair(connection(elements=[{"type": "sender", "address_match": "a", "queue_name": "a"}])),
+         ".elements[0]': expected exactly one of 'address_match' or 'queue_name'"),
+        (broker_pair(connection(elements=[{"type": "receiver", "queue_name": "a.#"}])),
+         ".elements[0].queue_name': expected a queue name without spaces, '#' or '*', got 'a.#'"),
+        (broker_pair(connection(elements=[{"type": "sender", "address_match": "a b"}])),
+         ".elements[0].address_match': expected an address or wildcard match without spaces, got 'a b'"),
+        (broker_pair(connection(elements=[{"type": "sender", "queue_creation": False}])),
+         ".elements[0].queue_creation': not a field of a sender element"),
+        (broker_pair(connection(elements=[{"type": "mirror", "address_match": "a.#"}])),
+         ".elements[0].address_match': not a field of a mirror element"),
+        (broker_pair(connection(elements=[{"type": "mirror", "queue_removal": "no"}])),
+         ".elements[0].queue_removal': expected true or false, got 'no'"),
+        (broker_pair(connection(elements=[{"type": "mirror", "acks": True}])),
+         ".elements[0].acks': unknown field; expected one of type, queue_creation, queue_removal, "
+         "message_acknowledgements"),
+        (broker_pair(connection(elements=[{"type": "mirror"}, {"type": "mirror", "queue_removal": False}])),
+         ".elements[1]': a second mirror (one per connection; the first is elements[0])"),
+        (broker_pair(connection(elements=[{"type": "mirror"}]), b2=ROUTER_B2),
+         ".elements[0].type': a mirror connects to brokers only; B2 is a router"),
+        (broker_pair(connection(elements=[{"type": "peer", "address_match": "q.#"}])),
+         ".elements[0].type': a peer connects to routers only; B2 is a broker"),
+    ],
+)
+def test_broker_connection_errors(data, expected):
+    with pytest.raises(TopologyError) as info:
+        parse_topology(data)
+    message = str(info.value)
+    assert message.startswith(PREFIX.rsplit("[0]", 1)[0]), message
+    assert expected in message, message
+    assert "\n" not in message
+
+
+def test_a_peer_or_mirror_needs_every_alternate_of_the_right_role():
+    data = broker_pair(connection(to=["R1", "B2"], elements=[{"type": "peer", "address_match": "q.#"}]),
+                       links=[{"from": "B1", "to": "R1", "role": "normal"},
+                              {"from": "B1", "to": "B2", "role": "normal"}])
+    data["nodes"]["R1"] = ROUTER_B2
+    with pytest.raises(TopologyError, match=r"elements\[0\].type': a peer connects to routers only; B2 is a broker$"):
+        parse_topology(data)
+    data["nodes"]["B1"]["broker_connections"][0]["elements"] = [{"type": "mirror"}]
+    with pytest.raises(TopologyError, match=r"a mirror connects to brokers only; R1 is a router$"):
+        parse_topology(data)
+    data["nodes"]["B1"]["broker_connections"][0]["elements"] = [{"type": "sender", "queue_name": "q"}]
+    assert parse_topology(data).node("B1").broker_connections[0].to == ("R1", "B2")  # senders go anywhere
+
+
+def test_broker_connections_are_a_broker_field():
+    data = minimal(broker_connections=[])
+    with pytest.raises(TopologyError, match=r"^<topology>: node R1: field 'broker_connections': not a field of a "
+                                            r"router node$"):
+        parse_topology(data)
+
+
+def test_two_brokers_may_link_each_way_once():
+    data = broker_pair(links=[{"from": "B1", "to": "B2", "role": "normal", "via": "proxy"},
+                              {"from": "B2", "to": "B1", "role": "normal", "via": "proxy"}])
+    assert [link.name for link in parse_topology(data).links] == ["B1->B2", "B2->B1"]
+    data["links"].append({"from": "B1", "to": "B2", "role": "normal"})
+    with pytest.raises(TopologyError, match=r"^<topology>: links\[2\]: second link between B1 and B2 "
+                                            r"\(first is links\[0\]\)$"):
+        parse_topology(data)
+    data["links"][2] = {"from": "B2", "to": "B1", "role": "normal"}
+    with pytest.raises(TopologyError, match=r"links\[2\]: second link between B2 and B1 \(first is links\[1\]\)$"):
+        parse_topology(data)
+
+
+@pytest.mark.parametrize("b2", [{"role": "router"}, {"role": "router", "mode": "interior"}])
+def test_a_broker_and_a_router_still_have_one_link(b2):
+    data = broker_pair(b2=b2, links=[{"from": "B1", "to": "B2", "role": "normal"},
+                                     {"from": "B2", "to": "B1", "role": "route-container"}])
+    with pytest.raises(TopologyError, match=r"^<topology>: links\[1\]: second link between B2 and B1 \(first is "
+                                            r"links\[0\]\); only two brokers may have a link each way$"):
+        parse_topology(data)
+
+
+@pytest.mark.parametrize("role", ["inter-router", "edge", "route-container"])
+def test_links_between_brokers_are_normal(role):
+    with pytest.raises(TopologyError, match=r"^<topology>: links\[0\]: field 'role': "):
+        parse_topology(broker_pair(links=[{"from": "B1", "to": "B2", "role": role}]))
+
+
+def test_the_broker_connection_topologies_in_the_repository():
+    peer = load_topology(topology_path("broker-peer-router"))
+    (c,) = peer.node("B1").broker_connections
+    assert (c.name, c.to, c.elements) == ("router", ("R1",), (BrokerConnectionElement("peer", "queue.#"),))
+    assert peer.node("R1").autolinks == [] and peer.links_from("R1") == []
+    assert peer.clients == {"producer": "R1", "consumer": "R1", "broker": "B1"}
+
+    bridge = load_topology(topology_path("broker-bridge"))
+    (c,) = bridge.node("B1").broker_connections
+    assert [(e.type, e.address_match, e.queue_name) for e in c.elements] == [
+        ("sender", "outbound.#", None), ("receiver", None, "inbound.jobs")]
+    assert bridge.links[0].via == "proxy"
+
+    mirror = load_topology(topology_path("broker-mirror"))
+    (c,) = mirror.node("DC1").broker_connections
+    assert c.mirror == BrokerConnectionElement("mirror") and mirror.node("DC2").queues == []
+
+    dual = load_topology(topology_path("broker-dual-mirror"))
+    assert [(n, [c.name for c in dual.node(n).broker_connections]) for n in ("DC1", "DC2")] == [
+        ("DC1", ["DC2"]), ("DC2", ["DC1"])]
+    assert [(link.name, link.via) for link in dual.links] == [("DC1->DC2", "proxy"), ("DC2->DC1", "proxy")]
+
+    failover = load_topology(topology_path("broker-failover"))
+    (c,) = failover.node("P").broker_connections
+    assert (c.primary, c.alternates, c.reconnect_attempts) == ("S1", ("S2", "S3"), -1)
+
+    reconnect = load_topology(topology_path("broker-reconnect"))
+    limited, manual = reconnect.node("B1").broker_connections
+    assert (limited.reconnect_attempts, limited.retry_interval_ms, limited.auto_start) == (3, 300, True)
+    assert (manual.auto_start, manual.elements) == (False, (BrokerConnectionElement("sender", queue_name="manual.q"),))
+    for topo in (peer, bridge, mirror, dual, failover, reconnect):
+        retries = [c.retry_interval_ms for n in topo.nodes.values() for c in n.broker_connections]
+        assert retries and max(retries) <= 300, f"{topo.name}: cases must not wait Artemis's 5 s between retries"
