@@ -1,0 +1,154 @@
+"""Helpers shared by the broker-connection suites (002_f23507c2891d6d06.txt: AMQP broker connections).
+
+A broker connection is judged from both ends: through the wire (clients on each broker) and through the
+brokers' management view (Peer.broker_connections, Peer.queue_stats, ...). A provider without that view
+makes a case `skipped` with its one-line reason, never failed.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from harness.wait import wait_for
+
+MIRROR_QUEUE_PREFIX = "$ACTIVEMQ_ARTEMIS_MIRROR_"  # 002, "Mirroring": where a broker keeps its mirror events
+WAIT = 30.0  # deadline for what the brokers do between themselves (connect, forward, mirror)
+
+
+def mirror_queue(connection: str) -> str:
+    """The local queue a mirror broker connection named `connection` stores its events on."""
+    return f"{MIRROR_QUEUE_PREFIX}{connection}"
+
+
+def unique(prefix: str) -> str:
+    """A name no earlier case or run used: link names are how histories tell producers apart, and a broker
+    keeps what earlier cases left on a queue."""
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def sender(conn, address: str, **kwargs):
+    """A producer whose link name is unique to this case (its messages carry it as `producer`)."""
+    return conn.sender(address, unique(f"snd-{address}"), **kwargs)
+
+
+def send_accepted(snd, count: int, timeout: float = WAIT) -> list[int]:
+    """Send `count` messages and wait until the broker has answered each; all must be accepted."""
+    seqs = snd.send(count)
+    total = seqs[-1] + 1
+    outcomes = snd.wait_outcomes(total, timeout=timeout)
+    refused = {seq: o.outcome for seq, o in outcomes.items() if o.outcome != "accepted"}
+    assert not refused, f"producer {snd.name} on {snd.address}: not accepted: {refused}"
+    return seqs
+
+
+# ---- management view ------------------------------------------------------------------------------------------
+
+
+def connections(peer) -> dict[str, dict]:
+    """name -> the broker's view of each of its broker connections; `skipped` where the provider has none."""
+    try:
+        rows = peer.broker_connections()
+    except NotImplementedError as exc:
+        pytest.skip(str(exc))
+    return {row["name"]: row for row in rows}
+
+
+def connection(peer, name: str) -> dict:
+    rows = connections(peer)
+    assert name in rows, f"{peer.name} has no broker connection {name!r}; it has {sorted(rows)}"
+    return rows[name]
+
+
+def wait_connected(peer, name: str, timeout: float = WAIT) -> dict:
+    """Wait until broker connection `name` of `peer` is up; its row."""
+    last: dict = {}
+
+    def up():
+        last.update(connection(peer, name))
+        return last["connected"] and dict(last)
+    return wait_for(up, timeout, f"broker connection {name!r} of {peer.name} to connect",
+                    describe=lambda: _row(last))
+
+
+def start_connection(peer, name: str) -> None:
+    try:
+        peer.start_broker_connection(name)
+    except NotImplementedError as exc:
+        pytest.skip(str(exc))
+
+
+def delete_queue(peer, name: str) -> None:
+    try:
+        peer.delete_queue(name)
+    except NotImplementedError as exc:
+        pytest.skip(str(exc))
+
+
+def stats(peer, queue: str) -> dict:
+    try:
+        return peer.queue_stats(queue)
+    except NotImplementedError as exc:
+        pytest.skip(str(exc))
+
+
+def depth(peer, queue: str) -> int:
+    return stats(peer, queue)["depth"]
+
+
+def exists(peer, queue: str) -> bool:
+    return stats(peer, queue).get("exists", True)
+
+
+def wait_depth(peer, queue: str, wanted: int, timeout: float = WAIT, what: str = "") -> None:
+    wait_for(lambda: depth(peer, queue) == wanted, timeout,
+             f"{queue} on {peer.name} to hold {wanted} message(s){what}",
+             describe=lambda: _queue(stats(peer, queue)))
+
+
+def wait_mirror_idle(peer, connection_name: str, timeout: float = WAIT) -> None:
+    """Wait until every mirror event of `peer`'s mirror connection has been confirmed by its target (the
+    mirror queue is empty)."""
+    wait_depth(peer, mirror_queue(connection_name), 0, timeout, " (every mirror event confirmed by the target)")
+
+
+def empty(clients, peer, queue: str, timeout: float = WAIT) -> int:
+    """Consume and accept whatever `queue` on `peer` holds, until it is empty; how many that took. Cases that
+    share a topology start from an empty queue this way, whatever an earlier case left."""
+    if depth(peer, queue) == 0:
+        return 0
+    receiver = clients.connect(peer.url).receiver(queue, unique("drain"), credit=200)
+    wait_for(lambda: depth(peer, queue) == 0, timeout, f"{queue} on {peer.name} to be emptied",
+             describe=lambda: f"{_queue(stats(peer, queue))}; {receiver.count} consumed")
+    receiver.detach()
+    return receiver.count
+
+
+def node_at(running, target: str) -> str | None:
+    """Which node of the topology a broker connection's `host:port` target is (a link's proxy counts as the
+    node behind it)."""
+    port = int(target.rsplit(":", 1)[1])
+    for name, peer in running.peers.items():
+        if any(ep.port == port for ep in peer.endpoints.values()):
+            return name
+    proxies = running.faults.links if running.faults is not None else {}
+    for link in running.topology.links:
+        if proxies.get(link.name) == port:
+            return link.to
+    return None
+
+
+def configured(running, node: str, name: str):
+    """The topology's declaration of broker connection `name` on `node` (retry interval, attempts, targets)."""
+    return next(c for c in running.topology.nodes[node].broker_connections if c.name == name)
+
+
+def _row(row: dict) -> str:
+    keys = ("started", "connected", "target", "attempts", "connects", "gave_up")
+    return ", ".join(f"{k}={row.get(k)!r}" for k in keys) if row else "no answer yet"
+
+
+def _queue(row: dict) -> str:
+    keys = ("exists", "depth", "available", "in_flight", "consumers")
+    return ", ".join(f"{k}={row[k]}" for k in keys if k in row)

@@ -1,0 +1,89 @@
+"""Mirroring through a faulty link (002_f23507c2891d6d06.txt, "Mirroring", "Reconnecting and Failover"): the
+DC1->DC2 mirror link goes through the fault proxy, which resets, slows or cuts it while DC1's producer goes
+on. The producer is never held up; the events wait on DC1's mirror queue; once the link is back the mirror
+catches up and DC2 holds every message exactly once.
+
+Figures per fault in the result record: lost, duplicated, recovered (the checkers' counts on DC2's queue),
+lag (mirror events waiting when the link came back) and resume_s (seconds from the link's return until
+the mirror queue was empty).
+"""
+
+import time
+
+import pytest
+
+from harness import checkers
+from harness.wait import wait_for
+
+from .conftest import (WAIT, configured, depth, empty, mirror_queue, send_accepted, sender, stats, wait_connected,
+                       wait_depth, wait_mirror_idle)
+
+pytestmark = pytest.mark.requires("mirror", "store-and-forward")
+
+MIRROR = "DC2"
+N = 100
+
+
+@pytest.fixture
+def faulty(topology, clients):
+    running = topology("broker-mirror")
+    if running.faults is None:
+        pytest.skip("broker-mirror's DC1->DC2 link does not go through the fault proxy here")
+    dc1, dc2 = running["DC1"], running["DC2"]
+    wait_connected(dc1, MIRROR)
+    empty(clients, dc1, "orders")
+    wait_mirror_idle(dc1, MIRROR)
+    empty(clients, dc2, "orders")
+    yield running
+    running.faults.reset()  # every case leaves the link clean for the next
+
+
+def _mirror_link(running) -> str:
+    return next(link.name for link in running.topology.links if link.from_ == "DC1" and link.to == "DC2")
+
+
+def _break(faults, link: str, fault: str) -> None:
+    if fault == "reset":  # every connection is reset as soon as DC2 sends anything on it
+        faults.toxic(link, "reset_peer", stream="downstream", timeout=0)
+    elif fault == "latency":  # each way
+        faults.toxic(link, "latency", stream="upstream", latency=300, jitter=50)
+        faults.toxic(link, "latency", stream="downstream", latency=300, jitter=50)
+    elif fault == "outage":  # open connections dropped, new ones refused
+        faults.set_enabled(link, False)
+    else:
+        raise ValueError(fault)
+
+
+@pytest.mark.spec("MIRROR-FAULT-1", "MIRROR-ASYNC-1", "MIRROR-STORE-1")
+@pytest.mark.parametrize("fault", ["reset", "latency", "outage"])
+def test_the_mirror_catches_up_after_a_link_fault_with_nothing_lost_or_doubled(faulty, clients, details, fault):
+    dc1, dc2 = faulty["DC1"], faulty["DC2"]
+    link = _mirror_link(faulty)
+    retry = configured(faulty, "DC1", MIRROR).retry_interval_ms / 1000
+    details["fault"] = fault
+    _break(faulty.faults, link, fault)
+    snd = sender(clients.connect(faulty.client_url("primary")), "orders")
+    send_accepted(snd, N)  # mirroring never holds a producer up, whatever the link does
+    lag = depth(dc1, mirror_queue(MIRROR))
+    back = time.monotonic()
+    faulty.faults.reset()
+    wait_mirror_idle(dc1, MIRROR, timeout=WAIT + 10 * retry)
+    resume_s = round(time.monotonic() - back, 3)
+    # Everything the mirror will ever send is on DC2 now: what DC2 holds, it holds for good.
+    held = depth(dc2, "orders")
+    reader = clients.connect(faulty.client_url("mirror")).receiver("orders", credit=N)
+    wait_for(lambda: len(set(reader.seqs(snd.name))) >= N, WAIT, f"the {N} messages on DC2",
+             describe=lambda: f"{len(set(reader.seqs(snd.name)))} distinct, {reader.count} in all; "
+                              f"DC2 {stats(dc2, 'orders')}")
+    wait_depth(dc2, "orders", 0)
+    reader.conn.sync()
+    verdict = checkers.total_queue(clients.history, producer=snd.name, receivers=reader.name,
+                                   allow_duplicates=False)
+    details.update(lost=verdict.lost, duplicated=verdict.duplicated, recovered=verdict.recovered,
+                   resume_s=resume_s, lag=lag, held_on_dc2=held,
+                   **checkers.checks_details(total_queue=verdict))
+    if fault == "outage":
+        assert lag >= N, f"with the link cut, the {N} events must wait on DC1's mirror queue; it held {lag}"
+    assert verdict.lost == 0, verdict.as_details()
+    assert verdict.duplicated == 0, verdict.as_details()
+    assert held == N, f"DC2's orders held {held} messages once the mirror had caught up; {N} were sent"
