@@ -51,6 +51,7 @@ from cproton import (
 )
 from proton import Collector, Condition, Connection, Delivery, Endpoint, Event, EventType, Link, Session, Transport
 
+from .attach_caps import AttachTap
 from .sasl_guard import SaslGuard
 
 log = logging.getLogger("SERVER")
@@ -120,6 +121,8 @@ class _Peer:
     guard: SaslGuard | None = None  # accepted connections: checks the client's SASL frames
     connecting: bool = False  # an outgoing connection whose TCP connect has not completed yet
     failed: bool = False  # a handler failed on it: its input is ignored, the socket closes once output is out
+    tap: AttachTap | None = None  # link capabilities in attach frames (EngineLoop(link_capabilities=True))
+    outbuf: bytes = b""  # with a tap: output taken from the transport (and rewritten) not yet sent
 
 
 @dataclass(order=True)
@@ -130,8 +133,11 @@ class _Timer:
 
 
 class EngineLoop:
-    def __init__(self, handler):
+    def __init__(self, handler, link_capabilities: bool = False):
+        """`link_capabilities`: tap each connection's attach frames so handlers can read and write the link
+        capabilities proton-C does not handle (reference/attach_caps.py)."""
         self.handler = handler
+        self.link_capabilities = link_capabilities
         self.container_id = ""
         self.collector = Collector()
         self.selector = selectors.DefaultSelector()
@@ -160,7 +166,13 @@ class EngineLoop:
         self.selector.register(sock, selectors.EVENT_READ, listener)
         return listener
 
-    def connect(self, url: str, allowed_mechs: str = "ANONYMOUS") -> Connection:
+    def _tap(self, peer: _Peer) -> None:
+        if self.link_capabilities:
+            peer.tap = AttachTap()
+            peer.connection.loop_tap = peer.tap
+
+    def connect(self, url: str, allowed_mechs: str = "ANONYMOUS", user: str | None = None,
+                password: str | None = None) -> Connection:
         """Open an outgoing connection to `amqp://host:port` and return it at once; the handler sees it come
         up (`on_connection_remote_open`) or fail (`on_transport_closed`, with a condition) like any other."""
         host, _, port = url.split("://", 1)[-1].rpartition(":")
@@ -170,13 +182,20 @@ class EngineLoop:
         connection.container = self.container_id
         connection.hostname = host
         connection.url = url
+        if user is not None:
+            connection.user = user
+            connection.password = password or ""
         transport = Transport(Transport.CLIENT)
-        transport.sasl().allowed_mechs(allowed_mechs)
+        sasl = transport.sasl()
+        sasl.allowed_mechs(allowed_mechs)
+        if user is not None:
+            sasl.allow_insecure_mechs = True  # PLAIN over plain TCP: only on loopback here, TLS is not supported yet
         transport.bind(connection)
         sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peer = _Peer(sock, transport, connection, writing=True, connecting=True)
+        self._tap(peer)
         self._peers[sock] = peer
         try:
             error = sock.connect_ex((host, int(port)))
@@ -251,7 +270,8 @@ class EngineLoop:
     def _injected(self, injector) -> None:
         os.read(injector.fileno(), 512)
         while not injector.queue.empty():
-            self._call(injector.queue.get().type.method, None)
+            event = injector.queue.get()
+            self._call(event.type.method, event)  # an ApplicationEvent: its `subject` is the handler's to read
 
     def _handler_failed(self, impl, etype: EventType, exc: Exception) -> None:
         """A handler raised on an engine event: close the event's connection with an error (AMQP 1.0 §2.8.15:
@@ -299,6 +319,7 @@ class EngineLoop:
             transport = Transport(Transport.SERVER)
             transport.bind(connection)
             peer = _Peer(sock, transport, connection, guard=SaslGuard())
+            self._tap(peer)
             self._peers[sock] = peer
             self.selector.register(sock, selectors.EVENT_READ, peer)
 
@@ -331,6 +352,8 @@ class EngineLoop:
                 transport.close_tail()
                 transport.close_head()
                 return
+        if peer.tap is not None:
+            peer.tap.feed_in(data)
         transport.push(data)
 
     def _write_all(self) -> None:
@@ -352,16 +375,27 @@ class EngineLoop:
         `pending()` encodes only as much as fits the transport's output buffer (tens of KiB), not all that is
         ready: a large message is many buffers. Writing once per turn and then sleeping until the next I/O or
         timer left the rest of a 256 KiB message waiting on the broker's 100 ms timer, one buffer per tick."""
-        transport, sock = peer.transport, peer.sock
+        transport, sock, tap = peer.transport, peer.sock, peer.tap
         while True:
-            pending = transport.pending()
-            if pending <= 0:
-                if peer.failed:  # its close frame is out: end the connection (a TRANSPORT_CLOSED follows)
-                    transport.close_tail()
-                    transport.close_head()
-                return False
+            if tap is None or not peer.outbuf:
+                pending = transport.pending()
+                if pending <= 0:
+                    if peer.failed:  # its close frame is out: end the connection (a TRANSPORT_CLOSED follows)
+                        transport.close_tail()
+                        transport.close_head()
+                    return False
+                if tap is None:
+                    data = transport.peek(pending)
+                else:  # taken whole, so that an attach frame can be rewritten before it goes out
+                    chunk = transport.peek(pending)
+                    transport.pop(pending)
+                    peer.outbuf = tap.feed_out(bytes(chunk))
+                    if not peer.outbuf:
+                        continue
+            if tap is not None:
+                data = peer.outbuf
             try:
-                sent = sock.send(transport.peek(pending))
+                sent = sock.send(data)
             except (BlockingIOError, InterruptedError):
                 return True
             except OSError as exc:
@@ -369,8 +403,11 @@ class EngineLoop:
                 transport.close_head()
                 transport.close_tail()
                 return False
-            transport.pop(sent)
-            if sent < pending:  # the socket's buffer is full: wait until it drains
+            if tap is None:
+                transport.pop(sent)
+            else:
+                peer.outbuf = peer.outbuf[sent:]
+            if sent < len(data):  # the socket's buffer is full: wait until it drains
                 return True
 
     def _tick_all(self) -> float | None:

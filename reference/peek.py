@@ -132,6 +132,24 @@ def _skip(data: bytes, pos: int) -> int:
     raise _Unknown
 
 
+def sections(data: bytes) -> list[tuple[int, int, int]] | None:
+    """The message's sections as (descriptor code, start, end) in order, or None when one is not in a form
+    this module walks (callers decode)."""
+    try:
+        out, pos, end = [], 0, len(data)
+        while pos < end:
+            if data[pos] != 0x00 or data[pos + 1] != 0x53:
+                return None
+            after = _skip(data, pos)
+            if after > end:
+                return None
+            out.append((data[pos + 2], pos, after))
+            pos = after
+        return out
+    except (_Unknown, IndexError, struct.error):
+        return None
+
+
 def redelivered(data: bytes, delivery_count: int) -> bytes | None:
     """The message with a header saying `first-acquirer` false and `delivery-count` (AMQP 1.0 §3.2.1), every
     other section's bytes untouched; None when the header is not one this module reads (callers decode).

@@ -472,7 +472,7 @@ def test_other_top_level_elements_are_refused_but_jms_is_tolerated():
 
 
 @pytest.mark.parametrize("tag", [
-    "cluster-connections", "diverts", "bridges", "ha-policy", "broker-connections", "connectors",
+    "cluster-connections", "diverts", "bridges", "ha-policy", "connectors",
     "broadcast-groups", "discovery-groups", "federations", "broker-plugins",
     "resource-limit-settings", "wildcard-addresses", "store", "metrics", "connection-routers",
 ])
@@ -1108,10 +1108,15 @@ def test_every_broker_node_of_every_topology_renders_to_a_file_the_reference_rea
     topology = load_topology(path)
     for node in topology.nodes_with_role("broker"):
         ports = {ls.name: 0 for ls in topology.listeners_for(node.name)}
-        text = render_broker_xml(topology, node.name, ports, node_settings(topology, node.name))
+        dialled = {link.to: 5000 + i for i, link in enumerate(topology.links_from(node.name))}
+        text = render_broker_xml(topology, node.name, ports, node_settings(topology, node.name),
+                                 connect_ports=dialled)
         cfg = parse_config(text, f"{node.name}.xml")
         assert {a.name for a in cfg.acceptors} == set(ports)
         assert {q.address for q in node.queues} <= {a.name for a in cfg.addresses}
+        # Every broker connection of the topology reaches the reference, with its endpoints in order.
+        wanted = {bc.name: [dialled[t] for t in bc.to] for bc in getattr(node, "broker_connections", [])}
+        assert {bc.name: [p for _h, p in bc.endpoints] for bc in cfg.broker_connections} == wanted
 
 
 # ---- journal-sync-non-transactional (the `broker:no-journal-sync` fault) ----------------------------------------
@@ -1143,3 +1148,67 @@ def test_the_no_journal_sync_fault_renders_artemis_s_setting_and_nothing_else():
     assert parse_config(text).journal_sync_non_transactional is False
     assert summary(parse_config(text)) == summary(parse_config(plain))
     assert topology.node("B1").settings == load_topology(topology_path("single-broker")).node("B1").settings
+
+
+# ---- broker connections (002_f23507c2891d6d06.txt) -----------------------------------------------------------------
+
+
+def connections(inner: str) -> str:
+    return doc(f"<broker-connections>\n{inner}</broker-connections>\n")
+
+
+def test_broker_connection_with_every_element_and_alternates_is_read():
+    text = connections('<amqp-connection uri="tcp://10.0.0.1:5672#backup:5673,tcp://other:5674" name="dc2" '
+                       'retry-interval="100" reconnect-attempts="3" auto-start="false" user="u" password="p">\n'
+                       '<sender address-match="queue.#"/><receiver queue-name="in.q"/><peer address-match="wp.*"/>\n'
+                       '<mirror queue-removal="false" message-acknowledgements="false"/>\n'
+                       "</amqp-connection>\n")
+    (bc,) = parse_config(text).broker_connections
+    assert bc.endpoints == (("10.0.0.1", 5672), ("backup", 5673), ("other", 5674))
+    assert (bc.name, bc.retry_interval_ms, bc.reconnect_attempts, bc.auto_start) == ("dc2", 100, 3, False)
+    assert (bc.user, bc.password) == ("u", "p")
+    assert [e.kind for e in bc.elements] == ["sender", "receiver", "peer", "mirror"]
+    assert (bc.mirror.queue_creation, bc.mirror.queue_removal, bc.mirror.message_acknowledgements) == (
+        True, False, False)
+    sender, receiver, peer, _ = bc.elements
+    assert sender.matches("anything", "queue.orders.eu") and not sender.matches("queue.orders", "other")
+    assert receiver.matches("in.q", "whatever") and not receiver.matches("in.r", "in.q")
+    assert peer.matches("x", "wp.a") and not peer.matches("x", "wp.a.b")
+
+
+def test_broker_connection_defaults_are_artemis_defaults():
+    (bc,) = parse_config(connections('<amqp-connection uri="tcp://h:1" name="n"><mirror/></amqp-connection>\n')
+                         ).broker_connections
+    assert (bc.auto_start, bc.reconnect_attempts, bc.retry_interval_ms, bc.user) == (True, -1, 5000, None)
+
+
+@pytest.mark.parametrize("inner, line, message", [
+    ('<amqp-connection name="n"/>', 5, "amqp-connection 'n': needs a uri attribute (tcp://HOST:PORT)"),
+    ('<amqp-connection uri="tcp://h:1"/>', 5, "<amqp-connection> needs a name attribute"),
+    ('<amqp-connection uri="amqp://h:1" name="n"/>', 5,
+     "amqp-connection 'n': the uri: expected tcp://HOST:PORT (alternates after '#' as HOST:PORT, comma-separated), "
+     "got 'amqp://h:1'"),
+    ('<amqp-connection uri="tcp://h:1#nope" name="n"/>', 5,
+     "amqp-connection 'n': alternate 'nope': expected tcp://HOST:PORT (alternates after '#' as HOST:PORT, "
+     "comma-separated), got 'tcp://h:1#nope'"),
+    ('<amqp-connection uri="tcp://h:1" name="n" sync="true"/>', 5,
+     "amqp-connection 'n': attribute sync='true' is not supported yet by the reference broker (expected: auto-start, "
+     "name, password, reconnect-attempts, retry-interval, uri, user)"),
+    ('<amqp-connection uri="tcp://h:1" name="n" retry-interval="soon"/>', 5,
+     "amqp-connection 'n': retry-interval: expected an integer >= 0, got 'soon'"),
+    ('<amqp-connection uri="tcp://h:1" name="n"><federation/></amqp-connection>', 5,
+     "amqp-connection 'n': <federation> is not supported yet by the reference broker (expected <sender>, <receiver>, "
+     "<peer> or <mirror>)"),
+    ('<amqp-connection uri="tcp://h:1" name="n"><sender/></amqp-connection>', 5,
+     "amqp-connection 'n': <sender> needs exactly one of address-match or queue-name"),
+    ('<amqp-connection uri="tcp://h:1" name="n"><mirror address-filter="eu"/></amqp-connection>', 5,
+     "amqp-connection 'n': <mirror> attribute address-filter='eu' is not supported yet by the reference broker "
+     "(expected: message-acknowledgements, queue-creation, queue-removal)"),
+    ('<amqp-connection uri="tcp://h:1" name="n"><mirror/><mirror/></amqp-connection>', 5,
+     "amqp-connection 'n': a second <mirror> (one per connection)"),
+    ('<amqp-connection uri="tcp://h:1" name="n"/>\n<amqp-connection uri="tcp://h:2" name="n"/>', 6,
+     "amqp-connection 'n' is declared twice (first at line 5)"),
+])
+def test_broker_connection_mistakes_are_refused_at_their_line(inner, line, message):
+    err = error_of(connections(inner + "\n"))
+    assert (err.line, err.message) == (line, message)

@@ -115,10 +115,11 @@ class BrokerProcess:
         assert len(found) == 1, f"expected one journal line, got: {self.stderr()}"
         return found[0]
 
-    def get(self, path: str) -> tuple[int, object]:
+    def get(self, path: str, method: str = "GET") -> tuple[int, object]:
         assert self.management, "started without --management-port"
         try:
-            with urllib.request.urlopen(self.management + path, timeout=5) as reply:
+            request = urllib.request.Request(self.management + path, method=method)
+            with urllib.request.urlopen(request, timeout=5) as reply:
                 assert reply.headers["Content-Type"] == "application/json"
                 return reply.status, json.load(reply)
         except urllib.error.HTTPError as exc:
@@ -348,9 +349,10 @@ def test_management_endpoint(tmp_path, start_broker, clients):
     assert status == 200
     assert {r["name"] for r in rows} == {"DLQ", "orders"}
     assert all(set(r) == {"name", "address", "routing", "durable", "depth", "available", "in_flight",
-                          "consumers"} for r in rows), rows
+                          "consumers", "internal"} for r in rows), rows
     assert broker.queue("orders") == {"name": "orders", "address": "orders", "routing": "anycast", "durable": True,
-                                      "depth": 0, "available": 0, "in_flight": 0, "consumers": 0}
+                                      "depth": 0, "available": 0, "in_flight": 0, "consumers": 0,
+                                      "internal": False}
 
     conn = clients.connect(broker.url)
     sender = conn.sender("orders")
@@ -376,7 +378,15 @@ def test_management_endpoint(tmp_path, start_broker, clients):
     assert (status, body) == (404, {"error": "no queue 'no-such-queue'"})
     for path in ("/", "/topics", "/queues/orders/extra"):
         status, body = broker.get(path)
-        assert (status, body) == (404, {"error": "expected /queues or /queues/NAME"}), path
+        assert (status, body) == (404, {"error": "expected /queues, /queues/NAME or /broker-connections"}), path
+
+    # Operations: a broker without broker connections lists none and starts none; a queue can be destroyed.
+    assert broker.get("/broker-connections") == (200, [])
+    assert broker.get("/broker-connections/nope/start", method="POST") == (
+        404, {"error": "no broker connection 'nope' (known: none)"})
+    assert broker.get("/queues/auto.created", method="DELETE") == (200, {"deleted": "auto.created"})
+    assert broker.get("/queues/auto.created") == (404, {"error": "no queue 'auto.created'"})
+    assert broker.get("/queues/auto.created", method="DELETE") == (404, {"error": "no queue 'auto.created'"})
 
 
 def test_sigkill_mid_stream_then_restart_recovers_the_journal(tmp_path, start_broker, clients):

@@ -18,11 +18,13 @@ Semantics (Artemis-compatible where the documents are silent; AMQP 1.0 §3.4 for
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import heapq
 import itertools
 import logging
 import os
+import queue as queue_module
 import threading
 import time
 import uuid
@@ -33,7 +35,9 @@ from proton.reactor import ApplicationEvent, EventInjector
 
 from ..links import forget_state, read_message, refuse
 from ..peek import Peek, peek, redelivered
+from . import mirror as mirroring
 from .config import ANYCAST, MULTICAST, BrokerConfig
+from .connections import BrokerConnections
 from .journal import GroupCommitter, Journal
 from .transactions import TRANSACTIONAL_STATE, Transactions
 
@@ -60,6 +64,10 @@ class Entry:
     delivery_count: int = 0
     excluded: set = field(default_factory=set)  # consumer ids that said undeliverable-here
     ready_at: float = 0.0  # redelivery delay
+    origin: tuple | None = None  # (node id, internal id) of a message a mirror brought here
+    in_flight: bool = False  # sent to a consumer, not settled yet
+    removed: bool = False  # acknowledged through a mirror while waiting in `available` (skipped, not sent)
+    mirror_acked: bool = False  # acknowledged through a mirror while in flight: dropped if it comes back
 
     def __lt__(self, other: Entry) -> bool:  # heap order: message id, i.e. arrival order
         return self.msg_id < other.msg_id
@@ -78,10 +86,13 @@ class Queue:
     consumers: list = field(default_factory=list)
     in_flight: int = 0
     turn: int = 0
+    internal: bool = False  # a mirror's store-and-forward queue: never mirrored or linked itself
+    dead: int = 0  # entries of `available` marked removed, not popped yet
+    keyed: dict = field(default_factory=dict)  # (node id, internal id) -> Entry, while mirrors need to find them
 
     @property
     def depth(self) -> int:
-        return len(self.available) + len(self.delayed) + self.in_flight
+        return len(self.available) - self.dead + len(self.delayed) + self.in_flight
 
 
 @dataclass(eq=False)
@@ -124,6 +135,14 @@ class Broker:
         self._connections: set = set()
         self.on_shutdown = None
         self.transactions = Transactions(self)
+        self.node_id = ""  # set by start(); mirrors identify brokers by it
+        self.mirrors: list = []  # MirrorSource of every started <mirror>
+        self.mirror_seen: dict = {}  # origin node id -> internal ids already applied (mirror.py)
+        self.index_entries = False  # keep Queue.keyed: once this broker mirrors or is mirrored to
+        self._via: str | None = None  # while applying a mirror event: the node it came from
+        self.connections = BrokerConnections(self, config.broker_connections)
+        self._calls: queue_module.SimpleQueue = queue_module.SimpleQueue()  # (function, Future) from other threads
+        self._call_injector: EventInjector | None = None
 
     # ---- start-up ------------------------------------------------------------------------------------------------
 
@@ -137,6 +156,8 @@ class Broker:
             for q in address.queues:
                 self._create_queue(q.name, address.name, q.routing, durable=q.durable, journal=False)
         recovered = self.recover()
+        self.node_id = mirroring.node_id(self.journal.directory if self.journal is not None else None)
+        self.connections.install()
         # The management endpoint answers from this snapshot, and it can be asked as soon as the broker logs
         # that it is ready, before the event loop's first turn would publish it: a recovered queue was then
         # "no queue" for a moment (tests/test_broker_process.py saw it in 1 of ~45 restarts).
@@ -169,12 +190,18 @@ class Broker:
     # ---- addresses and queues ---------------------------------------------------------------------------------
 
     def _declare_address(self, name: str, routings: set) -> dict:
-        entry = self.addresses.setdefault(name, {"routings": set(), "queues": []})
+        entry = self.addresses.get(name)
+        if entry is None:
+            entry = self.addresses[name] = {"name": name, "routings": set(routings), "queues": []}
+            for source in self.mirrors:
+                source.address_added(name, routings, self._via)
         entry["routings"] |= routings
         return entry
 
-    def _create_queue(self, name, address, routing, durable=True, temporary=False, journal=True) -> Queue:
-        queue = Queue(name, address, routing, durable=durable and not temporary, temporary=temporary)
+    def _create_queue(self, name, address, routing, durable=True, temporary=False, journal=True,
+                      internal=False) -> Queue:
+        queue = Queue(name, address, routing, durable=durable and not temporary, temporary=temporary,
+                      internal=internal)
         self.queues[name] = queue
         self._declare_address(address, {routing})["queues"].append(queue)
         if journal and queue.durable and self.journal is not None:
@@ -182,6 +209,10 @@ class Broker:
         self._stats_dirty = True
         log.info("Queue %r created on address %r (%s%s)", name, address, routing,
                  ", temporary" if temporary else "")
+        if not internal:
+            for source in self.mirrors:
+                source.queue_created(queue, self._via)
+            self.connections.queue_created(queue)
         return queue
 
     def _delete_queue(self, queue: Queue) -> None:
@@ -196,6 +227,8 @@ class Broker:
             self.journal.delete_queue(queue.name)
         self._dirty.discard(queue)
         self._stats_dirty = True
+        for source in self.mirrors:
+            source.queue_deleted(queue, self._via)
 
     def _resolve(self, address: str, hint: str | None, for_consumer: bool) -> tuple[dict | None, str]:
         """Find or auto-create an address; returns (address info or None, routing to use)."""
@@ -230,6 +263,9 @@ class Broker:
         # Read the container-id now: one that is not valid UTF-8 is a decode error, and the loop closes the
         # connection with amqp:decode-error (reading it later, in some other handler, would do the same then).
         container = conn.remote_container
+        if getattr(conn, "broker_connection", None) is not None:
+            self.connections.opened(conn)  # one of our broker connections came up
+            return
         if conn.state & Endpoint.LOCAL_UNINIT:
             conn.open()
         log.debug("Connection from %s opened (container %s)", getattr(conn, "url", "?"), container)
@@ -251,6 +287,8 @@ class Broker:
     def on_transport_closed(self, event):
         if event.connection is not None:
             self._connection_gone(event.connection)
+            if getattr(event.connection, "broker_connection", None) is not None:
+                self.connections.closed(event.connection)
             self._connections.discard(event.connection)
             forget_state(event.connection, "broker_")
 
@@ -268,6 +306,7 @@ class Broker:
         return closing
 
     def on_broker_shutdown(self, _event):
+        self.connections.stop()  # closing our connections must not redial them
         if self.on_shutdown is not None:
             self.on_shutdown()
 
@@ -275,6 +314,9 @@ class Broker:
 
     def on_link_remote_open(self, event):
         link = event.link
+        if getattr(link, "broker_outgoing", None) is not None:
+            self.connections.link_opened(link)  # the remote answered an attach of a broker connection
+            return
         if not link.state & Endpoint.LOCAL_UNINIT:
             return
         link.snd_settle_mode = link.remote_snd_settle_mode
@@ -287,6 +329,15 @@ class Broker:
             self._attach_producer(link)
 
     def _attach_producer(self, link):
+        if mirroring.is_mirror_attach(link):
+            target = mirroring.MirrorTarget(self, link)
+            why = target.open(self.node_id)
+            if why is not None:
+                _refuse(link, "amqp:precondition-failed", why)
+                return
+            link.broker_mirror_target = target
+            self.index_entries = True
+            return
         target = link.remote_target
         address = target.address or None
         hint = _routing_hint(target.capabilities)
@@ -350,6 +401,8 @@ class Broker:
         return self._create_queue(f"{address}.sub.{uuid.uuid4().hex[:12]}", address, MULTICAST, temporary=True)
 
     def on_link_remote_close(self, event):
+        if getattr(event.link, "broker_outgoing", None) is not None:
+            self.connections.link_closed(event.link)
         self._link_gone(event.link, closed=True)
         if event.link.state & Endpoint.LOCAL_ACTIVE:
             event.link.close()
@@ -372,9 +425,14 @@ class Broker:
         queue = consumer.queue
         if consumer in queue.consumers:
             queue.consumers.remove(consumer)
-        # Delivered but unsettled: back to the queue as a failed attempt (the consumer may have seen them).
+        # Delivered but unsettled: back to the queue as a failed attempt (the consumer may have seen them). A
+        # mirror's events go back as they were: a link that failed is no failed delivery of the event.
         for entry in consumer.unsettled.values():
             queue.in_flight -= 1
+            entry.in_flight = False
+            if queue.internal:
+                self._requeue(queue, entry)
+                continue
             entry.delivery_count += 1
             self._requeue_or_dead_letter(queue, entry)
         consumer.unsettled.clear()
@@ -393,6 +451,10 @@ class Broker:
         producer = getattr(link, "broker_producer", None)
         if producer is not None:
             self._receive(producer, dlv)
+            return
+        target = getattr(link, "broker_mirror_target", None)
+        if target is not None:
+            target.delivery(dlv)
             return
         consumer = getattr(link, "broker_consumer", None)
         if consumer is not None:
@@ -435,17 +497,21 @@ class Broker:
             _finish(dlv, Delivery.ACCEPTED)
 
     def _route(self, info: dict, msg_id: int, data: bytes, durable: bool, expiry: float | None,
-               delivery_count: int = 0) -> int:
+               delivery_count: int = 0, origin: tuple | None = None) -> int:
         anycast = [q for q in info["queues"] if q.routing == ANYCAST]
         targets = [q for q in info["queues"] if q.routing == MULTICAST]
         if anycast:
             targets.append(anycast[msg_id % len(anycast)])
         for queue in targets:
-            entry = Entry(msg_id, data, durable and queue.durable, expiry, delivery_count)
+            entry = Entry(msg_id, data, durable and queue.durable, expiry, delivery_count, origin=origin)
             if entry.durable:
                 self.journal.enqueue(msg_id, queue.name, data)
             heapq.heappush(queue.available, entry)
+            if self.index_entries:
+                queue.keyed[origin or (self.node_id, msg_id)] = entry
             self._dirty.add(queue)
+        for source in self.mirrors:
+            source.sent(info["name"], msg_id, data, origin, self._via)
         self._stats_dirty = True
         return len(targets)
 
@@ -477,6 +543,7 @@ class Broker:
         """A consumer's outcome for a message it held (now or, for a transaction, at commit)."""
         queue = consumer.queue
         queue.in_flight -= 1
+        entry.in_flight = False
         if state == Delivery.ACCEPTED:
             self._remove(queue, entry)
         elif state == Delivery.RELEASED:
@@ -493,6 +560,162 @@ class Broker:
             self._dead_letter(queue, entry, "rejected")
         self._dirty.add(queue)
         self._stats_dirty = True
+
+    # ---- broker connections and mirrors (connections.py, mirror.py) ----------------------------------------------
+
+    def add_mirror(self, source) -> None:
+        """A `<mirror>` starts: events from now on go to its store-and-forward queue."""
+        self.mirrors.append(source)
+        self.index_entries = True
+        source.start()
+
+    def internal_queue(self, name: str) -> Queue:
+        """A mirror's store-and-forward queue: created durable, or the one the journal recovered."""
+        queue = self.queues.get(name)
+        if queue is None:
+            queue = self._create_queue(name, name, ANYCAST, durable=True, internal=True)
+        queue.internal = True
+        return queue
+
+    def append_internal(self, queue: Queue, data: bytes) -> None:
+        """Store one mirror event at the end of its queue (journaled with the batch that caused it)."""
+        msg_id = next(self._ids)
+        entry = Entry(msg_id, data, queue.durable and self.journal is not None, None)
+        if entry.durable:
+            self.journal.enqueue(msg_id, queue.name, data)
+        heapq.heappush(queue.available, entry)
+        self._dirty.add(queue)
+        self._stats_dirty = True
+
+    def add_outgoing_consumer(self, link, queue: Queue) -> None:
+        """A sending link of a broker connection consumes `queue` like any consumer."""
+        consumer = Consumer(link, queue, next(self._consumer_ids))
+        link.broker_consumer = consumer
+        queue.consumers.append(consumer)
+        self._dirty.add(queue)
+        self._stats_dirty = True
+
+    def add_outgoing_producer(self, link, queue: Queue) -> None:
+        """A receiving link of a broker connection produces into `queue`'s address."""
+        link.broker_producer = Producer(link, queue.address, queue.routing)
+        link.flow(PRODUCER_CREDIT)
+
+    def store_mirrored(self, data: bytes, address: str | None, origin: tuple, via: str) -> bool:
+        """Route a message a mirror brought (the same address, remembered under its origin); returns whether
+        it is durable here (its acceptance then waits for the journal)."""
+        fields = peek(data) or _fields_of(_decode(data))
+        address = address or fields.to
+        if not address:
+            raise ValueError("a mirrored message with no address")
+        info, _ = self._resolve(address, None, for_consumer=False)
+        if info is None:
+            raise ValueError(f"address {address!r} does not exist here and auto-create is off")
+        durable = bool(fields.durable) and self.journal is not None
+        self._via = via
+        try:
+            self._route(info, next(self._ids), data, durable, _expiry_of(fields), origin=origin)
+        finally:
+            self._via = None
+        return durable
+
+    def accept_when_durable(self, dlv: Delivery, durable: bool) -> None:
+        if durable and self.config.journal_sync_non_transactional:
+            self._awaiting_commit.append((dlv, Delivery.ACCEPTED))
+        else:
+            _finish(dlv, Delivery.ACCEPTED)
+
+    def mirror_add_address(self, name: str | None, routing_types, via: str) -> None:
+        if not name:
+            return
+        routings = {r.strip().lower() for r in str(routing_types or "ANYCAST").split(",") if r.strip()}
+        self._via = via
+        try:
+            self._declare_address(name, routings & {ANYCAST, MULTICAST} or {ANYCAST})
+        finally:
+            self._via = None
+        self._stats_dirty = True
+
+    def mirror_create_queue(self, name: str | None, address: str | None, routing, durable: bool, via: str) -> None:
+        if not name or name in self.queues:
+            return
+        routing = str(routing or ANYCAST).lower()
+        self._via = via
+        try:
+            self._create_queue(name, address or name, routing if routing in (ANYCAST, MULTICAST) else ANYCAST,
+                               durable=durable)
+        finally:
+            self._via = None
+
+    def mirror_delete_queue(self, name: str, via: str) -> None:
+        queue = self.queues.get(name)
+        if queue is None or queue.internal:
+            return
+        self._via = via
+        try:
+            self.delete_queue(queue)
+        finally:
+            self._via = None
+
+    def mirror_delete_address(self, name: str | None, via: str) -> None:
+        info = self.addresses.get(name or "")
+        if info is not None and not info["queues"]:
+            del self.addresses[name]
+            self._stats_dirty = True
+
+    def mirror_ack(self, queue_name: str | None, node: str, internal: int, via: str) -> None:
+        """A `postAck`: the message (origin `node`, id `internal`) was acknowledged on the other broker."""
+        queue = self.queues.get(queue_name or "")
+        entry = queue.keyed.get((node, internal)) if queue is not None else None
+        if entry is None:
+            log.debug("Mirrored acknowledgement for %s/%s on %r: no such message here", node, internal, queue_name)
+            return
+        if entry.in_flight:
+            # Held by a consumer here: it may still get it (the seed: both brokers can deliver it); if it
+            # comes back unaccepted it is dropped then (_requeue).
+            entry.mirror_acked = True
+            return
+        self._via = via
+        try:
+            self._remove(queue, entry)
+        finally:
+            self._via = None
+        if entry in queue.delayed:
+            queue.delayed.remove(entry)
+        else:
+            entry.removed = True
+            queue.dead += 1
+        self._stats_dirty = True
+
+    def delete_queue(self, queue: Queue) -> None:
+        """Destroy a queue with its messages (management, or a mirrored deleteQueue); its consumers' links are
+        closed with amqp:resource-deleted."""
+        for consumer in list(queue.consumers):
+            self.close_link(consumer.link, "amqp:resource-deleted", f"queue {queue.name!r} was deleted")
+        if queue.name in self.queues:
+            self._delete_queue(queue)
+        log.info("Queue %r deleted", queue.name)
+
+    # ---- calls from other threads (the management endpoint) ------------------------------------------------------
+
+    def call_soon(self, function) -> concurrent.futures.Future:
+        """Run `function()` on the event loop's thread; the Future has its result."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._calls.put((function, future))
+        if self._call_injector is not None:
+            self._call_injector.trigger(ApplicationEvent("broker_call"))
+        return future
+
+    def on_broker_call(self, _event):
+        while True:
+            try:
+                function, future = self._calls.get_nowait()
+            except queue_module.Empty:
+                return
+            try:
+                future.set_result(function())
+            except Exception as exc:  # noqa: BLE001 - the caller gets the error
+                future.set_exception(exc)
+            self._stats_dirty = True
 
     # ---- hooks for transactions.py -----------------------------------------------------------------------------
 
@@ -514,8 +737,16 @@ class Broker:
     def _remove(self, queue: Queue, entry: Entry) -> None:
         if entry.durable:
             self.journal.delete(entry.msg_id, queue.name)
+        if queue.keyed:
+            queue.keyed.pop(entry.origin or (self.node_id, entry.msg_id), None)
+        if not queue.internal:
+            for source in self.mirrors:
+                source.acked(queue, entry, self._via)
 
     def _requeue(self, queue: Queue, entry: Entry) -> None:
+        if entry.mirror_acked:  # acknowledged on the other broker meanwhile: done with here too
+            self._remove(queue, entry)
+            return
         if queue.name not in self.queues:
             self._remove(queue, entry)
             return
@@ -616,6 +847,9 @@ class Broker:
                     self._held.add(queue)
                 break
             entry = heapq.heappop(queue.available)
+            if entry.removed:
+                queue.dead -= 1
+                continue
             if entry.expiry is not None and entry.expiry <= now_wall:
                 self._move(queue, entry, self.config.settings_for(queue.address)["expiry-address"], "expired",
                            "expiry")
@@ -632,7 +866,7 @@ class Broker:
             heapq.heappush(queue.available, entry)
         for consumer in queue.consumers:
             link = consumer.link
-            if link.drain_mode and link.credit > 0 and not queue.available:
+            if link.drain_mode and link.credit > 0 and len(queue.available) == queue.dead:
                 link.drained()
         self._stats_dirty = True
 
@@ -650,11 +884,16 @@ class Broker:
             return
         consumer.unsettled[dlv.tag] = entry
         consumer.queue.in_flight += 1
+        entry.in_flight = True
 
     # ---- periodic work: redelivery delays and TTL ---------------------------------------------------------------
 
     def on_reactor_init(self, event):
         event.container.schedule(EXPIRY_SCAN_S, self)
+        # Management requests (another thread) run here, on the loop's thread, woken through a pipe.
+        self._call_injector = EventInjector()
+        event.container.selectable(self._call_injector)
+        self.connections.run(event.container)
         if self.journal is not None:
             # The writer thread wakes the event loop through a pipe when a batch is on disk.
             injector = EventInjector()
@@ -667,7 +906,7 @@ class Broker:
         for queue in list(self.queues.values()):
             if any(e.ready_at <= now for e in queue.delayed):
                 self._dirty.add(queue)
-            expired = [e for e in queue.available if e.expiry is not None and e.expiry <= now_wall]
+            expired = [e for e in queue.available if e.expiry is not None and e.expiry <= now_wall and not e.removed]
             if expired:
                 queue.available = [e for e in queue.available if e not in expired]
                 heapq.heapify(queue.available)
@@ -681,8 +920,8 @@ class Broker:
 
     def _publish_stats(self) -> None:
         rows = [{"name": q.name, "address": q.address, "routing": q.routing, "durable": q.durable,
-                 "depth": q.depth, "available": len(q.available) + len(q.delayed), "in_flight": q.in_flight,
-                 "consumers": len(q.consumers)} for q in self.queues.values()]
+                 "depth": q.depth, "available": len(q.available) - q.dead + len(q.delayed), "in_flight": q.in_flight,
+                 "consumers": len(q.consumers), "internal": q.internal} for q in self.queues.values()]
         with self._stats_lock:
             self._stats = rows
         self._stats_dirty = False

@@ -37,8 +37,13 @@ own file format. The root is `<configuration>` holding `<core>` (a `<jms>` sibli
   directories, memory/disk limits, thread pools, critical analyzer, JMX/management notifications,
   `max-redelivery-records`, and the address-setting knobs that only tune paging, auto-deletion and
   message counters (see `_IGNORED*`);
+* `broker-connections/amqp-connection` (002_f23507c2891d6d06.txt): `uri` (`tcp://HOST:PORT`, then alternates
+  after `#` as `HOST:PORT` or `tcp://HOST:PORT`, comma-separated), `name`, `auto-start`, `reconnect-attempts`,
+  `retry-interval`, `user`/`password`, holding `<sender>`, `<receiver>` and `<peer>` (each with `address-match`
+  or `queue-name`) and `<mirror>` (`queue-creation`, `queue-removal`, `message-acknowledgements`). Every other
+  attribute or element (`<federation>`, mirror `address-filter`, `sync`, ...) is refused at its line;
 * refused with an error naming the element: anything else that would change behaviour (clustering,
-  broker connections, diverts, bridges, HA, connectors, ...).
+  diverts, bridges, HA, connectors, ...).
 
 Errors are `ConfigError` whose text is one line: `FILE:LINE: what was expected`.
 """
@@ -96,6 +101,45 @@ class AddressDef:
 
 
 @dataclass(frozen=True)
+class ConnectionElement:
+    """One `<sender>`, `<receiver>`, `<peer>` or `<mirror>` of an amqp-connection."""
+
+    kind: str  # sender | receiver | peer | mirror
+    address_match: str | None = None
+    queue_name: str | None = None
+    queue_creation: bool = True  # mirror only, as are the next two
+    queue_removal: bool = True
+    message_acknowledgements: bool = True
+    line: int = field(default=0, compare=False)
+
+    def matches(self, queue_name: str, address: str) -> bool:
+        """Whether a local queue is one this sender/receiver/peer element links (Artemis's validateMatching)."""
+        if self.queue_name is not None:
+            return queue_name == self.queue_name
+        return self.address_match is not None and match_address(self.address_match, address)
+
+
+@dataclass(frozen=True)
+class BrokerConnectionDef:
+    """An `<amqp-connection>`: where the broker dials, how it retries, and what it creates there."""
+
+    name: str
+    uri: str
+    endpoints: tuple[tuple[str, int], ...]  # the primary, then the alternates in the order given
+    auto_start: bool = True
+    reconnect_attempts: int = -1  # -1: forever
+    retry_interval_ms: int = 5000
+    user: str | None = None
+    password: str | None = None
+    elements: tuple[ConnectionElement, ...] = ()
+    line: int = field(default=0, compare=False)
+
+    @property
+    def mirror(self) -> ConnectionElement | None:
+        return next((e for e in self.elements if e.kind == "mirror"), None)
+
+
+@dataclass(frozen=True)
 class AddressSetting:
     match: str
     values: dict  # only the elements present in this setting; merged by specificity at lookup
@@ -126,6 +170,7 @@ class BrokerConfig:
     skipped_acceptors: list[SkippedAcceptor] = field(default_factory=list)
     addresses: list[AddressDef] = field(default_factory=list)
     address_settings: list[AddressSetting] = field(default_factory=list)
+    broker_connections: list[BrokerConnectionDef] = field(default_factory=list)
 
     def settings_for(self, address: str) -> dict:
         """Effective address settings, as Artemis's HierarchicalObjectRepository.getMatch merges them: every
@@ -145,7 +190,7 @@ class BrokerConfig:
 
 _CORE_SCALARS = {"name", "persistence-enabled", "journal-directory", "journal-datasync",
                  "journal-sync-non-transactional", "security-enabled"}
-_CORE_LISTS = {"acceptors", "addresses", "address-settings", "security-settings"}
+_CORE_LISTS = {"acceptors", "addresses", "address-settings", "security-settings", "broker-connections"}
 _IGNORED_CORE = {
     "max-redelivery-records", "journal-type", "paging-directory", "bindings-directory", "large-messages-directory",
     "journal-pool-files",
@@ -169,7 +214,7 @@ _IGNORED_CORE = {
 }
 _REFUSED_CORE = {
     "cluster-connections", "cluster-user", "cluster-password", "broadcast-groups", "discovery-groups",
-    "connectors", "bridges", "diverts", "ha-policy", "broker-connections",
+    "connectors", "bridges", "diverts", "ha-policy",
     "connection-routers", "federations", "broker-plugins", "grouping-handler", "queues", "metrics",
     "resource-limit-settings", "wildcard-addresses", "store", "remoting-incoming-interceptors",
     "remoting-outgoing-interceptors",
@@ -281,6 +326,8 @@ def parse_config(data: bytes | str, path: str = "<string>") -> BrokerConfig:
             cfg.addresses = _addresses(el, path)
         elif tag == "address-settings":
             cfg.address_settings = [_setting(s, path) for s in _children(el, "address-setting", path)]
+        elif tag == "broker-connections":
+            cfg.broker_connections = _broker_connections(el, path)
         else:
             known = sorted(_CORE_SCALARS | _CORE_LISTS)
             raise ConfigError(path, el.line, f"unknown element <{tag}> in <core> (expected one of: {', '.join(known)})")
@@ -397,6 +444,138 @@ def _address(el, path) -> AddressDef:
     if not routings:
         routings.append(ANYCAST)  # Artemis: an address with no routing element behaves as anycast
     return AddressDef(name, tuple(routings), tuple(queues), el.line)
+
+
+_CONNECTION_ATTRS = {"uri", "name", "auto-start", "reconnect-attempts", "retry-interval", "user", "password"}
+_LINK_ELEMENT_ATTRS = {"address-match", "queue-name"}
+_MIRROR_ATTRS = {"queue-creation", "queue-removal", "message-acknowledgements"}
+
+
+def _broker_connections(el, path) -> list[BrokerConnectionDef]:
+    connections: list[BrokerConnectionDef] = []
+    for child in el:
+        tag = _local(child.tag)
+        if tag != "amqp-connection":
+            raise ConfigError(path, child.line, f"<broker-connections>: expected <amqp-connection>, got <{tag}>"
+                              + (" (not supported yet by the reference broker)" if tag.endswith("-connection") else ""))
+        connection = _amqp_connection(child, path)
+        first = next((c for c in connections if c.name == connection.name), None)
+        if first is not None:
+            raise ConfigError(path, child.line, f"amqp-connection {connection.name!r} is declared twice (first at "
+                              f"line {first.line})")
+        connections.append(connection)
+    return connections
+
+
+def _amqp_connection(el, path) -> BrokerConnectionDef:
+    attrs = {_local(k): v for k, v in el.attrib.items()}
+    name = attrs.get("name")
+    if not name:
+        raise ConfigError(path, el.line, "<amqp-connection> needs a name attribute")
+    what = f"amqp-connection {name!r}"
+    for key in attrs:
+        if key not in _CONNECTION_ATTRS:
+            raise ConfigError(path, el.line, f"{what}: attribute {key}={attrs[key]!r} is not supported yet by the "
+                              f"reference broker (expected: {', '.join(sorted(_CONNECTION_ATTRS))})")
+    uri = attrs.get("uri")
+    if not uri:
+        raise ConfigError(path, el.line, f"{what}: needs a uri attribute (tcp://HOST:PORT)")
+    endpoints = _connection_endpoints(uri, path, el.line, what)
+    if "password" in attrs and "user" not in attrs:
+        raise ConfigError(path, el.line, f"{what}: a password needs a user")
+    elements = []
+    for child in el:
+        tag = _local(child.tag)
+        if tag in ("sender", "receiver", "peer"):
+            elements.append(_link_element(child, tag, path, what))
+        elif tag == "mirror":
+            if any(e.kind == "mirror" for e in elements):
+                raise ConfigError(path, child.line, f"{what}: a second <mirror> (one per connection)")
+            elements.append(_mirror_element(child, path, what))
+        else:
+            raise ConfigError(path, child.line, f"{what}: <{tag}> is not supported yet by the reference broker "
+                              "(expected <sender>, <receiver>, <peer> or <mirror>)")
+    return BrokerConnectionDef(
+        name=name, uri=uri, endpoints=endpoints,
+        auto_start=_attr_bool(attrs, "auto-start", True, path, el.line, what),
+        reconnect_attempts=_attr_int(attrs, "reconnect-attempts", -1, -1, path, el.line, what),
+        retry_interval_ms=_attr_int(attrs, "retry-interval", 5000, 0, path, el.line, what),
+        user=os.path.expandvars(attrs["user"]) if "user" in attrs else None,
+        password=os.path.expandvars(attrs["password"]) if "password" in attrs else None,
+        elements=tuple(elements), line=el.line)
+
+
+def _connection_endpoints(uri: str, path, line: int, what: str) -> tuple[tuple[str, int], ...]:
+    """`tcp://HOST:PORT#ALT:PORT,tcp://ALT2:PORT` -> ((HOST, PORT), (ALT, PORT), (ALT2, PORT))."""
+    primary, _, alternates = uri.partition("#")
+    parts = [primary] + [a for a in (x.strip() for x in alternates.split(",")) if a] if alternates else [primary]
+    endpoints = []
+    for i, part in enumerate(parts):
+        text = part if "://" in part else f"tcp://{part}"
+        try:
+            split = urlsplit(text)
+            port = split.port
+        except ValueError:
+            split, port = None, None
+        shown = "the uri" if i == 0 else f"alternate {part!r}"
+        if split is None or split.scheme != "tcp" or not split.hostname or port is None:
+            raise ConfigError(path, line, f"{what}: {shown}: expected tcp://HOST:PORT (alternates after '#' as "
+                              f"HOST:PORT, comma-separated), got {uri!r}")
+        if split.query or (split.path and split.path != "/"):
+            raise ConfigError(path, line, f"{what}: {shown}: URI parameters and paths are not supported yet by the "
+                              f"reference broker, got {part!r}")
+        endpoints.append((split.hostname, port))
+    return tuple(endpoints)
+
+
+def _link_element(el, kind: str, path, what: str) -> ConnectionElement:
+    attrs = {_local(k): v for k, v in el.attrib.items()}
+    for key in attrs:
+        if key not in _LINK_ELEMENT_ATTRS:
+            raise ConfigError(path, el.line, f"{what}: <{kind}> attribute {key}={attrs[key]!r} is not supported yet "
+                              "(expected address-match or queue-name)")
+    if ("address-match" in attrs) == ("queue-name" in attrs) or not (attrs.get("address-match")
+                                                                     or attrs.get("queue-name")):
+        raise ConfigError(path, el.line, f"{what}: <{kind}> needs exactly one of address-match or queue-name")
+    match = attrs.get("address-match")
+    if match and "#" in match and match.index("#") != len(match) - 1:
+        raise ConfigError(path, el.line, f"{what}: <{kind}> address-match {match!r}: '#' may only be the last "
+                          "character")
+    return ConnectionElement(kind, address_match=match, queue_name=attrs.get("queue-name"), line=el.line)
+
+
+def _mirror_element(el, path, what: str) -> ConnectionElement:
+    attrs = {_local(k): v for k, v in el.attrib.items()}
+    for key in attrs:
+        if key not in _MIRROR_ATTRS:
+            raise ConfigError(path, el.line, f"{what}: <mirror> attribute {key}={attrs[key]!r} is not supported yet "
+                              f"by the reference broker (expected: {', '.join(sorted(_MIRROR_ATTRS))})")
+    if len(el):
+        raise ConfigError(path, el[0].line, f"{what}: <mirror> takes no elements, got <{_local(el[0].tag)}>")
+    flags = {key: _attr_bool(attrs, key, True, path, el.line, f"{what}: <mirror>") for key in _MIRROR_ATTRS}
+    return ConnectionElement("mirror", queue_creation=flags["queue-creation"], queue_removal=flags["queue-removal"],
+                             message_acknowledgements=flags["message-acknowledgements"], line=el.line)
+
+
+def _attr_bool(attrs: dict, key: str, default: bool, path, line: int, what: str) -> bool:
+    if key not in attrs:
+        return default
+    text = attrs[key].strip().lower()
+    if text not in ("true", "false"):
+        raise ConfigError(path, line, f"{what}: {key}: expected true or false, got {attrs[key]!r}")
+    return text == "true"
+
+
+def _attr_int(attrs: dict, key: str, default: int, lowest: int, path, line: int, what: str) -> int:
+    if key not in attrs:
+        return default
+    try:
+        value = int(attrs[key].strip())
+    except ValueError:
+        value = None
+    if value is None or value < lowest:
+        raise ConfigError(path, line, f"{what}: {key}: expected an integer >= {lowest}, got {attrs[key]!r}")
+    return value
 
 
 def _setting(el, path) -> AddressSetting:

@@ -7,9 +7,15 @@
 * The journal (persistence-enabled) lives in `journal-directory`, relative to the config file's folder.
 * Ready means every acceptor accepts connections; each acceptor's line carries its real port. An acceptor
   whose `protocols` exclude AMQP is not opened; a notice line says so.
-* `--management-port N` (0 = any free port) serves queue statistics as JSON over HTTP on 127.0.0.1:
-  `GET /queues` and `GET /queues/NAME` -> name, address, routing, durable, depth, available, in_flight,
-  consumers. The harness reads queue depth and consumer counts there.
+* `--management-port N` (0 = any free port) serves management as JSON over HTTP on 127.0.0.1:
+  - `GET /queues` and `GET /queues/NAME` -> name, address, routing, durable, depth, available, in_flight,
+    consumers, internal (a mirror's store-and-forward queue). The harness reads depths and consumer counts there;
+  - `DELETE /queues/NAME` destroys a queue and its messages (Artemis's destroyQueue) -> {"deleted": NAME};
+  - `GET /broker-connections` -> per `<amqp-connection>`: name, uri, started, connected, target, attempts
+    (failed dials since the last success), connects, gave_up, attempt_times and targets_tried (the last 50
+    dials), mirror_queue;
+  - `POST /broker-connections/NAME/start` starts one (Artemis's startBrokerConnection) -> 200, or 404 for an
+    unknown name, 409 when it is already started.
 * SIGTERM / SIGINT close every connection, flush the journal, then exit 0.
 """
 
@@ -45,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     serving.setup_logging()
     broker = Broker(config)
-    server = serving.ForegroundServer(broker, config.name, "broker_shutdown")
+    # link_capabilities: mirrors announce themselves with attach capabilities proton-C does not handle
+    server = serving.ForegroundServer(broker, config.name, "broker_shutdown", link_capabilities=True)
     broker.on_shutdown = server.shutdown
     ports = []
     for acceptor in config.acceptors:
@@ -83,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         threading.Thread(target=http.serve_forever, name="management", daemon=True).start()
         log.log(serving.NOTICE, "Management on 127.0.0.1:%d", http.server_address[1])
     code = server.run(f"Broker {config.name} started; ready")
+    broker.connections.stop()
     broker.close_journal()
     log.log(serving.NOTICE, "Broker %s stopped", config.name)
     return code
@@ -93,7 +101,10 @@ def _handler(broker: Broker) -> type[BaseHTTPRequestHandler]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 - the http.server API
-            parts = [unquote(p) for p in self.path.strip("/").split("/") if p]
+            parts = self._parts()
+            if parts == ["broker-connections"]:
+                self._reply(200, self._on_loop(broker.connections.status))
+                return
             rows = broker.stats()
             if parts == ["queues"]:
                 self._reply(200, rows)
@@ -101,7 +112,36 @@ def _handler(broker: Broker) -> type[BaseHTTPRequestHandler]:
                 row = next((r for r in rows if r["name"] == parts[1]), None)
                 self._reply(200, row) if row else self._reply(404, {"error": f"no queue {parts[1]!r}"})
             else:
-                self._reply(404, {"error": "expected /queues or /queues/NAME"})
+                self._reply(404, {"error": "expected /queues, /queues/NAME or /broker-connections"})
+
+        def do_POST(self):  # noqa: N802
+            parts = self._parts()
+            if len(parts) == 3 and parts[0] == "broker-connections" and parts[2] == "start":
+                self._reply(*self._on_loop(lambda: broker.connections.start(parts[1])))
+            else:
+                self._reply(404, {"error": "expected POST /broker-connections/NAME/start"})
+
+        def do_DELETE(self):  # noqa: N802
+            parts = self._parts()
+            if len(parts) != 2 or parts[0] != "queues":
+                self._reply(404, {"error": "expected DELETE /queues/NAME"})
+                return
+
+            def delete():
+                queue = broker.queues.get(parts[1])
+                if queue is None or queue.internal:
+                    return 404, {"error": f"no queue {parts[1]!r}"}
+                broker.delete_queue(queue)
+                return 200, {"deleted": parts[1]}
+
+            self._reply(*self._on_loop(delete))
+
+        def _parts(self) -> list[str]:
+            return [unquote(p) for p in self.path.split("?")[0].strip("/").split("/") if p]
+
+        @staticmethod
+        def _on_loop(function):
+            return broker.call_soon(function).result(timeout=10)
 
         def _reply(self, status, body):
             data = json.dumps(body).encode()

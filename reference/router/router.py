@@ -357,6 +357,9 @@ class Router:
 
     def _attach_consumer(self, link):
         source = link.remote_source
+        if source.address and _waypoint_ordinal(source.capabilities):
+            self._attach_waypoint(link, source.address, _waypoint_ordinal(source.capabilities))
+            return
         if source.dynamic:
             address = f"amqp:/_topo/0/{self.router_id}/temp.{secrets.token_hex(8)}"
         elif source.address:
@@ -369,6 +372,30 @@ class Router:
         link.target.copy(link.remote_target)
         link.open()
         self.add_consumer(link, self._consumer_key(address))
+
+    def _attach_waypoint(self, link, address: str, ordinal: int) -> None:
+        """A broker that is the waypoint's store attaches with the `qd.waypoint` terminus capability (an Artemis
+        `<peer>` broker connection, 002_f23507c2891d6d06.txt "Peers"): in place of the router's autolinks, its
+        receiving link consumes phase 0 of the address (what producers send) and its sending link feeds phase 1
+        (what consumers receive), as qdrouterd does for ordinal 1 (`qd.waypoint` or `qd.waypoint.1`). The
+        reference has two phases, so higher ordinals are refused."""
+        if ordinal != 1:
+            _refuse(link, "amqp:not-implemented", f"waypoint ordinal {ordinal} (the reference router has one "
+                    "waypoint per address: qd.waypoint or qd.waypoint.1)")
+            return
+        section = self.address_config.lookup(address)
+        if section is None or not section.waypoint:
+            _refuse(link, "amqp:precondition-failed", f"{address!r} is no waypoint address of this router "
+                    "(an address section with waypoint: yes is needed)")
+            return
+        link.source.copy(link.remote_source)
+        link.target.copy(link.remote_target)
+        link.open()
+        if link.is_sender:
+            self.add_consumer(link, address)
+        else:
+            self.add_producer(link, PHASE1 + address, allow_fallback=False)
+        log.info("Waypoint %r: the broker's %s link attached", address, "receiving" if link.is_sender else "sending")
 
     def _consumer_key(self, address: str) -> str:
         section = self.address_config.lookup(address)
@@ -391,6 +418,9 @@ class Router:
 
     def _attach_producer(self, link):
         target = link.remote_target
+        if target.address and _waypoint_ordinal(target.capabilities):
+            self._attach_waypoint(link, target.address, _waypoint_ordinal(target.capabilities))
+            return
         if target.dynamic:
             _refuse(link, "amqp:not-implemented", "dynamic targets are not supported by the reference router")
             return
@@ -910,3 +940,21 @@ def _peer_of(conn) -> str:
 
 def _refuse(link, name: str, description: str) -> None:
     refuse(link, name, description, log)
+
+
+def _waypoint_ordinal(capabilities) -> int:
+    """qdrouterd's reading of a terminus's `qd.waypoint[.N]` capability (a symbol or an array of them): N, 1 for
+    the bare name, 0 when there is none."""
+    if capabilities is None:
+        return 0
+    capabilities.rewind()
+    if capabilities.next() is None:
+        return 0
+    value = capabilities.get_object()
+    for item in getattr(value, "elements", None) or [value]:
+        text = str(item)
+        if text == "qd.waypoint":
+            return 1
+        if text.startswith("qd.waypoint.") and text[12:].isdigit() and len(text) == 13 and text[12] != "0":
+            return int(text[12:])
+    return 0

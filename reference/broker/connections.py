@@ -1,0 +1,262 @@
+"""AMQP broker connections: the broker dials out (002_f23507c2891d6d06.txt, all of it but "Mirroring").
+
+Behaviour follows the seed and, where it is silent, Artemis's own broker connection:
+
+* Start: at broker start when `auto-start` is true (the default), else when the management operation
+  `startBrokerConnection(name)` asks (the JSON endpoint's `POST /broker-connections/NAME/start`). A mirror
+  starts mirroring at that moment, not before.
+* Dialling ("Reconnecting and Failover"): the first dial goes to the URI's primary; a dial that fails, or a
+  connection that is lost, is retried after `retry-interval` ms, at most `reconnect-attempts` times in a row
+  (-1: forever), each retry going to the next endpoint of the list primary, alternates... (Artemis's
+  `retryCounter % endpoints`: after losing the primary the first retry goes to the first alternate). A
+  successful connection resets the count. When the attempts are used up the connection gives up (status
+  `gave_up`) until it is started again.
+* Links (one session per connection), for every local queue an element matches (`queue-name`, or
+  `address-match` with Artemis's wildcards on the queue's address), at connect time and whenever such a
+  queue is created later:
+  - `<sender>`: a sending link whose source and target are the queue's address: it consumes the local queue
+    like any consumer, so a message leaves this broker once the remote accepted it;
+  - `<receiver>`: a receiving link from the remote address into the local address (only queues that exist
+    here are matched, as the seed says);
+  - `<peer>`: both, each with the terminus capability `qd.waypoint`, which tells a router (qdrouterd, or the
+    reference router) that the broker is the waypoint's store: the sender feeds the address's phase 1, the
+    receiver consumes phase 0; no connector or autolinks are needed on the router;
+  - `<mirror>`: see mirror.py.
+  A link the remote refuses or closes ends the connection, which is then retried.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import time
+import uuid
+
+from proton import Data, Endpoint, Link, symbol
+
+from .config import BrokerConnectionDef
+from .mirror import SNF_PREFIX, MirrorSource
+
+log = logging.getLogger("BROKER")
+
+WAYPOINT_CAPABILITY = "qd.waypoint"
+HISTORY = 50  # dial attempts remembered for the management view
+
+
+class BrokerConnection:
+    """One `<amqp-connection>` and its state."""
+
+    def __init__(self, definition: BrokerConnectionDef):
+        self.definition = definition
+        self.started = False
+        self.connected = False
+        self.gave_up = False
+        self.connection = None
+        self.session = None
+        self.retries = 0  # Artemis's retryCounter: retries in a row, also picks the endpoint
+        self.failures = 0  # failed dials since the last successful connection
+        self.connects = 0
+        self.target: str | None = None
+        self.attempt_times: collections.deque = collections.deque(maxlen=HISTORY)
+        self.targets_tried: collections.deque = collections.deque(maxlen=HISTORY)
+        self.linked: set[tuple[str, str]] = set()  # (queue name, "sender"/"receiver") already linked
+        self.mirror: MirrorSource | None = None
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    def status(self) -> dict:
+        return {"name": self.name, "uri": self.definition.uri, "started": self.started, "connected": self.connected,
+                "target": self.target, "attempts": self.failures, "connects": self.connects,
+                "gave_up": self.gave_up, "attempt_times": list(self.attempt_times),
+                "targets_tried": list(self.targets_tried),
+                "mirror_queue": self.mirror.queue_name if self.mirror is not None else None}
+
+
+class BrokerConnections:
+    def __init__(self, broker, definitions: list[BrokerConnectionDef]):
+        self.broker = broker
+        self.items = {d.name: BrokerConnection(d) for d in definitions}
+        self.loop = None
+
+    # ---- starting ------------------------------------------------------------------------------------------------
+
+    def install(self) -> None:
+        """At broker start, before any client connects: the auto-start connections begin (their mirrors
+        record events from now on); the dialling begins once the event loop runs (`run`)."""
+        for bc in self.items.values():
+            if bc.definition.auto_start:
+                self._begin(bc)
+
+    def run(self, loop) -> None:
+        self.loop = loop
+        for bc in self.items.values():
+            if bc.started and bc.connection is None:
+                self._dial(bc)
+
+    def start(self, name: str) -> tuple[int, dict]:
+        """Management's startBrokerConnection(name): (HTTP status, reply)."""
+        bc = self.items.get(name)
+        if bc is None:
+            return 404, {"error": f"no broker connection {name!r} (known: {', '.join(self.items) or 'none'})"}
+        if bc.started:
+            return 409, {"error": f"broker connection {name!r} is already started"}
+        self._begin(bc)
+        if self.loop is not None:
+            self._dial(bc)
+        return 200, {"name": name, "started": True}
+
+    def _begin(self, bc: BrokerConnection) -> None:
+        bc.started, bc.gave_up, bc.retries, bc.failures = True, False, 0, 0
+        element = bc.definition.mirror
+        if element is not None and bc.mirror is None:
+            bc.mirror = MirrorSource(self.broker, bc.name, element)
+            self.broker.add_mirror(bc.mirror)
+        log.info("Broker connection %r started (%s)", bc.name, bc.definition.uri)
+
+    def status(self) -> list[dict]:
+        return [bc.status() for bc in self.items.values()]
+
+    # ---- dialling --------------------------------------------------------------------------------------------
+
+    def _dial(self, bc: BrokerConnection) -> None:
+        if not bc.started or bc.connection is not None:
+            return
+        endpoints = bc.definition.endpoints
+        host, port = endpoints[bc.retries % len(endpoints)]
+        bc.target = f"{host}:{port}"
+        bc.attempt_times.append(time.time())
+        bc.targets_tried.append(bc.target)
+        d = bc.definition
+        conn = self.loop.connect(f"amqp://{host}:{port}", allowed_mechs="PLAIN" if d.user else "ANONYMOUS",
+                                 user=d.user, password=d.password)
+        conn.broker_connection = bc
+        bc.connection = conn
+        log.info("Broker connection %r dialling %s", bc.name, bc.target)
+
+    def opened(self, conn) -> None:
+        """The remote answered our open: reset the retry count and create the links."""
+        bc: BrokerConnection = conn.broker_connection
+        if bc.connection != conn:
+            return
+        bc.connected, bc.retries, bc.failures = True, 0, 0
+        bc.connects += 1
+        bc.linked.clear()
+        bc.session = conn.session()
+        bc.session.open()
+        log.info("Broker connection %r connected to %s", bc.name, bc.target)
+        for queue in list(self.broker.queues.values()):
+            self._link_queue(bc, queue)
+        if bc.mirror is not None:
+            link = bc.mirror.attach(bc.session, self.broker.node_id)
+            link.broker_outgoing = (bc, "mirror", bc.mirror.snf)
+
+    def closed(self, conn) -> None:
+        """Our connection's transport closed: a failed dial or a lost connection. Retry or give up."""
+        bc: BrokerConnection = conn.broker_connection
+        if bc.connection != conn:
+            return
+        was_up = bc.connected
+        bc.connection, bc.session, bc.connected = None, None, False
+        bc.linked.clear()
+        if not was_up:
+            bc.failures += 1
+        condition = conn.transport.condition if conn.transport is not None else None
+        why = f"{condition.name}: {condition.description}" if condition is not None else "closed"
+        if not bc.started:
+            return
+        d = bc.definition
+        if d.reconnect_attempts < 0 or bc.retries < d.reconnect_attempts:
+            bc.retries += 1
+            log.info("Broker connection %r to %s %s (%s); retry %d%s in %d ms", bc.name, bc.target,
+                     "lost" if was_up else "failed", why, bc.retries,
+                     "" if d.reconnect_attempts < 0 else f" of {d.reconnect_attempts}", d.retry_interval_ms)
+            self.loop.schedule(d.retry_interval_ms / 1000.0, _Redial(self, bc))
+        else:
+            bc.gave_up, bc.started = True, False
+            log.warning("Broker connection %r gave up after %d failed attempt(s) (last: %s, %s)", bc.name,
+                        bc.failures, bc.target, why)
+
+    def error(self, bc: BrokerConnection, why: str) -> None:
+        """A link of the connection failed: end the connection; closed() then retries it."""
+        log.warning("Broker connection %r: %s; closing it", bc.name, why)
+        conn = bc.connection
+        if conn is not None and conn.state & Endpoint.LOCAL_ACTIVE:
+            conn.close()
+
+    # ---- links -----------------------------------------------------------------------------------------------
+
+    def queue_created(self, queue) -> None:
+        for bc in self.items.values():
+            if bc.connected:
+                self._link_queue(bc, queue)
+
+    def _link_queue(self, bc: BrokerConnection, queue) -> None:
+        if queue.internal or queue.temporary or queue.name.startswith(SNF_PREFIX):
+            return
+        for element in bc.definition.elements:
+            if element.kind == "mirror" or not element.matches(queue.name, queue.address):
+                continue
+            if element.kind in ("sender", "peer"):
+                self._attach(bc, queue, "sender", element.kind == "peer")
+            if element.kind in ("receiver", "peer"):
+                self._attach(bc, queue, "receiver", element.kind == "peer")
+
+    def _attach(self, bc: BrokerConnection, queue, direction: str, waypoint: bool) -> None:
+        if (queue.name, direction) in bc.linked:
+            return
+        bc.linked.add((queue.name, direction))
+        name = f"{queue.address}:{uuid.uuid4()}"
+        link = bc.session.sender(name) if direction == "sender" else bc.session.receiver(name)
+        link.source.address = queue.address
+        link.target.address = queue.address
+        link.snd_settle_mode = Link.SND_UNSETTLED
+        link.rcv_settle_mode = Link.RCV_FIRST
+        if waypoint:
+            terminus = link.target if direction == "sender" else link.source
+            terminus.capabilities.put_array(False, Data.SYMBOL)  # an array of symbols, as Artemis sends it
+            terminus.capabilities.enter()
+            terminus.capabilities.put_symbol(symbol(WAYPOINT_CAPABILITY))
+            terminus.capabilities.exit()
+        link.broker_outgoing = (bc, direction, queue)
+        link.open()
+
+    def link_opened(self, link) -> None:
+        """The remote answered one of our attaches."""
+        bc, kind, queue = link.broker_outgoing
+        if bc.connection is None or link.connection != bc.connection:
+            return
+        terminus = link.remote_target if link.is_sender else link.remote_source
+        if link.remote_condition is not None or terminus is None or (terminus.address is None
+                                                                     and not terminus.dynamic):
+            self.error(bc, f"the remote refused the {kind} link for {queue.address!r}: {link.remote_condition}")
+            return
+        if kind == "mirror":
+            why = bc.mirror.check_answer(link, self.broker.node_id)
+            if why is not None:
+                self.error(bc, f"mirror link refused: {why}")
+                return
+            self.broker.add_outgoing_consumer(link, queue)
+            log.info("Mirror %r linked to node %s", bc.name, bc.mirror.remote_id)
+        elif kind == "sender":
+            self.broker.add_outgoing_consumer(link, queue)
+        else:
+            self.broker.add_outgoing_producer(link, queue)
+
+    def link_closed(self, link) -> None:
+        bc, kind, queue = link.broker_outgoing
+        if bc.connection is not None and link.connection == bc.connection and bc.connected:
+            self.error(bc, f"the remote closed the {kind} link for {queue.address!r}: {link.remote_condition}")
+
+    def stop(self) -> None:
+        for bc in self.items.values():
+            bc.started = False
+
+
+class _Redial:
+    def __init__(self, connections: BrokerConnections, bc: BrokerConnection):
+        self.connections, self.bc = connections, bc
+
+    def on_timer_task(self, _event):
+        self.connections._dial(self.bc)
