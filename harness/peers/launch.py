@@ -53,7 +53,7 @@ def _make(topology: Topology, node_name: str, base: str, provider: str, capabili
         if base == "reference":
             return ReferenceRouterPeer(node_name, render({}), capabilities)
         if base == "qdrouterd" and provider == "native":
-            return NativeQdrouterdPeer(node_name, render, capabilities)
+            return NativeQdrouterdPeer(node_name, render, capabilities, clients_port=listen.get("clients") or None)
     else:
         settings = _broker_settings(node)
         if base == "reference":

@@ -314,7 +314,10 @@ def _pin_listener_ports(text: str, endpoints: list[Endpoint]) -> str:
 class NativeQdrouterdPeer(ProcessPeer):
     """A `qdrouterd` binary on PATH, fed the same rendered qdrouterd.conf as the reference router."""
 
-    def __init__(self, name: str, render, capabilities: frozenset[str], workdir: Path | None = None):
+    def __init__(self, name: str, render, capabilities: frozenset[str], workdir: Path | None = None,
+                 clients_port: int | None = None):
+        """`clients_port`: the port another node was told to dial (a broker's broker connection lands on the
+        clients listener); else a free one. qdrouterd cannot report a port 0 listener, so it is always fixed."""
         binary = shutil.which("qdrouterd")
         if binary is None:
             raise PeerUnavailable("qdrouterd is not on PATH (no native Qpid Dispatch Router on this machine)")
@@ -322,7 +325,7 @@ class NativeQdrouterdPeer(ProcessPeer):
         workdir = workdir or Path(tempfile.mkdtemp(prefix=f"interop-{name}-"))
         super().__init__(name, "router", PeerInfo("qdrouterd", version, "native"), capabilities, workdir)
         self.binary = binary
-        self.port = free_port()
+        self.port = clients_port or free_port()
         self.config_path = workdir / "qdrouterd.conf"
         self.config_path.write_text(render({"clients": self.port}))
 
