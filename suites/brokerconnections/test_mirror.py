@@ -179,5 +179,5 @@ def test_what_the_mirror_confirmed_survives_a_kill_of_the_primary(mirrored, clie
     reader.conn.sync()
     verdict = checkers.total_queue(clients.history, producer=snd.name, receivers=reader.name,
                                    allow_duplicates=False)
-    details.update(**checkers.checks_details(total_queue=verdict))
+    details.update(sent=n, on_dc2=verdict.delivered, **checkers.checks_details(total_queue=verdict))
     assert verdict.ok, verdict.as_details()
