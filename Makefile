@@ -54,9 +54,10 @@ run: setup
 # the same programs and hostile cases every time (`interop fuzz`; longer sessions with random seeds are
 # for a nightly job or by hand). Their records go to results/ like a run's; a session that finds something
 # exits 1.
-BROKER_SUITES := suites/broker suites/brokered suites/linkroutes suites/fallback suites/faults suites/robustness
+BROKER_SUITES := suites/broker suites/brokered suites/linkroutes suites/fallback suites/faults suites/robustness \
+                 suites/brokerconnections
 ROUTER_SUITES := suites/routing suites/mesh suites/brokered suites/linkroutes suites/fallback suites/faults \
-                 suites/robustness
+                 suites/robustness suites/brokerconnections/test_peers.py
 PAIRED_SUITES := suites/fallback suites/faults suites/brokered suites/linkroutes
 FUZZ_BUDGET ?= 30s
 FUZZ_SEED ?= 15
