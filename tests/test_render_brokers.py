@@ -216,3 +216,140 @@ def test_rabbitmq_render_errors():
         render_rabbitmq(BROKER, "B1", 0)
     with pytest.raises(RenderError, match=r"^R1: is a router"):
         render_rabbitmq(topo({"R1": {"role": "router"}}), "R1", 5672)
+
+
+# ---- Artemis broker connections (002_f23507c2891d6d06.txt) ------------------------------------------------------
+
+DIALLING = parse_topology({
+    "name": "dialling",
+    "nodes": {
+        "DC1": {"role": "broker", "queues": [{"address": "orders"}], "broker_connections": [
+            {"name": "DC2", "to": ["DC2", "DC3", "DC4"], "auto_start": False, "reconnect_attempts": 3,
+             "retry_interval_ms": 200, "user": "admin", "password": 'p&"w<',
+             "elements": [{"type": "mirror", "queue_removal": False},
+                          {"type": "sender", "address_match": "queue.#"},
+                          {"type": "receiver", "queue_name": "inbound.jobs"}]},
+            {"name": "router", "to": "R1", "elements": [{"type": "peer", "address_match": "queue.#"}]},
+        ]},
+        "DC2": {"role": "broker"}, "DC3": {"role": "broker"}, "DC4": {"role": "broker"},
+        "R1": {"role": "router", "mode": "interior"},
+    },
+    "links": [{"from": "DC1", "to": n, "role": "normal"} for n in ("DC2", "DC3", "DC4", "R1")],
+})
+DIALLED = {"DC2": 6002, "DC3": 6003, "DC4": 6004, "R1": 6101}
+
+
+def connections_of(text: str) -> list[ET.Element]:
+    return core_of(text).findall("c:broker-connections/c:amqp-connection", NS)
+
+
+def elements_of(connection: ET.Element) -> list[tuple[str, dict]]:
+    return [(child.tag.split("}")[1], dict(child.attrib)) for child in connection]
+
+
+def test_broker_connections_render_every_attribute_and_alternates_after_the_hash():
+    text = render_broker_xml(DIALLING, "DC1", {"clients": 5672}, connect_ports=DIALLED)
+    mirror, peer = connections_of(text)
+    assert dict(mirror.attrib) == {
+        "uri": "tcp://127.0.0.1:6002#127.0.0.1:6003,127.0.0.1:6004", "name": "DC2", "retry-interval": "200",
+        "reconnect-attempts": "3", "auto-start": "false", "user": "admin", "password": 'p&"w<'}
+    assert elements_of(mirror) == [
+        ("mirror", {"queue-creation": "true", "queue-removal": "false", "message-acknowledgements": "true"}),
+        ("sender", {"address-match": "queue.#"}),
+        ("receiver", {"queue-name": "inbound.jobs"}),
+    ]
+    # Artemis's defaults are written out too, so that the file says what it does; no credentials unless given.
+    assert dict(peer.attrib) == {"uri": "tcp://127.0.0.1:6101", "name": "router", "retry-interval": "5000",
+                                 "reconnect-attempts": "-1", "auto-start": "true"}
+    assert elements_of(peer) == [("peer", {"address-match": "queue.#"})]
+    # In the order of the brief's example, after the addresses.
+    assert ('<amqp-connection uri="tcp://127.0.0.1:6101" name="router" retry-interval="5000" '
+            'reconnect-attempts="-1" auto-start="true">') in text
+    tags = [child.tag.split("}")[1] for child in core_of(text)]
+    assert tags.index("broker-connections") == tags.index("addresses") + 1
+
+
+def test_the_mirror_queue_is_left_to_the_broker_and_other_queues_are_rendered_as_before():
+    text = render_broker_xml(DIALLING, "DC1", {"clients": 1}, connect_ports=DIALLED)
+    names = [a.get("name") for a in core_of(text).findall("c:addresses/c:address", NS)]
+    assert names == ["DLQ", "ExpiryQueue", "orders"]
+    assert "$ACTIVEMQ_ARTEMIS_MIRROR_" not in text
+
+
+def test_no_broker_connections_element_without_broker_connections():
+    text = render_broker_xml(BROKER, "B1", {"clients": 1}, connect_ports={"X": 1})
+    assert core_of(text).find("c:broker-connections", NS) is None and "broker-connections" not in text
+
+
+def test_the_dial_host_is_its_own_keyword():
+    text = render_broker_xml(DIALLING, "DC1", {"clients": 5672}, host="0.0.0.0", connect_ports=DIALLED,
+                             dial_host="10.0.0.7")
+    assert [a.text for a in core_of(text).findall("c:acceptors/c:acceptor", NS)] == [
+        "tcp://0.0.0.0:5672?protocols=AMQP"]
+    assert [c.get("uri") for c in connections_of(text)] == [
+        "tcp://10.0.0.7:6002#10.0.0.7:6003,10.0.0.7:6004", "tcp://10.0.0.7:6101"]
+
+
+@pytest.mark.parametrize("connect_ports, message", [
+    (None, r"^DC1: broker connection 'DC2': no port for node 'DC2' in connect_ports \(it has nothing\)$"),
+    ({"DC2": 1, "DC3": 2, "R1": 3},
+     r"^DC1: broker connection 'DC2': no port for node 'DC4' in connect_ports \(it has DC2, DC3, R1\)$"),
+    ({**DIALLED, "R1": 0}, r"^DC1: broker connection 'router': connect_ports\['R1'\]: expected a TCP port "
+                           r"1..65535, got 0$"),
+    ({**DIALLED, "DC3": "6003"}, r"connect_ports\['DC3'\]: expected a TCP port 1..65535, got '6003'$"),
+])
+def test_a_dialled_node_without_a_port_is_a_render_error(connect_ports, message):
+    with pytest.raises(RenderError, match=message):
+        render_broker_xml(DIALLING, "DC1", {"clients": 1}, connect_ports=connect_ports)
+
+
+BROKER_CONNECTION_TOPOLOGIES = {
+    # topology: {node: [(name, dialled nodes, attributes but uri and name, elements)]}
+    "broker-peer-router": {"B1": [("router", ["R1"], ("200", "-1", "true"), [("peer", {"address-match": "queue.#"})])]},
+    "broker-bridge": {"B1": [("bridge", ["B2"], ("200", "-1", "true"), [
+        ("sender", {"address-match": "outbound.#"}), ("receiver", {"queue-name": "inbound.jobs"})])], "B2": []},
+    "broker-mirror": {"DC1": [("DC2", ["DC2"], ("200", "-1", "true"), [("mirror", {
+        "queue-creation": "true", "queue-removal": "true", "message-acknowledgements": "true"})])], "DC2": []},
+    "broker-dual-mirror": {
+        "DC1": [("DC2", ["DC2"], ("200", "-1", "true"), [("mirror", {
+            "queue-creation": "true", "queue-removal": "true", "message-acknowledgements": "true"})])],
+        "DC2": [("DC1", ["DC1"], ("200", "-1", "true"), [("mirror", {
+            "queue-creation": "true", "queue-removal": "true", "message-acknowledgements": "true"})])]},
+    "broker-failover": {"P": [("backups", ["S1", "S2", "S3"], ("200", "-1", "true"),
+                               [("sender", {"address-match": "jobs.#"})])], "S1": [], "S2": [], "S3": []},
+    "broker-reconnect": {"B1": [
+        ("limited", ["B2"], ("300", "3", "true"), [("sender", {"address-match": "outbound.#"})]),
+        ("manual", ["B2"], ("200", "-1", "false"), [("sender", {"queue-name": "manual.q"})])], "B2": []},
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKER_CONNECTION_TOPOLOGIES))
+def test_broker_connection_topologies_render_their_amqp_connections(name):
+    topology = load_topology(topology_path(name))
+    expected = BROKER_CONNECTION_TOPOLOGIES[name]
+    assert {n.name for n in topology.nodes_with_role("broker")} == set(expected)
+    for node, connections in expected.items():
+        ports = {link.to: 7000 + i for i, link in enumerate(topology.links_from(node))}
+        text = render_broker_xml(topology, node, {ls.name: 0 for ls in topology.listeners_for(node)},
+                                 connect_ports=ports)
+        rendered = connections_of(text)
+        assert len(rendered) == len(connections), node
+        for el, (conn_name, dialled, (retry, attempts, auto), elements) in zip(rendered, connections, strict=True):
+            hosts = [f"127.0.0.1:{ports[n]}" for n in dialled]
+            uri = f"tcp://{hosts[0]}" + (f"#{','.join(hosts[1:])}" if hosts[1:] else "")
+            assert dict(el.attrib) == {"uri": uri, "name": conn_name, "retry-interval": retry,
+                                       "reconnect-attempts": attempts, "auto-start": auto}
+            assert elements_of(el) == elements
+        declared = {a.get("name") for a in core_of(text).findall("c:addresses/c:address", NS)}
+        assert {q.address for q in topology.node(node).queues} <= declared
+        assert not any(n.startswith("$ACTIVEMQ_ARTEMIS_MIRROR_") for n in declared)
+
+
+def test_the_router_a_broker_peers_with_renders_no_connector_for_it():
+    from harness.render.qdrouterd import render_router
+
+    topology = load_topology(topology_path("broker-peer-router"))
+    conf = render_router(topology, "R1", {"clients": 5672})
+    assert "connector {" not in conf and "autoLink {" not in conf
+    assert [ls.name for ls in topology.listeners_for("R1")] == ["clients"]
+    assert topology.listener_for_link(topology.links[0]) == "clients"
