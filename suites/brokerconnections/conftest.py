@@ -13,6 +13,8 @@ import pytest
 
 from harness.wait import wait_for
 
+from ..conftest import restart_or_skip
+
 MIRROR_QUEUE_PREFIX = "$ACTIVEMQ_ARTEMIS_MIRROR_"  # 002, "Mirroring": where a broker keeps its mirror events
 WAIT = 30.0  # deadline for what the brokers do between themselves (connect, forward, mirror)
 
@@ -61,15 +63,23 @@ def connection(peer, name: str) -> dict:
     return rows[name]
 
 
-def wait_connected(peer, name: str, timeout: float = WAIT) -> dict:
-    """Wait until broker connection `name` of `peer` is up; its row."""
+def wait_connected(peer, name: str, timeout: float = WAIT, *, restart_if_gave_up_at_start: bool = False) -> dict:
+    """Wait until broker connection `name` of `peer` is up; its row. One that has given up fails the wait at
+    once; with `restart_if_gave_up_at_start`, one that gave up without ever connecting (the topology starts
+    its brokers together, so a few limited attempts may all come before the target listens) has its broker
+    restarted once, its targets being up by now, and is waited for again."""
     last: dict = {}
 
-    def up():
+    def up_or_given_up():
         last.update(connection(peer, name))
-        return last["connected"] and dict(last)
-    return wait_for(up, timeout, f"broker connection {name!r} of {peer.name} to connect",
-                    describe=lambda: _row(last))
+        return (last["connected"] or last["gave_up"]) and dict(last)
+    row = wait_for(up_or_given_up, timeout, f"broker connection {name!r} of {peer.name} to connect",
+                   describe=lambda: _row(last))
+    if row["gave_up"] and not row["connected"] and row["connects"] == 0 and restart_if_gave_up_at_start:
+        restart_or_skip(peer)
+        return wait_connected(peer, name, timeout)
+    assert row["connected"], f"broker connection {name!r} of {peer.name} gave up: {_row(row)}"
+    return row
 
 
 def start_connection(peer, name: str) -> None:

@@ -10,7 +10,7 @@ import pytest
 from harness import checkers
 from harness.wait import wait_for
 
-from ..conftest import kill_or_skip
+from ..conftest import kill_or_skip, restart_or_skip
 from .conftest import (WAIT, configured, connection, depth, node_at, send_accepted, sender, start_connection,
                        wait_connected)
 
@@ -23,7 +23,8 @@ SLACK = 0.9  # a retry may come up to 10% early by the broker's own clock (timer
 def test_a_connection_without_auto_start_waits_for_the_management_start(topology, clients, details):
     running = topology("broker-reconnect")
     b1, b2 = running["B1"], running["B2"]
-    wait_connected(b1, "limited")  # the broker is up and dials B2 fine on its other connection
+    # The broker is up and dials B2 fine on its other connection.
+    wait_connected(b1, "limited", restart_if_gave_up_at_start=True)
     n = 5
     before = {"B1": depth(b1, "manual.q"), "B2": depth(b2, "manual.q")}
     snd = sender(clients.connect(running.client_url("producer")), "manual.q")
@@ -57,7 +58,7 @@ def test_a_lost_connection_is_retried_every_interval_then_given_up(topology, det
     limited = configured(running, "B1", "limited")
     interval, allowed = limited.retry_interval_ms / 1000, limited.reconnect_attempts
     assert allowed > 0, "the topology must limit the attempts of `limited`"
-    wait_connected(b1, "limited")
+    wait_connected(b1, "limited", restart_if_gave_up_at_start=True)
     lost_at = time.time()  # the broker's attempt times are epoch seconds on this same machine
     running["B2"].stop()
     seen: list[int] = []  # the attempt count each time it changed, as polled
@@ -100,9 +101,19 @@ def test_a_lost_connection_is_retried_every_interval_then_given_up(topology, det
 def test_alternates_take_over_in_order_when_the_target_goes(topology, clients, details):
     running = topology("broker-failover")
     p = running["P"]
+    order = list(configured(running, "P", "backups").to)  # S1, then the alternates S2 and S3
     first = wait_connected(p, "backups")
+    if node_at(running, first["target"]) != order[0]:
+        # The topology starts its brokers together, so P's first dial may come before S1 listens: it is
+        # refused and P walks on to S2. That walk must follow the URI too; then P starts again, now that all
+        # of S1..S3 listen, and its first dial must stay on S1.
+        raced = _walked(running, first)
+        details.update(start_race=raced)
+        assert raced == (order * len(raced))[:len(raced)], f"alternates tried out of URI order at start: {first}"
+        restart_or_skip(p)
+        first = wait_connected(p, "backups")
     details.update(first_target=node_at(running, first["target"]))
-    assert node_at(running, first["target"]) == "S1", \
+    assert node_at(running, first["target"]) == order[0], \
         f"with S1, S2 and S3 all up the connection must be on S1, the first of the URI: {first}"
     snd = sender(clients.connect(running.client_url("producer")), "jobs.a")
     at_s1 = clients.connect(running.client_url("s1")).receiver("jobs.a")
@@ -116,11 +127,17 @@ def test_alternates_take_over_in_order_when_the_target_goes(topology, clients, d
              "the 5 messages sent after S1 died to reach S2",
              describe=lambda: f"S2 got {at_s2.seqs(snd.name)}; P says {connection(p, 'backups')}")
     row = connection(p, "backups")
-    tried = [node_at(running, t) or t for t in row["targets_tried"]]
-    walked = [t for i, t in enumerate(tried) if i == 0 or t != tried[i - 1]]  # repeats of one target folded
+    walked = _walked(running, row)
     on_s3 = depth(running["S3"], "jobs.a")
-    details.update(targets_tried=tried, walked=walked, now_on=node_at(running, row["target"]),
-                   connects=row["connects"], on_s2=len(set(at_s2.seqs(snd.name))), on_s3=on_s3)
+    details.update(targets_tried=[node_at(running, t) or t for t in row["targets_tried"]], walked=walked,
+                   now_on=node_at(running, row["target"]), connects=row["connects"],
+                   on_s2=len(set(at_s2.seqs(snd.name))), on_s3=on_s3)
     assert row["connected"] and node_at(running, row["target"]) == "S2", f"P must be on S2 now: {row}"
-    assert walked == ["S1", "S2"], f"alternates in URI order, stopping at the first that answers: {tried}"
+    assert walked == ["S1", "S2"], f"alternates in URI order, stopping at the first that answers: {walked}"
     assert on_s3 == 0, f"S3 got {on_s3} messages though S2 answered"
+
+
+def _walked(running, row: dict) -> list[str]:
+    """The nodes a broker connection dialled, in order, with repeats of one node in a row folded."""
+    tried = [node_at(running, t) or t for t in row["targets_tried"]]
+    return [t for i, t in enumerate(tried) if i == 0 or t != tried[i - 1]]
