@@ -4,7 +4,12 @@
 
 For each broker vendor (started from the single-broker topology) and for non-durable and durable 1 KB
 messages: one producer (unsettled, the broker's credit) and one consumer attached to a fresh queue, N
-messages. Prints msgs/s (first send to last outcome), the p50/p99 latency from the moment a message
+messages. With the reference among the vendors, a `reference+mirror` row does the same durable run on DC1 of
+the broker-mirror topology (002_f23507c2891d6d06.txt "Mirroring": DC1 mirrors every send and acknowledgement
+to DC2), with a consumer on DC2 too; it prints the cost of mirroring (unmirrored / mirrored durable msgs/s,
+the issue's target is at most 1.3x) and the mirror lag (send to arrival on DC2: p50, p99).
+
+Prints msgs/s (first send to last outcome), the p50/p99 latency from the moment a message
 went on the wire to the moment the consumer had it, and the CPU time the broker's processes and the client
 process spent per 1000 messages (so a slow row says whether the broker was busy or the pipeline waited).
 Clients and brokers share this 2-core machine, so the ratio between vendors is the figure to quote, not the
@@ -14,6 +19,7 @@ absolute rate.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import resource
 import statistics
@@ -31,6 +37,12 @@ from harness.topology import load_topology
 from harness.wait import wait_for
 
 BODY = "x" * 1024
+MIRRORED = "reference+mirror"
+MIRROR_QUEUE = "$ACTIVEMQ_ARTEMIS_MIRROR_DC2"  # DC1's mirror queue in topologies/broker-mirror.yaml
+
+
+def mirror_idle(primary) -> bool:
+    return primary.queue_stats(MIRROR_QUEUE)["depth"] == 0
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -56,11 +68,17 @@ def own_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(url: str, address: str, n: int, durable: bool, broker_pids: list[int]) -> dict:
+def run(url: str, address: str, n: int, durable: bool, broker_pids: list[int], mirror=None) -> dict:
+    """One row. `mirror`: (url of the mirror broker or None, function -> True once the primary's mirror queue is
+    empty): wait for the mirror to catch up after the row, and with a url also time each message's arrival on
+    the mirror (a consumer there, whose work shares the machine: the lag run is a run of its own)."""
     # A container id of its own per row: a durable receiver makes a durable subscription named after the
     # container id and link name, and rows must not share one.
     with Clients(container_id=f"bench-{uuid.uuid4().hex[:8]}") as clients:
         receiver = clients.connect(url).receiver(address, credit=500, durable=durable)
+        # On the mirror: a consumer of the mirrored queue (a mirrored acknowledgement that arrives first
+        # removes the message there, so it sees most messages, not necessarily all).
+        far = clients.connect(mirror[0]).receiver(address, credit=500) if mirror and mirror[0] else None
         sender = clients.connect(url).sender(address, durable=durable)
         sender.wait_credit(1)
         t0, broker0, clients0 = time.monotonic(), process_cpu_s(broker_pids), own_cpu_s()
@@ -69,12 +87,21 @@ def run(url: str, address: str, n: int, durable: bool, broker_pids: list[int]) -
         wait_for(lambda: receiver.count >= n, 600, f"{n} messages at the consumer")
         elapsed = time.monotonic() - t0
         broker_cpu, clients_cpu = process_cpu_s(broker_pids) - broker0, own_cpu_s() - clients0
+        if mirror:
+            wait_for(mirror[1], 600, "the primary's mirror queue to be empty (every event at the mirror)")
+        if far is not None:
+            far.conn.sync()
         sent_at = {e.data["seq"]: e.t for e in clients.history.events("send", sender.name)}
         latencies = [e.t - sent_at[e.data["seq"]] for e in clients.history.events("receive", receiver.name)]
+        lags = [e.t - sent_at[e.data["seq"]] for e in clients.history.events("receive", far.name)] if far else []
         accepted = sender.outcome_counts().get("accepted", 0)
-    return {"msgs_per_s": n / elapsed, "p50_ms": percentile(latencies, 0.5) * 1000,
-            "p99_ms": percentile(latencies, 0.99) * 1000, "accepted": accepted,
-            "broker_cpu_ms_per_1000": broker_cpu * 1e6 / n, "clients_cpu_ms_per_1000": clients_cpu * 1e6 / n}
+    figures = {"msgs_per_s": n / elapsed, "p50_ms": percentile(latencies, 0.5) * 1000,
+               "p99_ms": percentile(latencies, 0.99) * 1000, "accepted": accepted,
+               "broker_cpu_ms_per_1000": broker_cpu * 1e6 / n, "clients_cpu_ms_per_1000": clients_cpu * 1e6 / n}
+    if lags:
+        figures.update(lag_p50_ms=percentile(lags, 0.5) * 1000, lag_p99_ms=percentile(lags, 0.99) * 1000,
+                       lag_seen=len(lags))
+    return figures
 
 
 def main() -> int:
@@ -94,6 +121,12 @@ def main() -> int:
             continue
         stacks.append(running)
         brokers[vendor] = running["B1"]
+    mirrored, lag_runs = None, []
+    if "reference" in brokers:
+        mirrored = start_topology(load_topology(Path(__file__).resolve().parent.parent / "topologies"
+                                                / "broker-mirror.yaml"), {"broker": "reference"})
+        stacks.append(mirrored)
+        brokers[MIRRORED] = mirrored["DC1"]
     rows: dict[tuple[str, bool], list[dict]] = {}
     try:
         for broker in brokers.values():  # warm-up: first connections, first queue, caches
@@ -103,9 +136,17 @@ def main() -> int:
         for _ in range(args.rounds):
             for durable in (False, True):
                 for vendor, broker in brokers.items():
+                    if vendor == MIRRORED and not durable:
+                        continue  # mirroring is for disaster recovery: its row is the durable one
                     address = broker.wire_address(f"bench.{uuid.uuid4().hex[:10]}")
+                    mirror = (None, functools.partial(mirror_idle, broker)) if vendor == MIRRORED else None
                     rows.setdefault((vendor, durable), []).append(
-                        run(broker.url, address, args.messages, durable, broker.pids))
+                        run(broker.url, address, args.messages, durable, broker.pids, mirror))
+        if mirrored is not None:  # the lag, with a consumer on DC2 timing each arrival
+            primary = brokers[MIRRORED]
+            lag_runs = [run(primary.url, f"lag.{uuid.uuid4().hex[:10]}", args.messages, True, primary.pids,
+                            (mirrored["DC2"].url, functools.partial(mirror_idle, primary)))
+                        for _ in range(args.rounds)]
     finally:
         for running in stacks:
             running.stop()
@@ -117,7 +158,7 @@ def main() -> int:
     for (vendor, durable), figs in rows.items():
         rates = sorted(f["msgs_per_s"] for f in figs)
         medians[(vendor, durable)] = statistics.median(rates)
-        label = f"{vendor} {brokers[vendor].info.version}"[:21]
+        label = (vendor if vendor == MIRRORED else f"{vendor} {brokers[vendor].info.version}")[:21]
         spread = f"{medians[(vendor, durable)]:.0f} ({rates[0]:.0f}-{rates[-1]:.0f})"
         print(f"{label:<22}{'yes' if durable else 'no':<9}{spread:>20}"
               f"{statistics.median(f['p50_ms'] for f in figs):>9.1f}"
@@ -129,6 +170,18 @@ def main() -> int:
         if ref and other:
             print(f"reference / rabbitmq, {'durable' if durable else 'non-durable'}: {ref / other:.2f}x throughput "
                   "(medians)")
+    plain, mirror_rate = medians.get(("reference", True)), medians.get((MIRRORED, True))
+    if plain and mirror_rate:
+        figs = lag_runs
+        cpu = statistics.median(f["broker_cpu_ms_per_1000"] for f in rows[(MIRRORED, True)]) / statistics.median(
+            f["broker_cpu_ms_per_1000"] for f in rows[("reference", True)])
+        print(f"mirroring cost, durable: {plain / mirror_rate:.2f}x (unmirrored / mirrored msgs/s, medians; "
+              f"target <= 1.30x); the primary's CPU per message: {cpu:.2f}x")
+        print("mirror lag (send -> arrival on DC2, a run with a consumer there): "
+              f"p50 {statistics.median(f['lag_p50_ms'] for f in figs):.1f} ms, "
+              f"p99 {statistics.median(f['lag_p99_ms'] for f in figs):.1f} ms (medians over rounds; "
+              f"{statistics.median(f['lag_seen'] for f in figs):.0f} of {args.messages} messages seen on DC2 "
+              "before DC1's acknowledgement removed them)")
     return 0
 
 
