@@ -1,0 +1,143 @@
+"""The attach tap (reference/attach_caps.py): link capabilities that proton-C 0.40 neither sends nor reports.
+
+Two proton engines talk through the taps with no sockets in between, so each case can cut the byte stream
+where it likes: an attach frame split over chunks, one byte at a time, or many frames in one chunk."""
+
+from __future__ import annotations
+
+import pytest
+from proton import Connection, Data, Transport, symbol
+
+from reference.attach_caps import AttachTap, remote_capabilities, set_capabilities
+
+
+def engines():
+    client, client_t = Connection(), Transport()
+    client_t.bind(client)
+    server, server_t = Connection(), Transport(Transport.SERVER)
+    server_t.bind(server)
+    client.loop_tap, server.loop_tap = AttachTap(), AttachTap()
+    return (client, client_t), (server, server_t)
+
+
+def pump(src, dst, chunk: int | None = None) -> int:
+    """Move what `src` has to send into `dst` through both taps, `chunk` bytes at a time; returns bytes moved."""
+    (conn, transport), (peer, peer_t) = src, dst
+    pending = transport.pending()
+    if pending <= 0:
+        return 0
+    data = bytes(transport.peek(pending))
+    transport.pop(pending)
+    out = conn.loop_tap.feed_out(data)
+    step = chunk or len(out) or 1
+    for i in range(0, len(out), step):
+        piece = out[i:i + step]
+        peer.loop_tap.feed_in(piece)
+        peer_t.push(piece)
+    return len(out)
+
+
+def settle(a, b, chunk=None):
+    for _ in range(20):
+        if not (pump(a, b, chunk) + pump(b, a, chunk)):
+            return
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 7])
+def test_desired_capabilities_reach_the_peer_and_offered_ones_come_back(chunk):
+    client, server = engines()
+    client[0].open()
+    session = client[0].session()
+    session.open()
+    link = session.sender("mirror")
+    link.target.address = "$ACTIVEMQ_ARTEMIS_MIRROR_x"
+    link.properties = {symbol("x-opt-amq-bkr-id"): "A"}
+    set_capabilities(link, desired=["amq.mirror"])
+    link.open()
+    settle(client, server, chunk)
+
+    remote = server[0].link_head(0)
+    assert remote.name == "mirror"
+    assert remote_capabilities(remote) == (frozenset(), frozenset({"amq.mirror"}))
+    assert remote.remote_properties == {symbol("x-opt-amq-bkr-id"): "A"}  # the rest of the attach is intact
+    assert remote.remote_target.address == "$ACTIVEMQ_ARTEMIS_MIRROR_x"
+
+    server[0].open()
+    server[0].session_head(0).open()
+    remote.target.copy(remote.remote_target)
+    set_capabilities(remote, offered=["amq.mirror", "other"])
+    remote.open()
+    settle(server, client, chunk)
+    assert remote_capabilities(link) == (frozenset({"amq.mirror", "other"}), frozenset())
+    assert link.state & link.REMOTE_ACTIVE
+
+
+def test_links_without_capabilities_pass_untouched_and_report_none():
+    client, server = engines()
+    client[0].open()
+    session = client[0].session()
+    session.open()
+    link = session.receiver("plain")
+    link.source.address = "q"
+    link.open()
+    transport = client[1]
+    before = bytes(transport.peek(transport.pending()))
+    assert client[0].loop_tap.feed_out(before) == before  # nothing asked: the bytes are the engine's own
+    transport.pop(len(before))
+    server[0].loop_tap.feed_in(before)
+    server[1].push(before)
+    assert remote_capabilities(server[0].link_head(0)) == (frozenset(), frozenset())
+
+
+def test_transfers_after_the_attach_are_not_held_or_changed():
+    client, server = engines()
+    client[0].open()
+    session = client[0].session()
+    session.open()
+    link = session.sender("data")
+    link.target.address = "q"
+    set_capabilities(link, desired=["x"])
+    link.open()
+    settle(client, server, 5)
+    remote = server[0].link_head(0)
+    server[0].open()
+    server[0].session_head(0).open()
+    remote.target.copy(remote.remote_target)
+    remote.open()
+    remote.flow(10)
+    settle(server, client)
+    body = bytes(range(256)) * 12  # split at odd places below
+    link.delivery(b"t1")
+    link.send(body)
+    link.advance()
+    settle(client, server, 97)
+    incoming = remote.current
+    assert incoming is not None and not incoming.partial
+    assert remote.recv(incoming.pending) == body
+
+
+def test_bytes_that_are_not_amqp_frames_are_passed_on_and_the_tap_stops_looking():
+    tap = AttachTap()
+    junk = b"\x00\x00\x00\x04junk-junk"  # a frame size below the 8-byte minimum
+    assert tap.feed_out(junk) == junk
+    assert tap.broken
+    tap.feed_in(b"anything")
+
+
+def test_the_symbol_array_written_is_what_amqp_calls_an_array_of_symbols():
+    client, server = engines()
+    client[0].open()
+    session = client[0].session()
+    session.open()
+    link = session.sender("arr")
+    set_capabilities(link, desired=["a", "b"])
+    link.open()
+    transport = client[1]
+    out = client[0].loop_tap.feed_out(bytes(transport.peek(transport.pending())))
+    attach = out[out.index(b"\x00\x53\x12"):]
+    data = Data()
+    data.decode(attach)
+    data.rewind()
+    data.next()
+    fields = data.get_object().value
+    assert fields[12].type == Data.SYMBOL and [str(v) for v in fields[12].elements] == ["a", "b"]
