@@ -174,7 +174,8 @@ class Broker:
             queue = self.queues.get(rq.name)
             if queue is None:
                 self._declare_address(rq.address, {rq.routing})
-                queue = self._create_queue(rq.name, rq.address, rq.routing, durable=True, journal=False)
+                queue = self._create_queue(rq.name, rq.address, rq.routing, durable=True, journal=False,
+                                           internal=rq.name.startswith(mirroring.SNF_PREFIX))
             for msg_id, data in rq.messages.items():
                 fields = peek(data) or _fields_of(_decode(data))
                 heapq.heappush(queue.available, Entry(msg_id, data, True, _expiry_of(fields)))
@@ -275,6 +276,9 @@ class Broker:
             event.session.open()
 
     def on_session_remote_close(self, event):
+        bc = getattr(event.session.connection, "broker_connection", None)
+        if bc is not None:  # the remote ended our broker connection's session: its links are gone, start again
+            self.connections.error(bc, f"the remote ended the session: {event.session.remote_condition}")
         for link in _links_of(event.session.connection):
             if link.session == event.session:
                 self._link_gone(link, closed=True)
@@ -408,6 +412,8 @@ class Broker:
             event.link.close()
 
     def on_link_remote_detach(self, event):
+        if getattr(event.link, "broker_outgoing", None) is not None:
+            self.connections.link_closed(event.link)
         self._link_gone(event.link, closed=False)
         if event.link.state & Endpoint.LOCAL_ACTIVE:
             event.link.detach()
