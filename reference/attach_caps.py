@@ -27,13 +27,13 @@ _PROTOCOL_HEADER = b"AMQP"
 _OFFERED, _DESIRED = 11, 12
 
 
-def _performative_code(buf, body: int) -> int | None:
-    """The descriptor of the performative starting at `body` (small-ulong or ulong form), if readable."""
-    if buf[body] != 0x00:
+def _performative_code(buf, body: int, end: int) -> int | None:
+    """The descriptor of the performative at `body` (small-ulong or ulong form) when it lies before `end`."""
+    if end - body < 3 or buf[body] != 0x00:
         return None
     if buf[body + 1] == 0x53:
         return buf[body + 2]
-    if buf[body + 1] == 0x80 and len(buf) >= body + 10:
+    if buf[body + 1] == 0x80 and end - body >= 10:
         return int.from_bytes(buf[body + 2:body + 10], "big")
     return None
 
@@ -71,7 +71,11 @@ class AttachTap:
     def feed_in(self, data: bytes) -> None:
         if self.broken:
             return
-        self._walk(self._in, data, self._read_attach, wanted=lambda buf, body: True)
+        try:
+            self._walk(self._in, data, self._read_attach, wanted=lambda buf, body: True)
+        except Exception:  # noqa: BLE001 - hostile bytes must never stop the server: stop looking instead
+            log.exception("Attach tap: cannot follow the incoming frames; link capabilities are off for it")
+            self.broken = True
 
     def _read_attach(self, frame: bytes, body: int) -> bytes:
         fields = _decode_list(frame[body:])
@@ -90,7 +94,14 @@ class AttachTap:
         if self.broken:
             return data
         out: list[bytes] = []
-        self._walk(self._out, data, self._write_attach, out=out, wanted=self._wants_rewrite)
+        whole = self._out.held + data  # what goes out unchanged should the walk fail
+        try:
+            self._walk(self._out, data, self._write_attach, out=out, wanted=self._wants_rewrite)
+        except Exception:  # noqa: BLE001 - our own frames: a bug here must not cost the connection its output
+            log.exception("Attach tap: cannot follow the outgoing frames; sending them as they are")
+            self.broken = True
+            self._out.held = b""
+            return whole
         return b"".join(out)
 
     def _wants_rewrite(self, _buf, _body) -> bool:
@@ -145,7 +156,7 @@ class AttachTap:
                 break
             if size > body and end - pos < min(size, body + 10):
                 break  # the performative's descriptor is not here yet
-            code = _performative_code(buf, pos + body) if ftype == 0 and size > body else None
+            code = _performative_code(buf, pos + body, min(end, pos + size)) if ftype == 0 and size > body else None
             if code == _ATTACH and wanted(buf, pos + body):
                 if end - pos < size:
                     break  # hold it until the whole attach is here

@@ -181,10 +181,11 @@ def test_vendor_table():
     assert len(vendor_roles()) == len(VENDORS)
     ref = vendor("reference", "broker").capabilities
     assert ref == {"store-and-forward", "outcome.released", "outcome.modified", "outcome.rejected", "dead-letter",
-                   "ttl", "durable", "drain", "competing-consumers", "multicast-subscription", "transactions"}
-    # RabbitMQ 3.10 refuses the coordinator (measured): no transactions.
-    assert vendor("rabbitmq", "broker").capabilities == RABBITMQ_BROKER == ref - {"outcome.modified", "drain",
-                                                                               "transactions"}
+                   "ttl", "durable", "drain", "competing-consumers", "multicast-subscription", "transactions",
+                   "broker-connection", "mirror"}
+    # RabbitMQ 3.10 refuses the coordinator (measured): no transactions; it has no AMQP broker connections.
+    assert vendor("rabbitmq", "broker").capabilities == RABBITMQ_BROKER == ref - {
+        "outcome.modified", "drain", "transactions", "broker-connection", "mirror"}
     # Routers carry transactions only through a $coordinator link route; neither coordinates itself.
     for router in ("reference", "qdrouterd"):
         caps = vendor(router, "router").capabilities

@@ -138,6 +138,9 @@ def _settings(topology: Topology, node_name: str, settings: dict | None) -> dict
 
 
 def artemis_spec(topology: Topology, node_name: str, settings: dict | None = None) -> ContainerSpec:
+    if getattr(topology.node(node_name), "broker_connections", None):
+        raise PeerUnavailable(f"{node_name}: an Artemis container with broker connections dials other nodes, which "
+                              "needs a shared container network that this provider does not set up yet")
     ports = _listener_ports(topology, node_name)
     xml = render_broker_xml(topology, node_name, ports, _settings(topology, node_name, settings), host="0.0.0.0")
     return ContainerSpec(

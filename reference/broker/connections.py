@@ -245,7 +245,11 @@ class BrokerConnections:
             self.broker.add_outgoing_producer(link, queue)
 
     def link_closed(self, link) -> None:
+        """The remote detached one of our links. An answer to our own detach (the queue was deleted here) is
+        no failure; one the remote started ends the connection, as Artemis does."""
         bc, kind, queue = link.broker_outgoing
+        if not link.state & Endpoint.LOCAL_ACTIVE:
+            return
         if bc.connection is not None and link.connection == bc.connection and bc.connected:
             self.error(bc, f"the remote closed the {kind} link for {queue.address!r}: {link.remote_condition}")
 

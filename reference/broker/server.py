@@ -11,6 +11,7 @@
   - `GET /queues` and `GET /queues/NAME` -> name, address, routing, durable, depth, available, in_flight,
     consumers, internal (a mirror's store-and-forward queue). The harness reads depths and consumer counts there;
   - `DELETE /queues/NAME` destroys a queue and its messages (Artemis's destroyQueue) -> {"deleted": NAME};
+    409 while the queue has consumers (Artemis refuses too); a mirrored deleteQueue removes them;
   - `GET /broker-connections` -> per `<amqp-connection>`: name, uri, started, connected, target, attempts
     (failed dials since the last success), connects, gave_up, attempt_times and targets_tried (the last 50
     dials), mirror_queue;
@@ -131,6 +132,8 @@ def _handler(broker: Broker) -> type[BaseHTTPRequestHandler]:
                 queue = broker.queues.get(parts[1])
                 if queue is None or queue.internal:
                     return 404, {"error": f"no queue {parts[1]!r}"}
+                if queue.consumers:  # Artemis's destroyQueue(name) refuses too (removeConsumers false)
+                    return 409, {"error": f"queue {parts[1]!r} has {len(queue.consumers)} consumer(s)"}
                 broker.delete_queue(queue)
                 return 200, {"deleted": parts[1]}
 
