@@ -37,6 +37,20 @@ def pump(src, dst, chunk: int | None = None) -> int:
     return len(out)
 
 
+def new_link(client, kind: str, name: str, address: str | None = None, **caps):
+    """A link on a new session of the client's connection, capabilities set (`offered=`/`desired=`), opened."""
+    conn = client[0]
+    conn.open()
+    session = conn.session()
+    session.open()
+    link = session.sender(name) if kind == "sender" else session.receiver(name)
+    if address is not None:
+        (link.target if kind == "sender" else link.source).address = address
+    if caps:
+        set_capabilities(link, **caps)
+    return link
+
+
 def settle(a, b, chunk=None):
     for _ in range(20):
         if not (pump(a, b, chunk) + pump(b, a, chunk)):
@@ -46,13 +60,8 @@ def settle(a, b, chunk=None):
 @pytest.mark.parametrize("chunk", [None, 1, 7])
 def test_desired_capabilities_reach_the_peer_and_offered_ones_come_back(chunk):
     client, server = engines()
-    client[0].open()
-    session = client[0].session()
-    session.open()
-    link = session.sender("mirror")
-    link.target.address = "$ACTIVEMQ_ARTEMIS_MIRROR_x"
+    link = new_link(client, "sender", "mirror", "$ACTIVEMQ_ARTEMIS_MIRROR_x", desired=["amq.mirror"])
     link.properties = {symbol("x-opt-amq-bkr-id"): "A"}
-    set_capabilities(link, desired=["amq.mirror"])
     link.open()
     settle(client, server, chunk)
 
@@ -74,12 +83,7 @@ def test_desired_capabilities_reach_the_peer_and_offered_ones_come_back(chunk):
 
 def test_links_without_capabilities_pass_untouched_and_report_none():
     client, server = engines()
-    client[0].open()
-    session = client[0].session()
-    session.open()
-    link = session.receiver("plain")
-    link.source.address = "q"
-    link.open()
+    new_link(client, "receiver", "plain", "q").open()
     transport = client[1]
     before = bytes(transport.peek(transport.pending()))
     assert client[0].loop_tap.feed_out(before) == before  # nothing asked: the bytes are the engine's own
@@ -91,12 +95,7 @@ def test_links_without_capabilities_pass_untouched_and_report_none():
 
 def test_transfers_after_the_attach_are_not_held_or_changed():
     client, server = engines()
-    client[0].open()
-    session = client[0].session()
-    session.open()
-    link = session.sender("data")
-    link.target.address = "q"
-    set_capabilities(link, desired=["x"])
+    link = new_link(client, "sender", "data", "q", desired=["x"])
     link.open()
     settle(client, server, 5)
     remote = server[0].link_head(0)
@@ -125,13 +124,8 @@ def test_bytes_that_are_not_amqp_frames_are_passed_on_and_the_tap_stops_looking(
 
 
 def test_the_symbol_array_written_is_what_amqp_calls_an_array_of_symbols():
-    client, server = engines()
-    client[0].open()
-    session = client[0].session()
-    session.open()
-    link = session.sender("arr")
-    set_capabilities(link, desired=["a", "b"])
-    link.open()
+    client, _server = engines()
+    new_link(client, "sender", "arr", desired=["a", "b"]).open()
     transport = client[1]
     out = client[0].loop_tap.feed_out(bytes(transport.peek(transport.pending())))
     attach = out[out.index(b"\x00\x53\x12"):]
