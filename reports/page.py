@@ -360,6 +360,8 @@ def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict
                        *["" if r.get(f) is None else str(r[f]) for f in checker_fields]] for r in data["checkers"]],
                      empty="no record carries checker counts (details.checks)"))
 
+    out.append(recovery(data["recovery"]))
+
     out.append(fuzzing(data["fuzz_sessions"], data["fuzz_findings"]))
 
     out.append("<h2>Rejected result lines</h2>")
@@ -402,6 +404,32 @@ def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{e(title)}</title><style>{CSS}</style></head><body>"
             + "\n".join(out) + f"<script>{SCRIPT}</script></body></html>\n")
+
+
+def recovery(rows: list[dict]) -> str:
+    """The "Recovery after faults" section: per target, suite and fault, what was lost and duplicated and how long
+    the peers took to catch up once the fault was gone (records with details.resume_s)."""
+    out = ["<h2>Recovery after faults: lost, duplicated, time to resume</h2>"]
+    if rows:
+        out.append('<p class="sub">Cases whose record says how long the peers took to catch up once a fault was '
+                   "gone (<code>details.resume_s</code>, e.g. from a mirror link's return until the mirror queue was "
+                   "empty): messages lost, duplicated and recovered (sums over the cases), and that time's median and "
+                   "maximum.</p>")
+
+    def number(value) -> str:
+        return "" if value is None else str(value)
+
+    def seconds(value) -> str:
+        return "" if value is None else f"{value:.3f}"
+
+    out.append(table(["target", "suite", "fault", "cases", "failed", "lost", "duplicated", "recovered",
+                      "resume p50 s", "resume max s", "latest run"],
+                     [[e(r["target"]), e(r["suite"]), e(r.get("fault") or ""), str(r["cases"]),
+                       str(r["failed_cases"]), number(r.get("lost")), number(r.get("duplicated")),
+                       number(r.get("recovered")), seconds(r.get("resume_p50_s")), seconds(r.get("resume_max_s")),
+                       f"<code>{e(r['last_run'])}</code>"] for r in rows],
+                     empty="no record says how long recovery took after a fault (details.resume_s)"))
+    return "".join(out)
 
 
 def fuzzing(sessions: list[dict], findings: list[dict]) -> str:
