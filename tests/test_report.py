@@ -267,7 +267,8 @@ def test_fuzz_records_stay_out_of_the_conformance_figures(known):
     """A fuzz session is not a conformance case (reports/job.py, FUZZ_SUITE): the other tests' figures are those of
     the three conformance runs alone, and no aggregate but the fuzz tables has a row of the fuzz runs or suite."""
     result, _ = known
-    for name in ("conformance", "pass_rate", "trend", "flaky", "regressions", "durations", "fault_checks"):
+    for name in ("conformance", "pass_rate", "trend", "flaky", "regressions", "durations", "fault_checks",
+                 "recovery"):
         assert not [r for r in rows(result, name) if r.get("suite") == "fuzz"
                     or str(r.get("run_id")).startswith("fuzz") or str(r.get("prev_run_id")).startswith("fuzz")], name
     assert {r["target"] for r in rows(result, "trend")} == {A_NAME, B_NAME, "broker=rabbitmq + router=reference"}
@@ -289,6 +290,73 @@ def test_versions_durations_and_fault_checks(known, spark):
     (checker,) = rows(result, "checkers")
     assert (checker["checker"], checker["violations"], checker["lost"], checker["delivered"]) == \
         ("total-queue", 1, 1, 9)
+
+
+MIRROR_PEERS = {"broker": {"vendor": "reference", "version": "0.1.0", "provider": "subprocess"}}
+RABBIT_PEERS = {"broker": {"vendor": "rabbitmq", "version": "3.10", "provider": "native"}}
+MIRROR_NAME, RABBIT_NAME = "broker=reference", "broker=rabbitmq"
+
+
+def fault_case(run: int, fault: str, outcome: str, resume_s: float | None, peers: dict = MIRROR_PEERS,
+               suite: str = "brokerconnections", **figures) -> dict:
+    """A record as suites/brokerconnections/test_mirror_faults.py writes it for one mirror link fault: the fault,
+    the checkers' counts and the seconds from the link's return until the mirror caught up (left out when None:
+    a case that ended before the mirror resumed)."""
+    details = {"fault": fault, "lost": 0, "duplicated": 0, "recovered": 0, **figures,
+               "checks": {"total_queue": {"ok": outcome == "passed", "attempted": 100, "delivered": 100}}}
+    if resume_s is not None:
+        details["resume_s"] = resume_s
+    return record(run, f"mirror[{fault}]", outcome, peers, ["MIRROR-FAULT-1"], suite=suite, details=details)
+
+
+RECOVERY_RUNS = {
+    1: [fault_case(1, "reset", "passed", 0.3),
+        fault_case(1, "latency", "passed", 0.014),
+        fault_case(1, "outage", "failed", 2.5, lost=1),
+        fault_case(1, "reset", "passed", 0.9, peers=RABBIT_PEERS),
+        # any suite that records resume_s joins the table; the fault named by the record's own fault column
+        record(1, "crash", "passed", MIRROR_PEERS, [], suite="durable", fault={"name": "broker-crash"},
+               details={"resume_s": 1.23456, "lost": 0}),
+        # no resume_s: not in the table, whatever else they carry
+        record(1, "plain", "passed", MIRROR_PEERS, [], suite="brokerconnections", details={"lost": 5}),
+        record(1, "slow", "failed", MIRROR_PEERS, [], suite="brokerconnections", fault="latency",
+               details={"duplicated": 3})],
+    2: [fault_case(2, "reset", "passed", 0.5, duplicated=2, recovered=1),
+        fault_case(2, "outage", "error", 1.5),
+        fault_case(2, "latency", "error", None)],  # ended before the mirror resumed: no resume_s
+}
+
+
+@pytest.fixture(scope="module")
+def recovered(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("recovery-runs")
+    for run, records in RECOVERY_RUNS.items():
+        (root / f"run-{run}").mkdir()
+        (root / f"run-{run}" / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return run_job(spark, [str(root)], str(tmp_path_factory.mktemp("recovery-report")))
+
+
+def test_recovery_per_target_suite_and_fault(recovered):
+    got = {(r["target"], r["suite"], r["fault"]): (r["cases"], r["failed_cases"], r["lost"], r["duplicated"],
+                                                   r["recovered"], r["resume_p50_s"], r["resume_max_s"], r["last_run"])
+           for r in rows(recovered, "recovery")}
+    bc = "brokerconnections"
+    assert got == {
+        (MIRROR_NAME, bc, "reset"): (2, 0, 0, 2, 1, 0.4, 0.5, "run-2"),         # median of 0.3 and 0.5
+        (MIRROR_NAME, bc, "latency"): (1, 0, 0, 0, 0, 0.014, 0.014, "run-1"),   # run 2's had no resume_s
+        (MIRROR_NAME, bc, "outage"): (2, 2, 1, 0, 0, 2.0, 2.5, "run-2"),        # failed and error both count
+        (RABBIT_NAME, bc, "reset"): (1, 0, 0, 0, 0, 0.9, 0.9, "run-1"),
+        (MIRROR_NAME, "durable", "broker-crash"): (1, 0, 0, None, None, 1.235, 1.235, "run-1"),
+    }
+    assert [(r["target"], r["suite"], r["fault"]) for r in rows(recovered, "recovery")] == [
+        (RABBIT_NAME, bc, "reset"), (MIRROR_NAME, bc, "latency"), (MIRROR_NAME, bc, "outage"),
+        (MIRROR_NAME, bc, "reset"), (MIRROR_NAME, "durable", "broker-crash")]
+
+
+def test_recovery_is_empty_without_resume_s(known):
+    result, out = known
+    assert rows(result, "recovery") == []
+    assert (out / "tables" / "recovery").is_dir()
 
 
 def test_target_from_peers_when_the_record_has_no_cell(spark):
@@ -323,7 +391,7 @@ def test_parquet_tables_are_written(known):
     _, out = known
     names = {p.name for p in (out / "tables").iterdir()}
     assert {"records", "rejects", "runs", "conformance", "pass_rate", "flaky", "trend", "regressions",
-            "durations", "fault_checks", "checkers", "fuzz_sessions", "fuzz_findings"} <= names
+            "durations", "fault_checks", "checkers", "recovery", "fuzz_sessions", "fuzz_findings"} <= names
     assert "_lines" not in names
 
 
@@ -426,6 +494,34 @@ def test_page_without_fuzz_sessions_says_so(known):
     text = html.render(data, title="t", inputs=["runs"], catalog={}, timings={}, allure=None)
     section = text[text.index("<h2>Fuzzing sessions</h2>"):text.index("<h2>Rejected result lines</h2>")]
     assert "no fuzz session in these runs" in section and "<table" not in section
+
+
+RECOVERY_H2 = "<h2>Recovery after faults: lost, duplicated, time to resume</h2>"
+
+
+def recovery_section(text: str) -> str:
+    return text[text.index(RECOVERY_H2):text.index("<h2>Fuzzing sessions</h2>")]
+
+
+def test_page_without_resume_s_says_so(page):
+    section = recovery_section(page.read_text())
+    assert "no record says how long recovery took after a fault" in section and "<table" not in section
+
+
+@needs_chromium
+def test_page_in_headless_chromium_shows_the_recovery_figures(recovered, tmp_path):
+    written = html.write(tmp_path / "index.html", recovered.data, title="recovery", inputs=["runs"], catalog={},
+                         timings=recovered.timings, allure=None)
+    dom, console = open_in_chromium(written)
+    assert console == [], console
+    assert 'data-ready="yes"' in dom
+    section = recovery_section(dom)
+    assert "<table" in section and section.count("<tr>") == 1 + 5  # header + one row per target, suite and fault
+    outage = next(tr for tr in section.split("<tr>") if "<td>outage</td>" in tr)
+    assert (f"<td>{MIRROR_NAME}</td><td>brokerconnections</td><td>outage</td><td>2</td><td>2</td><td>1</td>"
+            "<td>0</td><td>0</td><td>2.000</td><td>2.500</td><td><code>run-2</code></td>") in outage, outage
+    crash = next(tr for tr in section.split("<tr>") if "<td>broker-crash</td>" in tr)
+    assert "<td>1</td><td>0</td><td>0</td><td></td><td></td><td>1.235</td><td>1.235</td>" in crash, crash
 
 
 @needs_chromium
