@@ -132,6 +132,15 @@ def _skip(data: bytes, pos: int) -> int:
     raise _Unknown
 
 
+def section_end(data: bytes, pos: int) -> int | None:
+    """Where the section starting at `pos` ends, or None when it cannot be walked."""
+    try:
+        end = _skip(data, pos)
+    except (_Unknown, IndexError, struct.error):
+        return None
+    return end if end <= len(data) else None
+
+
 def sections(data: bytes) -> list[tuple[int, int, int]] | None:
     """The message's sections as (descriptor code, start, end) in order, or None when one is not in a form
     this module walks (callers decode)."""

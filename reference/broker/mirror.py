@@ -43,7 +43,7 @@ from proton import Condition, Data, Delivery, Message, symbol
 
 from .. import attach_caps
 from ..links import read_message
-from ..peek import sections
+from ..peek import section_end, sections
 
 log = logging.getLogger("MIRROR")
 
@@ -136,20 +136,30 @@ def send_event(data: bytes, internal_id: int, address: str, origin: str | None) 
     if origin is not None:
         entries += [_symbol(BROKER_ID), _string(origin)]
     annotations = b"\x00\x53\x71" + _map(entries)
-    parts = sections(data)
-    if parts is None:  # not a layout peek can walk: decode and encode it whole
-        message = Message()
-        message.decode(data)
-        message.instructions = {symbol(INTERNAL_ID): internal_id, symbol(INTERNAL_DESTINATION): address,
-                                **({symbol(BROKER_ID): origin} if origin is not None else {})}
-        return message.encode()
-    if parts and parts[0][0] == _HEADER:
-        start = parts[1][1] if len(parts) > 1 and parts[1][0] == _DELIVERY_ANNOTATIONS else parts[0][2]
-        rest = parts[1][2] if len(parts) > 1 and parts[1][0] == _DELIVERY_ANNOTATIONS else start
-        return data[:parts[0][2]] + annotations + data[rest:]
-    if parts and parts[0][0] == _DELIVERY_ANNOTATIONS:
-        return annotations + data[parts[0][2]:]
-    return annotations + data
+    # Only the header and delivery annotations (the first sections, AMQP 1.0 §3.2) are looked at: the rest of
+    # the message goes on as its bytes.
+    after_header = _end_of(data, 0, _HEADER)
+    if after_header is not None:
+        after_old = _end_of(data, after_header, _DELIVERY_ANNOTATIONS)
+        if after_old is not None:
+            return data[:after_header] + annotations + data[after_old:]
+    message = Message()  # not a layout peek can walk: decode and encode it whole
+    message.decode(data)
+    message.instructions = {symbol(INTERNAL_ID): internal_id, symbol(INTERNAL_DESTINATION): address,
+                            **({symbol(BROKER_ID): origin} if origin is not None else {})}
+    return message.encode()
+
+
+def _end_of(data: bytes, pos: int, code: int) -> int | None:
+    """Where the section at `pos` ends if it is one of type `code`; `pos` itself when another section (or
+    nothing) is there; None when the bytes cannot be walked."""
+    if pos >= len(data):
+        return pos
+    if data[pos:pos + 2] != b"\x00\x53":
+        return None
+    if data[pos + 2] != code:
+        return pos
+    return section_end(data, pos)
 
 
 def read_send(data: bytes) -> tuple[dict, bytes]:
