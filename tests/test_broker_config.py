@@ -1116,7 +1116,17 @@ def test_every_broker_node_of_every_topology_renders_to_a_file_the_reference_rea
         assert {q.address for q in node.queues} <= {a.name for a in cfg.addresses}
         # Every broker connection of the topology reaches the reference, with its endpoints in order.
         wanted = {bc.name: [dialled[t] for t in bc.to] for bc in getattr(node, "broker_connections", [])}
+        # Network connectors are federation over broker connections: one per target (static), or one with the
+        # standby as an alternate (masterslave).
+        for nc in getattr(node, "network_connectors", []):
+            if nc.uri == "masterslave":
+                wanted[nc.name] = [dialled[t] for t in nc.to]
+            else:
+                wanted.update({f"{nc.name}.{t}": [dialled[t]] for t in nc.to})
         assert {bc.name: [p for _h, p in bc.endpoints] for bc in cfg.broker_connections} == wanted
+        for bc in cfg.broker_connections:
+            federation = bc.federation
+            assert federation is None or federation.policies, f"{bc.name}: a <federation> with no policy"
 
 
 # ---- journal-sync-non-transactional (the `broker:no-journal-sync` fault) ----------------------------------------
@@ -1196,9 +1206,21 @@ def test_broker_connection_defaults_are_artemis_defaults():
      "name, password, reconnect-attempts, retry-interval, uri, user)"),
     ('<amqp-connection uri="tcp://h:1" name="n" retry-interval="soon"/>', 5,
      "amqp-connection 'n': retry-interval: expected an integer >= 0, got 'soon'"),
+    ('<amqp-connection uri="tcp://h:1" name="n"><bridge/></amqp-connection>', 5,
+     "amqp-connection 'n': <bridge> is not supported yet by the reference broker (expected <sender>, <receiver>, "
+     "<peer>, <mirror> or <federation>)"),
     ('<amqp-connection uri="tcp://h:1" name="n"><federation/></amqp-connection>', 5,
-     "amqp-connection 'n': <federation> is not supported yet by the reference broker (expected <sender>, <receiver>, "
-     "<peer> or <mirror>)"),
+     "amqp-connection 'n': <federation> needs at least one policy"),
+    ('<amqp-connection uri="tcp://h:1" name="n"><federation><local-queue-policy name="q" priority-adjustment="1">'
+     '<include address-match="#" queue-match="#"/></local-queue-policy></federation></amqp-connection>', 5,
+     "amqp-connection 'n': <local-queue-policy> attribute priority-adjustment='1' is not supported yet by the "
+     "reference broker (expected: include-federated, name)"),
+    ('<amqp-connection uri="tcp://h:1" name="n"><federation><remote-address-policy name="a" max-hops="1"/>'
+     '</federation></amqp-connection>', 5, "amqp-connection 'n': <remote-address-policy> 'a' needs at least one "
+     "<include>"),
+    ('<amqp-connection uri="tcp://h:1" name="n"><federation><queue-policy name="a"/></federation>'
+     '</amqp-connection>', 5, "amqp-connection 'n': <federation>: <queue-policy> is not supported yet by the reference "
+     "broker (expected one of: local-queue-policy, remote-queue-policy, local-address-policy, remote-address-policy)"),
     ('<amqp-connection uri="tcp://h:1" name="n"><sender/></amqp-connection>', 5,
      "amqp-connection 'n': <sender> needs exactly one of address-match or queue-name"),
     ('<amqp-connection uri="tcp://h:1" name="n"><mirror address-filter="eu"/></amqp-connection>', 5,
@@ -1212,3 +1234,19 @@ def test_broker_connection_defaults_are_artemis_defaults():
 def test_broker_connection_mistakes_are_refused_at_their_line(inner, line, message):
     err = error_of(connections(inner + "\n"))
     assert (err.line, err.message) == (line, message)
+
+
+def test_federation_policies_are_read_with_their_matches():
+    (bc,) = parse_config(connections(
+        '<amqp-connection uri="tcp://h:1" name="n"><federation>\n'
+        '<remote-queue-policy name="q" include-federated="true"><include address-match="#" queue-match="#"/>'
+        '<exclude address-match="private.#" queue-match="#"/></remote-queue-policy>\n'
+        '<local-address-policy name="t" max-hops="2"><include address-match="prices"/></local-address-policy>\n'
+        "</federation></amqp-connection>\n")).broker_connections
+    queues, topics = bc.federation.policies
+    assert (queues.kind, queues.side, queues.include_federated) == ("queue", "remote", True)
+    assert queues.matches("orders", "orders") and not queues.matches("private.x", "private.x")
+    assert (topics.kind, topics.side, topics.max_hops) == ("address", "local", 2)
+    assert topics.matches("prices", "#") and not topics.matches("prices.eu", "#")
+    assert type(queues).from_dict(queues.as_dict(), "local") == queues.__class__(
+        "queue", "local", "q", (("#", "#"),), (("private.#", "#"),), True, -1)

@@ -35,6 +35,7 @@ from proton.reactor import ApplicationEvent, EventInjector
 
 from ..links import forget_state, read_message, refuse
 from ..peek import Peek, peek, redelivered
+from . import federation as federating
 from . import mirror as mirroring
 from .config import ANYCAST, MULTICAST, BrokerConfig
 from .connections import BrokerConnections
@@ -68,6 +69,8 @@ class Entry:
     in_flight: bool = False  # sent to a consumer, not settled yet
     removed: bool = False  # acknowledged through a mirror while waiting in `available` (skipped, not sent)
     mirror_acked: bool = False  # acknowledged through a mirror while in flight: dropped if it comes back
+    hops: int = 0  # brokers of a network it crossed to get here (federation.py)
+    came_from: str | None = None  # node id of the broker it was pulled from
 
     def __lt__(self, other: Entry) -> bool:  # heap order: message id, i.e. arrival order
         return self.msg_id < other.msg_id
@@ -89,6 +92,7 @@ class Queue:
     internal: bool = False  # a mirror's store-and-forward queue: never mirrored or linked itself
     dead: int = 0  # entries of `available` marked removed, not popped yet
     keyed: dict = field(default_factory=dict)  # (node id, internal id) -> Entry, while mirrors need to find them
+    federation_filter: tuple | None = None  # (node, max hops) of the broker whose pull made this subscription
 
     @property
     def depth(self) -> int:
@@ -102,6 +106,8 @@ class Consumer:
     id: int
     unsettled: dict = field(default_factory=dict)  # delivery tag -> Entry
     closed: bool = False
+    federation_node: str | None = None  # another broker pulling (federation.py): its node id
+    max_hops: int = -1  # ... and how many brokers a message may have crossed to go to it
 
 
 @dataclass(eq=False)
@@ -110,6 +116,7 @@ class Producer:
     address: str | None
     routing_hint: str | None  # from the target's capabilities
     closed: bool = False
+    federation_side: object = None  # our pull from another broker (federation.py): its Side
 
 
 class Broker:
@@ -141,6 +148,7 @@ class Broker:
         self.index_entries = False  # keep Queue.keyed: once this broker mirrors or is mirrored to
         self._via: str | None = None  # while applying a mirror event: the node it came from
         self.connections = BrokerConnections(self, config.broker_connections)
+        self.federation = federating.Federation(self)
         self._calls: queue_module.SimpleQueue = queue_module.SimpleQueue()  # (function, Future) from other threads
         self._call_injector: EventInjector | None = None
 
@@ -230,6 +238,7 @@ class Broker:
         self._stats_dirty = True
         for source in self.mirrors:
             source.queue_deleted(queue, self._via)
+        self.federation.demand_changed(queue.address)
 
     def _resolve(self, address: str, hint: str | None, for_consumer: bool) -> tuple[dict | None, str]:
         """Find or auto-create an address; returns (address info or None, routing to use)."""
@@ -293,6 +302,7 @@ class Broker:
             self._connection_gone(event.connection)
             if getattr(event.connection, "broker_connection", None) is not None:
                 self.connections.closed(event.connection)
+            self.federation.connection_gone(event.connection)
             self._connections.discard(event.connection)
             forget_state(event.connection, "broker_")
 
@@ -333,6 +343,11 @@ class Broker:
             self._attach_producer(link)
 
     def _attach_producer(self, link):
+        if link.remote_target.address == federating.CONTROL_ADDRESS:
+            why = self.federation.control_attach(link)
+            if why is not None:
+                _refuse(link, "amqp:precondition-failed", why)
+            return
         if mirroring.is_mirror_attach(link):
             target = mirroring.MirrorTarget(self, link)
             why = target.open(self.node_id)
@@ -379,11 +394,18 @@ class Broker:
         link.source.copy(source)
         link.target.copy(link.remote_target)
         consumer = Consumer(link, queue, next(self._consumer_ids))
+        node = federating._property(link.remote_properties, federating.NODE_PROPERTY)
+        if node:  # another broker of a network pulling from us
+            consumer.federation_node = str(node)
+            consumer.max_hops = int(federating._property(link.remote_properties, federating.MAX_HOPS_PROPERTY) or -1)
+            if queue.temporary:
+                queue.federation_filter = (consumer.federation_node, consumer.max_hops)
         link.broker_consumer = consumer
         queue.consumers.append(consumer)
         link.open()
         self._dirty.add(queue)
         self._stats_dirty = True
+        self.federation.demand_changed(queue.address)
 
     def _subscription(self, link, address, source) -> Queue | None:
         durable = source.durability != Terminus.NONDURABLE and source.expiry_policy == Terminus.EXPIRE_NEVER
@@ -424,6 +446,10 @@ class Broker:
         producer = getattr(link, "broker_producer", None)
         if producer is not None:
             producer.closed = True
+            if producer.federation_side is not None:
+                producer.federation_side.link_lost(link)
+        if getattr(link, "broker_federation_side", None) is not None:
+            self.federation.control_closed(link)
         consumer = getattr(link, "broker_consumer", None)
         if consumer is None or consumer.closed:
             return
@@ -436,7 +462,7 @@ class Broker:
         for entry in consumer.unsettled.values():
             queue.in_flight -= 1
             entry.in_flight = False
-            if queue.internal:
+            if queue.internal or consumer.federation_node is not None:  # a link, not a delivery, failed
                 self._requeue(queue, entry)
                 continue
             entry.delivery_count += 1
@@ -449,6 +475,7 @@ class Broker:
         else:
             self._dirty.add(queue)
         self._stats_dirty = True
+        self.federation.demand_changed(queue.address)
 
     # ---- producers' messages --------------------------------------------------------------------------------------
 
@@ -475,6 +502,9 @@ class Broker:
             return
         if link.credit < PRODUCER_LOW_CREDIT:
             link.flow(PRODUCER_CREDIT - link.credit)
+        hops, came_from = 0, None
+        if producer.federation_side is not None:  # pulled from another broker of a network
+            data, hops, came_from = federating.incoming(data, producer.federation_side.remote_node)
         fields = peek(data)  # durable, ttl and `to` without a full decode; None: decode to be sure
         if fields is None:
             try:
@@ -494,7 +524,7 @@ class Broker:
         if dlv.remote_state == TRANSACTIONAL_STATE:  # held for the commit, answered by transactions.py
             self.transactions.post(dlv, info, data, durable, _expiry_of(fields))
             return
-        self._route(info, next(self._ids), data, durable, _expiry_of(fields))
+        self._route(info, next(self._ids), data, durable, _expiry_of(fields), hops=hops, came_from=came_from)
         if dlv.settled:
             dlv.settle()
         elif durable and self.config.journal_sync_non_transactional:  # false: accepted before the write (Artemis)
@@ -503,13 +533,16 @@ class Broker:
             _finish(dlv, Delivery.ACCEPTED)
 
     def _route(self, info: dict, msg_id: int, data: bytes, durable: bool, expiry: float | None,
-               delivery_count: int = 0, origin: tuple | None = None) -> int:
+               delivery_count: int = 0, origin: tuple | None = None, hops: int = 0,
+               came_from: str | None = None) -> int:
         anycast = [q for q in info["queues"] if q.routing == ANYCAST]
-        targets = [q for q in info["queues"] if q.routing == MULTICAST]
+        targets = [q for q in info["queues"] if q.routing == MULTICAST
+                   and (q.federation_filter is None or federating.may_forward(came_from, hops, *q.federation_filter))]
         if anycast:
             targets.append(anycast[msg_id % len(anycast)])
         for queue in targets:
-            entry = Entry(msg_id, data, durable and queue.durable, expiry, delivery_count, origin=origin)
+            entry = Entry(msg_id, data, durable and queue.durable, expiry, delivery_count, origin=origin, hops=hops,
+                          came_from=came_from)
             if entry.durable:
                 self.journal.enqueue(msg_id, queue.name, data)
             heapq.heappush(queue.available, entry)
@@ -600,6 +633,13 @@ class Broker:
         queue.consumers.append(consumer)
         self._dirty.add(queue)
         self._stats_dirty = True
+
+    def add_federation_producer(self, link, address: str, routing: str, side) -> None:
+        """One of our pulls from another broker of a network (federation.py)."""
+        producer = Producer(link, address, routing)
+        producer.federation_side = side
+        link.broker_producer = producer
+        link.flow(PRODUCER_CREDIT)
 
     def add_outgoing_producer(self, link, queue: Queue) -> None:
         """A receiving link of a broker connection produces into `queue`'s address."""
@@ -860,7 +900,9 @@ class Broker:
                 self._move(queue, entry, self.config.settings_for(queue.address)["expiry-address"], "expired",
                            "expiry")
                 continue
-            eligible = [c for c in ready_consumers if c.id not in entry.excluded]
+            eligible = [c for c in ready_consumers if c.id not in entry.excluded and (
+                c.federation_node is None or federating.may_forward(entry.came_from, entry.hops, c.federation_node,
+                                                                    c.max_hops))]
             if not eligible:
                 skipped.append(entry)
                 continue
@@ -881,6 +923,8 @@ class Broker:
         data = entry.data
         if entry.delivery_count:
             data = redelivered(data, entry.delivery_count) or _redelivered_by_decode(data, entry.delivery_count)
+        if consumer.federation_node is not None:  # to another broker of a network: the hops travel with it
+            data = federating.outgoing(data, entry.hops + 1, self.node_id)
         dlv = link.delivery(str(next(self._tags)))
         link.stream(data)
         link.advance()

@@ -40,8 +40,12 @@ own file format. The root is `<configuration>` holding `<core>` (a `<jms>` sibli
 * `broker-connections/amqp-connection` (002_f23507c2891d6d06.txt): `uri` (`tcp://HOST:PORT`, then alternates
   after `#` as `HOST:PORT` or `tcp://HOST:PORT`, comma-separated), `name`, `auto-start`, `reconnect-attempts`,
   `retry-interval`, `user`/`password`, holding `<sender>`, `<receiver>` and `<peer>` (each with `address-match`
-  or `queue-name`) and `<mirror>` (`queue-creation`, `queue-removal`, `message-acknowledgements`). Every other
-  attribute or element (`<federation>`, mirror `address-filter`, `sync`, ...) is refused at its line;
+  or `queue-name`), `<mirror>` (`queue-creation`, `queue-removal`, `message-acknowledgements`) and `<federation>`
+  (004_05e35cdd7bc39ede.txt networks, in Artemis's AMQP federation form): `local-queue-policy`,
+  `remote-queue-policy` (`name`, `include-federated`), `local-address-policy`, `remote-address-policy` (`name`,
+  `max-hops`), each with `<include>`/`<exclude>` (`address-match`, and `queue-match` for queue policies). Every
+  other attribute or element (mirror `address-filter`, `sync`, policy `priority-adjustment`, ...) is refused at
+  its line;
 * refused with an error naming the element: anything else that would change behaviour (clustering,
   diverts, bridges, HA, connectors, ...).
 
@@ -104,12 +108,13 @@ class AddressDef:
 class ConnectionElement:
     """One `<sender>`, `<receiver>`, `<peer>` or `<mirror>` of an amqp-connection."""
 
-    kind: str  # sender | receiver | peer | mirror
+    kind: str  # sender | receiver | peer | mirror | federation
     address_match: str | None = None
     queue_name: str | None = None
     queue_creation: bool = True  # mirror only, as are the next two
     queue_removal: bool = True
     message_acknowledgements: bool = True
+    policies: tuple = ()  # federation only: FederationPolicy
     line: int = field(default=0, compare=False)
 
     def matches(self, queue_name: str, address: str) -> bool:
@@ -117,6 +122,42 @@ class ConnectionElement:
         if self.queue_name is not None:
             return queue_name == self.queue_name
         return self.address_match is not None and match_address(self.address_match, address)
+
+
+@dataclass(frozen=True)
+class FederationPolicy:
+    """A queue or address policy of a `<federation>`: `local` pulls from the remote broker, `remote` asks the
+    remote broker to pull from this one (each when its side has consumers for a matching queue or address)."""
+
+    kind: str  # queue | address
+    side: str  # local | remote
+    name: str
+    includes: tuple[tuple[str, str], ...]  # (address-match, queue-match); queue-match "#" for address policies
+    excludes: tuple[tuple[str, str], ...] = ()
+    include_federated: bool = False  # queue policies: forward messages that themselves came by federation
+    max_hops: int = -1  # address policies: how many brokers a message may cross (-1: no limit)
+    line: int = field(default=0, compare=False)
+
+    def matches(self, address: str, queue: str) -> bool:
+        def hit(rules):
+            return any(match_address(a, address) and match_address(q, queue) for a, q in rules)
+        return hit(self.includes) and not hit(self.excludes)
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "includes": [list(r) for r in self.includes],
+                "excludes": [list(r) for r in self.excludes], "include_federated": self.include_federated,
+                "max_hops": self.max_hops}
+
+    @staticmethod
+    def from_dict(data: dict, side: str) -> FederationPolicy:
+        """A policy the other broker sent (its remote policies are ours to pull by)."""
+        kind = data.get("kind")
+        if kind not in ("queue", "address"):
+            raise ValueError(f"a federation policy of kind {kind!r}")
+        return FederationPolicy(kind, side, str(data.get("name", "")),
+                                tuple((str(a), str(q)) for a, q in data.get("includes", [])),
+                                tuple((str(a), str(q)) for a, q in data.get("excludes", [])),
+                                bool(data.get("include_federated", False)), int(data.get("max_hops", -1)))
 
 
 @dataclass(frozen=True)
@@ -137,6 +178,10 @@ class BrokerConnectionDef:
     @property
     def mirror(self) -> ConnectionElement | None:
         return next((e for e in self.elements if e.kind == "mirror"), None)
+
+    @property
+    def federation(self) -> ConnectionElement | None:
+        return next((e for e in self.elements if e.kind == "federation"), None)
 
 
 @dataclass(frozen=True)
@@ -492,9 +537,13 @@ def _amqp_connection(el, path) -> BrokerConnectionDef:
             if any(e.kind == "mirror" for e in elements):
                 raise ConfigError(path, child.line, f"{what}: a second <mirror> (one per connection)")
             elements.append(_mirror_element(child, path, what))
+        elif tag == "federation":
+            if any(e.kind == "federation" for e in elements):
+                raise ConfigError(path, child.line, f"{what}: a second <federation> (one per connection)")
+            elements.append(_federation_element(child, path, what))
         else:
             raise ConfigError(path, child.line, f"{what}: <{tag}> is not supported yet by the reference broker "
-                              "(expected <sender>, <receiver>, <peer> or <mirror>)")
+                              "(expected <sender>, <receiver>, <peer>, <mirror> or <federation>)")
     return BrokerConnectionDef(
         name=name, uri=uri, endpoints=endpoints,
         auto_start=_attr_bool(attrs, "auto-start", True, path, el.line, what),
@@ -555,6 +604,63 @@ def _mirror_element(el, path, what: str) -> ConnectionElement:
     flags = {key: _attr_bool(attrs, key, True, path, el.line, f"{what}: <mirror>") for key in _MIRROR_ATTRS}
     return ConnectionElement("mirror", queue_creation=flags["queue-creation"], queue_removal=flags["queue-removal"],
                              message_acknowledgements=flags["message-acknowledgements"], line=el.line)
+
+
+_POLICY_TAGS = {"local-queue-policy": ("queue", "local"), "remote-queue-policy": ("queue", "remote"),
+                "local-address-policy": ("address", "local"), "remote-address-policy": ("address", "remote")}
+
+
+def _federation_element(el, path, what: str) -> ConnectionElement:
+    if el.attrib:
+        key = _local(next(iter(el.attrib)))
+        raise ConfigError(path, el.line, f"{what}: <federation> attribute {key!r} is not supported yet by the "
+                          "reference broker")
+    policies = []
+    for child in el:
+        tag = _local(child.tag)
+        if tag not in _POLICY_TAGS:
+            raise ConfigError(path, child.line, f"{what}: <federation>: <{tag}> is not supported yet by the reference "
+                              f"broker (expected one of: {', '.join(_POLICY_TAGS)})")
+        policies.append(_federation_policy(child, *_POLICY_TAGS[tag], path, what))
+    if not policies:
+        raise ConfigError(path, el.line, f"{what}: <federation> needs at least one policy")
+    return ConnectionElement("federation", policies=tuple(policies), line=el.line)
+
+
+def _federation_policy(el, kind: str, side: str, path, what: str) -> FederationPolicy:
+    attrs = {_local(k): v for k, v in el.attrib.items()}
+    tag = _local(el.tag)
+    allowed = {"name", "include-federated"} if kind == "queue" else {"name", "max-hops"}
+    for key in attrs:
+        if key not in allowed:
+            raise ConfigError(path, el.line, f"{what}: <{tag}> attribute {key}={attrs[key]!r} is not supported yet by "
+                              f"the reference broker (expected: {', '.join(sorted(allowed))})")
+    name = attrs.get("name")
+    if not name:
+        raise ConfigError(path, el.line, f"{what}: <{tag}> needs a name attribute")
+    rules: dict[str, list] = {"include": [], "exclude": []}
+    for child in el:
+        rule = _local(child.tag)
+        if rule not in rules:
+            raise ConfigError(path, child.line, f"{what}: <{tag}>: expected <include> or <exclude>, got <{rule}>")
+        cattrs = {_local(k): v for k, v in child.attrib.items()}
+        keys = {"address-match", "queue-match"} if kind == "queue" else {"address-match"}
+        for key in cattrs:
+            if key not in keys:
+                raise ConfigError(path, child.line, f"{what}: <{rule}> attribute {key!r} is not supported here "
+                                  f"(expected: {', '.join(sorted(keys))})")
+        address, queue = cattrs.get("address-match", "#"), cattrs.get("queue-match", "#")
+        for value in (address, queue):
+            if not value or ("#" in value and value.index("#") != len(value) - 1):
+                raise ConfigError(path, child.line, f"{what}: <{rule}> match {value!r}: expected a name or wildcard "
+                                  "with '#' only last")
+        rules[rule].append((address, queue))
+    if not rules["include"]:
+        raise ConfigError(path, el.line, f"{what}: <{tag}> {name!r} needs at least one <include>")
+    return FederationPolicy(
+        kind, side, name, tuple(rules["include"]), tuple(rules["exclude"]),
+        include_federated=_attr_bool(attrs, "include-federated", False, path, el.line, what),
+        max_hops=_attr_int(attrs, "max-hops", -1, -1, path, el.line, what), line=el.line)
 
 
 def _attr_bool(attrs: dict, key: str, default: bool, path, line: int, what: str) -> bool:

@@ -151,6 +151,9 @@ class BrokerConnections:
         if bc.mirror is not None:
             link = bc.mirror.attach(bc.session, self.broker.node_id)
             link.broker_outgoing = (bc, "mirror", bc.mirror.snf)
+        if bc.definition.federation is not None:
+            link = self.broker.federation.dialled(conn, bc.definition.federation, bc.session)
+            link.broker_outgoing = (bc, "federation", None)
 
     def closed(self, conn) -> None:
         """Our connection's transport closed: a failed dial or a lost connection. Retry or give up."""
@@ -196,7 +199,7 @@ class BrokerConnections:
         if queue.internal or queue.temporary or queue.name.startswith(SNF_PREFIX):
             return
         for element in bc.definition.elements:
-            if element.kind == "mirror" or not element.matches(queue.name, queue.address):
+            if element.kind in ("mirror", "federation") or not element.matches(queue.name, queue.address):
                 continue
             if element.kind in ("sender", "peer"):
                 self._attach(bc, queue, "sender", element.kind == "peer")
@@ -228,11 +231,16 @@ class BrokerConnections:
         if bc.connection is None or link.connection != bc.connection:
             return
         terminus = link.remote_target if link.is_sender else link.remote_source
+        what = f"{kind} link" + (f" for {queue.address!r}" if queue is not None else "")
         if link.remote_condition is not None or terminus is None or (terminus.address is None
                                                                      and not terminus.dynamic):
-            self.error(bc, f"the remote refused the {kind} link for {queue.address!r}: {link.remote_condition}")
+            self.error(bc, f"the remote refused the {what}: {link.remote_condition}")
             return
-        if kind == "mirror":
+        if kind == "federation":
+            why = self.broker.federation.control_answered(link)
+            if why is not None:
+                self.error(bc, f"federation refused: {why}")
+        elif kind == "mirror":
             why = bc.mirror.check_answer(link, self.broker.node_id)
             if why is not None:
                 self.error(bc, f"mirror link refused: {why}")
@@ -251,7 +259,8 @@ class BrokerConnections:
         if not link.state & Endpoint.LOCAL_ACTIVE:
             return
         if bc.connection is not None and link.connection == bc.connection and bc.connected:
-            self.error(bc, f"the remote closed the {kind} link for {queue.address!r}: {link.remote_condition}")
+            what = f"{kind} link" + (f" for {queue.address!r}" if queue is not None else "")
+            self.error(bc, f"the remote closed the {what}: {link.remote_condition}")
 
     def stop(self) -> None:
         for bc in self.items.values():

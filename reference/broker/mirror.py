@@ -39,11 +39,13 @@ import json
 import logging
 import uuid
 
-from proton import Condition, Data, Delivery, Message, symbol
+from proton import Condition, Delivery, Message, symbol
 
 from .. import attach_caps
 from ..links import read_message
-from ..peek import section_end, sections
+from ..peek import sections
+from .wire import (encode_long, encode_map, encode_string, encode_symbol, split_delivery_annotations,
+                   with_delivery_annotations)
 
 log = logging.getLogger("MIRROR")
 
@@ -58,7 +60,6 @@ INTERNAL_DESTINATION = "x-opt-amq-mr-dst"
 ADD_ADDRESS, DELETE_ADDRESS = "addAddress", "deleteAddress"
 CREATE_QUEUE, DELETE_QUEUE, POST_ACK = "createQueue", "deleteQueue", "postAck"
 
-_DELIVERY_ANNOTATIONS, _HEADER = 0x71, 0x70
 TARGET_CREDIT = 1000
 DEDUP_PER_ORIGIN = 100_000  # internal ids remembered per origin node, to drop events sent again after a reconnect
 
@@ -88,27 +89,6 @@ def control_event(event: str, address: str | None, queue: str | None, body, brok
 _DURABLE_HEADER = b"\x00\x53\x70\xc0\x02\x01\x41"  # header: list8 of one field, durable true
 
 
-def _symbol(text: str) -> bytes:
-    raw = text.encode()
-    return b"\xa3" + bytes([len(raw)]) + raw if len(raw) < 256 else b"\xb3" + len(raw).to_bytes(4, "big") + raw
-
-
-def _string(text: str) -> bytes:
-    raw = text.encode()
-    return b"\xa1" + bytes([len(raw)]) + raw if len(raw) < 256 else b"\xb1" + len(raw).to_bytes(4, "big") + raw
-
-
-def _long(value: int) -> bytes:
-    return b"\x81" + value.to_bytes(8, "big", signed=True)
-
-
-def _map(entries: list[bytes]) -> bytes:
-    body, count = b"".join(entries), len(entries)
-    if len(body) + 1 < 256 and count < 256:
-        return b"\xc1" + bytes([len(body) + 1, count]) + body
-    return b"\xd1" + (len(body) + 4).to_bytes(4, "big") + count.to_bytes(4, "big") + body
-
-
 _ACK_PREFIXES: dict = {}
 
 
@@ -117,72 +97,34 @@ def post_ack_event(address: str, queue: str, internal_id: int, broker_id: str | 
     key = (address, queue, broker_id)
     prefix = _ACK_PREFIXES.get(key)
     if prefix is None:
-        entries = [_symbol(EVENT_TYPE), _symbol(POST_ACK), _symbol(ADDRESS), _string(address), _symbol(QUEUE),
-                   _string(queue)]
+        entries = [encode_symbol(EVENT_TYPE), encode_symbol(POST_ACK), encode_symbol(ADDRESS), encode_string(address),
+                   encode_symbol(QUEUE),
+                   encode_string(queue)]
         if broker_id is not None:
-            entries += [_symbol(BROKER_ID), _string(broker_id)]
-        prefix = _DURABLE_HEADER + b"\x00\x53\x72" + _map(entries) + b"\x00\x53\x77"
+            entries += [encode_symbol(BROKER_ID), encode_string(broker_id)]
+        prefix = _DURABLE_HEADER + b"\x00\x53\x72" + encode_map(entries) + b"\x00\x53\x77"
         if len(_ACK_PREFIXES) > 10_000:
             _ACK_PREFIXES.clear()
         _ACK_PREFIXES[key] = prefix
-    return prefix + _long(internal_id)
+    return prefix + encode_long(internal_id)
 
 
 def send_event(data: bytes, internal_id: int, address: str, origin: str | None) -> bytes:
-    """The message's own bytes with the mirror's delivery annotations after its header (AMQP 1.0 §3.2 order);
-    delivery annotations it carried are replaced (they are for one hop only). The address always travels
-    (Artemis sends it only when the message's `to` differs; reading `to` here would cost a peek per message)."""
-    entries = [_symbol(INTERNAL_ID), _long(internal_id), _symbol(INTERNAL_DESTINATION), _string(address)]
+    """The message's own bytes with the mirror's delivery annotations (AMQP 1.0 §3.2 order); delivery annotations
+    it carried are replaced (they are for one hop only). The address always travels (Artemis sends it only when
+    the message's `to` differs; reading `to` here would cost a peek per message)."""
+    entries = [encode_symbol(INTERNAL_ID), encode_long(internal_id), encode_symbol(INTERNAL_DESTINATION),
+               encode_string(address)]
+    values = {INTERNAL_ID: internal_id, INTERNAL_DESTINATION: address}
     if origin is not None:
-        entries += [_symbol(BROKER_ID), _string(origin)]
-    annotations = b"\x00\x53\x71" + _map(entries)
-    # Only the header and delivery annotations (the first sections, AMQP 1.0 §3.2) are looked at: the rest of
-    # the message goes on as its bytes.
-    after_header = _end_of(data, 0, _HEADER)
-    if after_header is not None:
-        after_old = _end_of(data, after_header, _DELIVERY_ANNOTATIONS)
-        if after_old is not None:
-            return data[:after_header] + annotations + data[after_old:]
-    message = Message()  # not a layout peek can walk: decode and encode it whole
-    message.decode(data)
-    message.instructions = {symbol(INTERNAL_ID): internal_id, symbol(INTERNAL_DESTINATION): address,
-                            **({symbol(BROKER_ID): origin} if origin is not None else {})}
-    return message.encode()
-
-
-def _end_of(data: bytes, pos: int, code: int) -> int | None:
-    """Where the section at `pos` ends if it is one of type `code`; `pos` itself when another section (or
-    nothing) is there; None when the bytes cannot be walked."""
-    if pos >= len(data):
-        return pos
-    if data[pos:pos + 2] != b"\x00\x53":
-        return None
-    if data[pos + 2] != code:
-        return pos
-    return section_end(data, pos)
+        entries += [encode_symbol(BROKER_ID), encode_string(origin)]
+        values[BROKER_ID] = origin
+    return with_delivery_annotations(data, entries, values)
 
 
 def read_send(data: bytes) -> tuple[dict, bytes]:
     """(delivery annotations, the message without them) of a mirrored send."""
-    parts = sections(data)
-    if parts is None:
-        message = Message()
-        message.decode(data)
-        annotations = dict(message.instructions or {})
-        message.instructions = None
-        return annotations, message.encode()
-    annotations: dict = {}
-    kept = []
-    for code, start, end in parts:
-        if code == _DELIVERY_ANNOTATIONS:
-            decoded = Data()
-            decoded.decode(data[start:end])
-            decoded.rewind()
-            decoded.next()
-            annotations = dict(getattr(decoded.get_object(), "value", None) or {})
-        else:
-            kept.append(data[start:end])
-    return annotations, b"".join(kept)
+    return split_delivery_annotations(data)
 
 
 def event_type(data: bytes) -> tuple[str | None, Message | None]:
