@@ -26,6 +26,9 @@ QUEUE_ROUTINGS = ("anycast", "multicast")
 VIAS = ("proxy",)
 # What a broker connection creates on the node it dials (002_f23507c2891d6d06.txt, AMQP broker connections).
 CONNECTION_ELEMENTS = ("mirror", "sender", "receiver", "peer")
+# How a network connector names the brokers it dials (004_05e35cdd7bc39ede.txt, ActiveMQ's network connector
+# URIs): `static:(a,b)` bridges to each broker listed, `masterslave:(primary,standby)` to one pair at a time.
+NETWORK_URIS = ("static", "masterslave")
 
 # Every node gets a listener for clients under this name; inbound inter-router and edge connections share
 # one listener per role, named after the role.
@@ -149,6 +152,37 @@ class BrokerConnection:
         return next((e for e in self.elements if e.type == "mirror"), None)
 
 
+@dataclass(frozen=True)
+class NetworkConnector:
+    """An ActiveMQ-style network connector (004_05e35cdd7bc39ede.txt): this broker forwards messages to the
+    consumers of the `to` brokers (and, `duplex`, theirs to its own consumers over the same connection).
+
+    `uri: static` bridges to each `to` broker over a connection of its own; `uri: masterslave` dials
+    `to[0]` (the primary) and, while it cannot, `to[1]` (the standby): one connection at a time. Patterns
+    use Artemis's wildcards ('.' separates words, '*' is one word, '#' the rest, last only)."""
+
+    name: str
+    to: tuple[str, ...]
+    uri: str = "static"
+    duplex: bool = False
+    network_ttl: int = 1  # ActiveMQ's default: a message or subscription crosses one broker
+    user: str | None = None
+    password: str | None = None
+    queues: tuple[str, ...] = ("#",)
+    topics: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+    conduit_subscriptions: bool = True
+    retry_interval_ms: int = 1000  # ActiveMQ's initialReconnectDelay
+
+    @property
+    def connections(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(connection name, dialled nodes in order) per connection the connector makes: `NAME.NODE` for
+        each node of a static connector, `NAME` with [primary, standby] for a masterslave one."""
+        if self.uri == "masterslave":
+            return ((self.name, self.to),)
+        return tuple((f"{self.name}.{target}", (target,)) for target in self.to)
+
+
 @dataclass
 class Node:
     name: str
@@ -161,6 +195,7 @@ class Node:
     listeners: list[Listener] = field(default_factory=list)
     settings: BrokerSettings = field(default_factory=BrokerSettings)
     broker_connections: list[BrokerConnection] = field(default_factory=list)
+    network_connectors: list[NetworkConnector] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -394,7 +429,7 @@ def _prefix_or_pattern(w: _Where, data: dict, label: str) -> tuple[str | None, s
 
 _TOP_FIELDS = ("name", "description", "nodes", "links", "clients")
 _ROUTER_FIELDS = ("role", "mode", "addresses", "autolinks", "link_routes", "listeners")
-_BROKER_FIELDS = ("role", "queues", "listeners", "settings", "broker_connections")
+_BROKER_FIELDS = ("role", "queues", "listeners", "settings", "broker_connections", "network_connectors")
 _SETTINGS_FIELDS = ("dead_letter_address", "expiry_address", "max_delivery_attempts", "redelivery_delay_ms",
                     "auto_create")
 _ADDRESS_FIELDS = ("prefix", "pattern", "distribution", "priority", "waypoint", "enable_fallback")
@@ -405,6 +440,8 @@ _CONNECTION_FIELDS = ("name", "to", "auto_start", "reconnect_attempts", "retry_i
                       "elements")
 _MIRROR_FIELDS = ("type", "queue_creation", "queue_removal", "message_acknowledgements")
 _LINK_ELEMENT_FIELDS = ("type", "address_match", "queue_name")
+_NETWORK_FIELDS = ("name", "uri", "to", "duplex", "network_ttl", "user", "password", "queues", "topics", "excluded",
+                   "conduit_subscriptions", "retry_interval_ms")
 
 
 def parse_topology(data: Any, path: str | Path | None = None) -> Topology:
@@ -428,12 +465,13 @@ def parse_topology(data: Any, path: str | Path | None = None) -> Topology:
                 "nodes", f"a node name other than {', '.join(RESERVED_LISTENER_NAMES)}", node_name
             )
     # Nodes first without cross-references, links next, then what refers to links (autolinks, routes,
-    # broker connections).
+    # broker connections, network connectors).
     nodes = {n: _parse_node(top.at(f"node {n}"), n, raw, tuple(raw_nodes)) for n, raw in raw_nodes.items()}
     links = _parse_links(top, data, nodes)
     for node_name, node in nodes.items():
         _check_connections(top.at(f"node {node_name}"), node, links)
         _check_broker_connections(top.at(f"node {node_name}"), node, nodes, links)
+        _check_network_connectors(top.at(f"node {node_name}"), node, nodes, links)
     clients = _parse_clients(top, data, nodes)
     return Topology(name, description, nodes, links, clients, Path(path) if path is not None else None)
 
@@ -476,6 +514,11 @@ def _parse_node(w: _Where, name: str, raw: Any, node_names: tuple[str, ...]) -> 
         for i, connection_name in enumerate(names):
             if connection_name in names[:i]:
                 raise w.error(f"broker_connections[{i}].name", f"duplicate broker connection name {connection_name!r}")
+        node.network_connectors = [
+            _parse_network_connector(w, c, f"network_connectors[{i}]", name, node_names)
+            for i, c in enumerate(w.items(raw, "network_connectors"))
+        ]
+        _check_connection_names(w, node)
     node.listeners = [
         _parse_listener(w, ls, f"listeners[{i}]", node_names)
         for i, ls in enumerate(w.items(raw, "listeners"))
@@ -636,6 +679,100 @@ def _parse_connection_element(w: _Where, raw: Any, label: str) -> BrokerConnecti
     return BrokerConnectionElement(type=kind, queue_name=queue)
 
 
+def _parse_network_connector(w: _Where, raw: Any, label: str, node_name: str,
+                             node_names: tuple[str, ...]) -> NetworkConnector:
+    """One item of a broker's `network_connectors`; the links it dials over are checked later."""
+    w.mapping(raw, label, _NETWORK_FIELDS, required=("name", "to"))
+    name = w.string(raw, "name", f"{label}.name")
+    if not _CONNECTION_NAME.match(name):
+        raise w.expected(f"{label}.name", "a name of letters, digits, '_', '-' or '.'", name)
+    uri = raw.get("uri", "static")
+    if uri not in NETWORK_URIS:
+        if isinstance(uri, str) and uri.split(":", 1)[0] in NETWORK_URIS and ":" in uri:
+            hint = f" (write uri: {uri.split(':', 1)[0]} and list the nodes in 'to')"
+        else:
+            close = difflib.get_close_matches(str(uri), NETWORK_URIS, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise w.error(f"{label}.uri", f"expected one of {', '.join(NETWORK_URIS)}, got {_show(uri)}{hint}")
+    to = raw["to"]
+    targets = [to] if isinstance(to, str) else to
+    if not isinstance(targets, list) or not targets:
+        raise w.expected(f"{label}.to", "a node name or a non-empty list of node names", to)
+    for i, target in enumerate(targets):
+        where = f"{label}.to" if isinstance(to, str) else f"{label}.to[{i}]"
+        if target not in node_names:
+            raise w.expected(where, f"a node name ({', '.join(node_names)})", target)
+        if target == node_name:
+            raise w.expected(where, f"a node other than {node_name} itself", target)
+        if target in targets[:i]:
+            raise w.error(where, f"{target} is listed twice")
+    if uri == "masterslave" and len(targets) != 2:
+        raise w.error(f"{label}.to", f"uri masterslave dials exactly 2 nodes, [primary, standby]; got {len(targets)}")
+    user, password = (_optional_string(w, raw, key, f"{label}.{key}") for key in ("user", "password"))
+    if password is not None and user is None:
+        raise w.error(f"{label}.password", "given without 'user'")
+    conduit = _flag(w, raw, "conduit_subscriptions", f"{label}.conduit_subscriptions")
+    if not conduit:
+        raise w.error(f"{label}.conduit_subscriptions", "false is not supported yet (only true: the bridge "
+                                                        "forwards one subscription per destination)")
+    queues, topics, excluded = (_patterns(w, raw, key, f"{label}.{key}", default)
+                                for key, default in (("queues", ["#"]), ("topics", []), ("excluded", [])))
+    if not queues and not topics:
+        raise w.error(label, "forwards nothing: 'queues' and 'topics' are both empty")
+    return NetworkConnector(
+        name=name,
+        to=tuple(targets),
+        uri=uri,
+        duplex=w.boolean(raw, "duplex", f"{label}.duplex"),
+        network_ttl=w.integer(raw, "network_ttl", f"{label}.network_ttl", 1, None, 1),
+        user=user,
+        password=password,
+        queues=queues,
+        topics=topics,
+        excluded=excluded,
+        conduit_subscriptions=conduit,
+        retry_interval_ms=w.integer(raw, "retry_interval_ms", f"{label}.retry_interval_ms", 1, None, 1000),
+    )
+
+
+def _patterns(w: _Where, raw: dict, key: str, label: str, default: list) -> tuple[str, ...]:
+    """A list of address patterns in Artemis's wildcard syntax, each word non-empty, '*' and '#' whole words and
+    '#' only last (so that it means the same in ActiveMQ's syntax, where it becomes '>')."""
+    value = raw.get(key, default)
+    if not isinstance(value, list):
+        raise w.expected(label, "a list of address patterns", value)
+    for i, pattern in enumerate(value):
+        where = f"{label}[{i}]"
+        if not isinstance(pattern, str) or not pattern or any(ch.isspace() for ch in pattern):
+            raise w.expected(where, "an address pattern without spaces", pattern)
+        words = pattern.split(".")
+        bad = next((word for word in words
+                    if word == "" or (word not in ("*", "#") and any(ch in word for ch in "*#"))), None)
+        if bad is not None:
+            raise w.expected(where, "'.'-separated words, with '*' and '#' as whole words"
+                             + (" (an empty word)" if bad == "" else ""), pattern)
+        if "#" in words[:-1]:
+            raise w.expected(where, "'#' only as the last word", pattern)
+        if pattern in value[:i]:
+            raise w.error(where, f"{pattern!r} is listed twice")
+    return tuple(value)
+
+
+def _check_connection_names(w: _Where, node: Node) -> None:
+    """Broker connections and the connections of network connectors are all `<amqp-connection>`s of one
+    broker.xml, so their names (NAME, or NAME.NODE for each node of a static connector) must differ."""
+    seen: dict[str, str] = {c.name: f"broker_connections[{i}]" for i, c in enumerate(node.broker_connections)}
+    for i, connector in enumerate(node.network_connectors):
+        label = f"network_connectors[{i}]"
+        if any(c.name == connector.name for c in node.network_connectors[:i]):
+            raise w.error(f"{label}.name", f"duplicate network connector name {connector.name!r}")
+        for connection_name, _targets in connector.connections:
+            if connection_name in seen:
+                raise w.error(f"{label}.name", f"its connection {connection_name!r} has the name of a connection "
+                                               f"of {seen[connection_name]}")
+            seen[connection_name] = label
+
+
 def _flag(w: _Where, raw: dict, key: str, label: str) -> bool:
     """A true-or-false field whose default is true."""
     value = raw.get(key, True)
@@ -747,6 +884,25 @@ def _check_broker_connections(w: _Where, node: Node, nodes: dict[str, Node], lin
                               f"a {element.type} connects to {need}s only; {', '.join(wrong)} "
                               f"{'is a' if len(wrong) == 1 else 'are'} {roles[wrong[0]]}"
                               f"{'' if len(wrong) == 1 else 's'}")
+
+
+def _check_network_connectors(w: _Where, node: Node, nodes: dict[str, Node], links: list[Link]) -> None:
+    """A network connector dials each broker it names over a link `from: <this broker>, to: <that broker>` of
+    role normal (the port, and the fault proxy when `via: proxy`); a duplex connector needs no link back."""
+    outbound = {link.to: link for link in links if link.from_ == node.name}
+    for i, connector in enumerate(node.network_connectors):
+        label = f"network_connectors[{i}]"
+        for j, target in enumerate(connector.to):
+            where = f"{label}.to" if len(connector.to) == 1 else f"{label}.to[{j}]"
+            if nodes[target].role != "broker":
+                raise w.error(where, f"{target} is a {nodes[target].role}; a network connector joins brokers")
+            link = outbound.get(target)
+            if link is None:
+                raise w.error(where, f"no link from {node.name} to {target} in 'links' (add "
+                                     f"{{from: {node.name}, to: {target}, role: normal}})")
+            if link.role != "normal":
+                raise w.error(where, f"the link {link.name} has role {link.role}; a network connector dials "
+                                     "over a link of role normal")
 
 
 def _parse_clients(top: _Where, data: dict, nodes: dict[str, Node]) -> dict[str, str]:

@@ -9,6 +9,7 @@ from harness.topology import (
     BrokerConnection,
     BrokerConnectionElement,
     Listener,
+    NetworkConnector,
     Topology,
     TopologyError,
     load_topology,
@@ -643,3 +644,280 @@ def test_the_broker_connection_topologies_in_the_repository():
     for topo in (peer, bridge, mirror, dual, failover, reconnect):
         retries = [c.retry_interval_ms for n in topo.nodes.values() for c in n.broker_connections]
         assert retries and max(retries) <= 300, f"{topo.name}: cases must not wait Artemis's 5 s between retries"
+
+
+# ---- network connectors (004_05e35cdd7bc39ede.txt) -------------------------------------------------------------
+
+NETWORK = """\
+name: network
+nodes:
+  B1:
+    role: broker
+    queues: [{address: orders}]
+    broker_connections:
+      - {name: b1-b2, to: B2, elements: [{type: sender, queue_name: orders}]}
+    network_connectors:
+      - name: b1-b2
+        uri: static
+        to: [B2, B3]
+        duplex: true
+        network_ttl: 3
+        user: myCommonUser
+        password: secret
+        queues: ["orders.#", "jobs.*"]
+        topics: ["prices.#", "prices"]
+        excluded: ["orders.private.#"]
+        conduit_subscriptions: true
+        retry_interval_ms: 200
+      - name: b1-pair
+        uri: masterslave
+        to: [M, S]
+  B2: {role: broker}
+  B3: {role: broker}
+  M: {role: broker}
+  S: {role: broker}
+links:
+  - {from: B1, to: B2, role: normal, via: proxy}
+  - {from: B1, to: B3, role: normal}
+  - {from: B1, to: M, role: normal}
+  - {from: B1, to: S, role: normal}
+"""
+
+
+def test_network_connectors_parse(tmp_path):
+    topo = load_topology(write(tmp_path, NETWORK))
+    static, pair = topo.node("B1").network_connectors
+    assert static == NetworkConnector(
+        name="b1-b2", to=("B2", "B3"), uri="static", duplex=True, network_ttl=3, user="myCommonUser",
+        password="secret", queues=("orders.#", "jobs.*"), topics=("prices.#", "prices"),
+        excluded=("orders.private.#",), conduit_subscriptions=True, retry_interval_ms=200)
+    # static: a connection to each node listed (ActiveMQ's static:(a,b)), named after the connector and the node;
+    # masterslave: one connection, [primary, standby].
+    assert static.connections == (("b1-b2.B2", ("B2",)), ("b1-b2.B3", ("B3",)))
+    assert pair.connections == (("b1-pair", ("M", "S")),)
+    # The defaults: ActiveMQ's (not duplex, network TTL 1, conduit subscriptions), every queue and no topic,
+    # a reconnect delay of 1000 ms, no credentials.
+    assert pair == NetworkConnector(name="b1-pair", to=("M", "S"), uri="masterslave")
+    assert (pair.duplex, pair.network_ttl, pair.user, pair.password, pair.queues, pair.topics, pair.excluded,
+            pair.conduit_subscriptions, pair.retry_interval_ms) == (
+        False, 1, None, None, ("#",), (), (), True, 1000)
+    # A node may have broker connections and network connectors side by side.
+    assert [c.name for c in topo.node("B1").broker_connections] == ["b1-b2"]
+    assert all(topo.node(n).network_connectors == [] for n in ("B2", "B3", "M", "S"))
+
+
+def test_a_single_to_node_and_the_default_uri():
+    data = network_pair(network(to="B2"))
+    (connector,) = parse_topology(data).node("B1").network_connectors
+    assert (connector.uri, connector.to, connector.connections) == ("static", ("B2",), (("n.B2", ("B2",)),))
+
+
+def network_pair(*connectors, b2: dict | None = None, links: list | None = None, **b1) -> dict:
+    return {
+        "name": "t",
+        "nodes": {"B1": {"role": "broker", "network_connectors": list(connectors), **b1},
+                  "B2": b2 or {"role": "broker"}, "B3": {"role": "broker"}},
+        "links": ([{"from": "B1", "to": "B2", "role": "normal"}, {"from": "B1", "to": "B3", "role": "normal"}]
+                  if links is None else links),
+    }
+
+
+def network(**fields) -> dict:
+    return {"name": "n", "to": "B2", **fields}
+
+
+NETWORK_PREFIX = "<topology>: node B1: field 'network_connectors["
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (network_pair({"to": "B2"}), "[0].name': missing (required)"),
+        (network_pair({"name": "n"}), "[0].to': missing (required)"),
+        (network_pair(network(name="a b")), "[0].name': expected a name of letters, digits, '_', '-' or '.', "
+                                            "got 'a b'"),
+        (network_pair(network(name="")), "[0].name': expected a non-empty string, got ''"),
+        (network_pair(network(), network(to="B3")), "[1].name': duplicate network connector name 'n'"),
+        (network_pair(network(uri="failover")), "[0].uri': expected one of static, masterslave, got 'failover'"),
+        (network_pair(network(uri="statik")),
+         "[0].uri': expected one of static, masterslave, got 'statik' (did you mean 'static'?)"),
+        (network_pair(network(uri="static:(tcp://b2:61617)")),
+         "[0].uri': expected one of static, masterslave, got 'static:(tcp://b2:61617)' (write uri: static and "
+         "list the nodes in 'to')"),
+        (network_pair(network(to="B9")), "[0].to': expected a node name (B1, B2, B3), got 'B9'"),
+        (network_pair(network(to=["B2", "B9"])), "[0].to[1]': expected a node name (B1, B2, B3), got 'B9'"),
+        (network_pair(network(to="B1")), "[0].to': expected a node other than B1 itself, got 'B1'"),
+        (network_pair(network(to=[])), "[0].to': expected a node name or a non-empty list of node names, got []"),
+        (network_pair(network(to=7)), "[0].to': expected a node name or a non-empty list of node names, got 7"),
+        (network_pair(network(to=["B2", "B2"])), "[0].to[1]': B2 is listed twice"),
+        (network_pair(network(uri="masterslave")),
+         "[0].to': uri masterslave dials exactly 2 nodes, [primary, standby]; got 1"),
+        (network_pair(network(to="B2"), links=[]),
+         "[0].to': no link from B1 to B2 in 'links' (add {from: B1, to: B2, role: normal})"),
+        (network_pair(network(to=["B2", "B3"]), links=[{"from": "B1", "to": "B2", "role": "normal"}]),
+         "[0].to[1]': no link from B1 to B3 in 'links' (add {from: B1, to: B3, role: normal})"),
+        (network_pair(network(), links=[{"from": "B2", "to": "B1", "role": "normal"}]),
+         "[0].to': no link from B1 to B2 in 'links'"),
+        (network_pair(network(), b2=ROUTER_B2, links=[{"from": "B1", "to": "B2", "role": "normal"}]),
+         "[0].to': B2 is a router; a network connector joins brokers"),
+        (network_pair(network(duplex="yes")), "[0].duplex': expected true or false, got 'yes'"),
+        (network_pair(network(network_ttl=0)), "[0].network_ttl': expected an integer >= 1, got 0"),
+        (network_pair(network(network_ttl=True)), "[0].network_ttl': expected an integer >= 1, got True"),
+        (network_pair(network(network_ttl="2")), "[0].network_ttl': expected an integer >= 1, got '2'"),
+        (network_pair(network(retry_interval_ms=0)), "[0].retry_interval_ms': expected an integer >= 1, got 0"),
+        (network_pair(network(password="p")), "[0].password': given without 'user'"),
+        (network_pair(network(user="")), "[0].user': expected a non-empty string, got ''"),
+        (network_pair(network(conduit_subscriptions=False)),
+         "[0].conduit_subscriptions': false is not supported yet (only true: the bridge forwards one subscription "
+         "per destination)"),
+        (network_pair(network(conduit_subscriptions="no")),
+         "[0].conduit_subscriptions': expected true or false, got 'no'"),
+        (network_pair(network(networkTTL=2)),
+         "[0].networkTTL': unknown field; expected one of name, uri, to, duplex, network_ttl, user, password, "
+         "queues, topics, excluded, conduit_subscriptions, retry_interval_ms (did you mean "
+         "'network_connectors[0].network_ttl'?)"),
+        (network_pair(network(topic=["a"])), "(did you mean 'network_connectors[0].topics'?)"),
+        (network_pair(network(queues="#")), "[0].queues': expected a list of address patterns, got '#'"),
+        (network_pair(network(topics=[""])), "[0].topics[0]': expected an address pattern without spaces, got ''"),
+        (network_pair(network(topics=["a b"])), "[0].topics[0]': expected an address pattern without spaces, "
+                                                "got 'a b'"),
+        (network_pair(network(topics=[3])), "[0].topics[0]': expected an address pattern without spaces, got 3"),
+        (network_pair(network(queues=["a.#.b"])), "[0].queues[0]': expected '#' only as the last word, "
+                                                  "got 'a.#.b'"),
+        (network_pair(network(queues=["#.a"])), "[0].queues[0]': expected '#' only as the last word, got '#.a'"),
+        (network_pair(network(excluded=["a#"])),
+         "[0].excluded[0]': expected '.'-separated words, with '*' and '#' as whole words, got 'a#'"),
+        (network_pair(network(excluded=["a.*b"])),
+         "[0].excluded[0]': expected '.'-separated words, with '*' and '#' as whole words, got 'a.*b'"),
+        (network_pair(network(queues=["*#"])),
+         "[0].queues[0]': expected '.'-separated words, with '*' and '#' as whole words, got '*#'"),
+        (network_pair(network(queues=["a..b"])),
+         "[0].queues[0]': expected '.'-separated words, with '*' and '#' as whole words (an empty word), "
+         "got 'a..b'"),
+        (network_pair(network(topics=["p", "p"])), "[0].topics[1]': 'p' is listed twice"),
+        (network_pair(network(queues=[])), "[0]': forwards nothing: 'queues' and 'topics' are both empty"),
+        (network_pair(network(name="n.B2", uri="masterslave", to=["B2", "B3"]), network(to="B2")),
+         "[1].name': its connection 'n.B2' has the name of a connection of network_connectors[0]"),
+        (network_pair(network(name="bc", uri="masterslave", to=["B2", "B3"]),
+                      broker_connections=[connection(name="bc")]),
+         "[0].name': its connection 'bc' has the name of a connection of broker_connections[0]"),
+        (network_pair(network(name="bc"), broker_connections=[connection(name="bc.B2")]),
+         "[0].name': its connection 'bc.B2' has the name of a connection of broker_connections[0]"),
+    ],
+)
+def test_network_connector_errors(data, expected):
+    with pytest.raises(TopologyError) as info:
+        parse_topology(data)
+    message = str(info.value)
+    assert message.startswith(NETWORK_PREFIX), message
+    assert expected in message, message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("pattern", ["#", "*", "a", "a.b", "a.*", "a.#", "*.b.#", "a-b_c.d", "$sys.#"])
+def test_patterns_in_artemis_wildcard_syntax(pattern):
+    data = network_pair(network(queues=[pattern], topics=[pattern], excluded=[pattern]))
+    (connector,) = parse_topology(data).node("B1").network_connectors
+    assert connector.queues == connector.topics == connector.excluded == (pattern,)
+
+
+def test_a_connector_may_forward_topics_only():
+    (connector,) = parse_topology(network_pair(network(queues=[], topics=["prices"]))).node("B1").network_connectors
+    assert (connector.queues, connector.topics) == ((), ("prices",))
+
+
+def test_masterslave_dials_exactly_two_in_order():
+    data = network_pair(network(uri="masterslave", to=["B3", "B2"]))
+    (connector,) = parse_topology(data).node("B1").network_connectors
+    assert connector.connections == (("n", ("B3", "B2")),)
+    data["nodes"]["B4"] = {"role": "broker"}
+    data["links"].append({"from": "B1", "to": "B4", "role": "normal"})
+    for to, count in ((["B2", "B3", "B4"], 3), ("B2", 1), (["B2"], 1)):
+        data["nodes"]["B1"]["network_connectors"][0]["to"] = to
+        pattern = (r"^<topology>: node B1: field 'network_connectors\[0\].to': uri masterslave dials exactly 2 "
+                   rf"nodes, \[primary, standby\]; got {count}$")
+        with pytest.raises(TopologyError, match=pattern):
+            parse_topology(data)
+    data["nodes"]["B1"]["network_connectors"][0].update(uri="static", to=["B2", "B3", "B4"])  # one connection each
+    assert [name for name, _ in parse_topology(data).node("B1").network_connectors[0].connections] == [
+        "n.B2", "n.B3", "n.B4"]
+
+
+def test_a_static_connector_fans_out_to_every_node_listed():
+    data = network_pair(network(to=["B2", "B3"], duplex=True))
+    (connector,) = parse_topology(data).node("B1").network_connectors
+    assert connector.connections == (("n.B2", ("B2",)), ("n.B3", ("B3",)))
+
+
+def test_network_connectors_are_a_broker_field():
+    data = minimal(network_connectors=[])
+    with pytest.raises(TopologyError, match=r"^<topology>: node R1: field 'network_connectors': not a field of a "
+                                            r"router node$"):
+        parse_topology(data)
+
+
+def test_a_link_of_another_role_is_refused():
+    data = network_pair(network(), links=[{"from": "B1", "to": "B2", "role": "normal"}])
+    data["nodes"]["R1"] = ROUTER_B2
+    data["nodes"]["B1"]["network_connectors"][0]["to"] = "R1"
+    data["links"].append({"from": "B1", "to": "R1", "role": "route-container"})
+    with pytest.raises(TopologyError, match=r"\.to': R1 is a router; a network connector joins brokers$"):
+        parse_topology(data)
+
+
+def test_network_brokers_may_still_link_each_way():
+    # Two brokers with a connector each way (non-duplex both ways, as two ActiveMQ brokers each with its own
+    # connector): the dual-mirror rule for links holds.
+    data = network_pair(network(), links=[{"from": "B1", "to": "B2", "role": "normal"},
+                                          {"from": "B2", "to": "B1", "role": "normal"}])
+    data["nodes"]["B2"] = {"role": "broker", "network_connectors": [network(name="back", to="B1")]}
+    topo = parse_topology(data)
+    assert [c.connections for n in ("B1", "B2") for c in topo.node(n).network_connectors] == [
+        (("n.B2", ("B2",)),), (("back.B1", ("B1",)),)]
+
+
+NETWORK_TOPOLOGIES = {
+    # topology: {node: [(connector, uri, to, duplex, ttl, queues, topics)]}
+    "network-pair": {"B1": [("b1-b2", "static", ("B2",), False, 1, ("#",), ("prices.#", "prices"))], "B2": []},
+    "network-duplex": {"B1": [("b1-b2", "static", ("B2",), True, 1, ("#",), ("prices",))], "B2": []},
+    "network-hub-spoke": {"H": [], **{f"S{i}": [(f"s{i}-h", "static", ("H",), True, 2, ("#",), ("prices",))]
+                                        for i in (1, 2, 3)}},
+    "network-mesh": {"B1": [("b1-b2", "static", ("B2",), True, 1, ("#",), ("prices",))],
+                     "B2": [("b2-b3", "static", ("B3",), True, 1, ("#",), ("prices",))],
+                     "B3": [("b3-b1", "static", ("B1",), True, 1, ("#",), ("prices",))]},
+    "network-masterslave": {"B1": [("b1-pair", "masterslave", ("M", "S"), False, 1, ("#",), ())], "M": [], "S": []},
+}
+
+
+@pytest.mark.parametrize("name", sorted(NETWORK_TOPOLOGIES))
+def test_the_network_topologies_in_the_repository(name):
+    topo = load_topology(topology_path(name))
+    assert topo.name == name
+    expected = NETWORK_TOPOLOGIES[name]
+    assert {n.name for n in topo.nodes.values()} == set(expected)
+    for node, connectors in expected.items():
+        got = [(c.name, c.uri, c.to, c.duplex, c.network_ttl, c.queues, c.topics)
+               for c in topo.node(node).network_connectors]
+        assert got == connectors, node
+        for c in topo.node(node).network_connectors:
+            assert c.retry_interval_ms == 200, f"{name}: cases must not wait ActiveMQ's 1 s between retries"
+            assert (c.excluded, c.user, c.conduit_subscriptions) == ((), None, True)
+        assert {q.address: q.routing for q in topo.node(node).queues} == (
+            {"orders": "anycast"} if name == "network-masterslave" else {"orders": "anycast", "prices": "multicast"})
+    assert all(link.role == "normal" for link in topo.links)
+    assert "004_05e35cdd7bc39ede.txt" in topo.path.read_text().split("\nname:")[0]
+
+
+def test_the_network_topologies_attach_points_and_links():
+    def shape(name):
+        topo = load_topology(topology_path(name))
+        return topo.clients, [(link.name, link.via) for link in topo.links]
+
+    assert shape("network-pair") == ({"producer": "B1", "consumer": "B2"}, [("B1->B2", "proxy")])
+    assert shape("network-duplex") == ({"b1": "B1", "b2": "B2"}, [("B1->B2", None)])
+    assert shape("network-hub-spoke") == ({"hub": "H", "s1": "S1", "s2": "S2", "s3": "S3"},
+                                          [("S1->H", None), ("S2->H", None), ("S3->H", None)])
+    assert shape("network-mesh") == ({"b1": "B1", "b2": "B2", "b3": "B3"},
+                                     [("B1->B2", None), ("B2->B3", None), ("B3->B1", None)])
+    assert shape("network-masterslave") == ({"producer": "B1", "primary": "M", "standby": "S"},
+                                            [("B1->M", None), ("B1->S", None)])
