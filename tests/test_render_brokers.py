@@ -353,3 +353,162 @@ def test_the_router_a_broker_peers_with_renders_no_connector_for_it():
     assert "connector {" not in conf and "autoLink {" not in conf
     assert [ls.name for ls in topology.listeners_for("R1")] == ["clients"]
     assert topology.listener_for_link(topology.links[0]) == "clients"
+
+
+# ---- network connectors as AMQP federation (004_05e35cdd7bc39ede.txt) --------------------------------------------
+
+NETWORKED = parse_topology({
+    "name": "networked",
+    "nodes": {
+        "B1": {"role": "broker", "queues": [{"address": "orders"}],
+               "broker_connections": [{"name": "mirror", "to": "B2", "elements": [{"type": "mirror"}]}],
+               "network_connectors": [
+                   {"name": "fan", "to": ["B2", "B3"], "duplex": True, "network_ttl": 2, "user": "myCommonUser",
+                    "password": 'p&"w<', "queues": ["orders.#", "jobs.*"], "topics": ["prices.#", "prices"],
+                    "excluded": ["orders.private.#"], "retry_interval_ms": 200},
+                   {"name": "pair", "uri": "masterslave", "to": ["M", "S"], "topics": ["prices"]},
+                   {"name": "topics-only", "to": "B2", "queues": [], "topics": ["news.#"], "user": "u"},
+               ]},
+        "B2": {"role": "broker"}, "B3": {"role": "broker"}, "M": {"role": "broker"}, "S": {"role": "broker"},
+    },
+    "links": [{"from": "B1", "to": n, "role": "normal"} for n in ("B2", "B3", "M", "S")],
+})
+NETWORK_PORTS = {"B2": 6002, "B3": 6003, "M": 6004, "S": 6005}
+
+
+def federation_of(connection: ET.Element) -> list[tuple[str, dict, list[tuple[str, dict]]]]:
+    """(policy tag, its attributes, its includes and excludes) for each policy of the connection's federation."""
+    (federation,) = connection.findall("c:federation", NS)
+    assert dict(federation.attrib) == {}
+    return [(policy.tag.split("}")[1], dict(policy.attrib), elements_of(policy)) for policy in federation]
+
+
+def test_a_static_duplex_connector_is_one_federation_connection_per_node_with_policies_both_ways():
+    text = render_broker_xml(NETWORKED, "B1", {"clients": 5672}, connect_ports=NETWORK_PORTS)
+    names = [c.get("name") for c in connections_of(text)]
+    assert names == ["mirror", "fan.B2", "fan.B3", "pair", "topics-only.B2"]  # broker connections first
+    fan_b2, fan_b3 = connections_of(text)[1:3]
+    assert dict(fan_b2.attrib) == {"uri": "tcp://127.0.0.1:6002", "name": "fan.B2", "retry-interval": "200",
+                                   "reconnect-attempts": "-1", "auto-start": "true", "user": "myCommonUser",
+                                   "password": 'p&"w<'}
+    assert fan_b3.get("uri") == "tcp://127.0.0.1:6003"
+    queues = [("include", {"address-match": "orders.#", "queue-match": "#"}),
+              ("include", {"address-match": "jobs.*", "queue-match": "#"}),
+              ("exclude", {"address-match": "orders.private.#", "queue-match": "#"})]
+    topics = [("include", {"address-match": "prices.#"}), ("include", {"address-match": "prices"}),
+              ("exclude", {"address-match": "orders.private.#"})]
+    # network_ttl 2: messages that came by federation go on (include-federated), and cross at most 2 brokers.
+    assert federation_of(fan_b2) == [
+        ("remote-queue-policy", {"name": "fan.B2-queues", "include-federated": "true"}, queues),
+        ("remote-address-policy", {"name": "fan.B2-topics", "max-hops": "2"}, topics),
+        ("local-queue-policy", {"name": "fan.B2-queues-back", "include-federated": "true"}, queues),
+        ("local-address-policy", {"name": "fan.B2-topics-back", "max-hops": "2"}, topics),
+    ]
+    assert [p[1]["name"] for p in federation_of(fan_b3)] == [
+        "fan.B3-queues", "fan.B3-topics", "fan.B3-queues-back", "fan.B3-topics-back"]
+
+
+def test_a_masterslave_connector_is_one_connection_with_the_standby_after_the_hash():
+    text = render_broker_xml(NETWORKED, "B1", {"clients": 5672}, connect_ports=NETWORK_PORTS)
+    pair = connections_of(text)[3]
+    assert dict(pair.attrib) == {"uri": "tcp://127.0.0.1:6004#127.0.0.1:6005", "name": "pair",
+                                 "retry-interval": "1000", "reconnect-attempts": "-1", "auto-start": "true"}
+    # Not duplex: the remote policies only, so messages flow from B1 to the pair's consumers and not back;
+    # network_ttl 1 (the default): federated messages stop there and cross one broker.
+    assert federation_of(pair) == [
+        ("remote-queue-policy", {"name": "pair-queues", "include-federated": "false"},
+         [("include", {"address-match": "#", "queue-match": "#"})]),
+        ("remote-address-policy", {"name": "pair-topics", "max-hops": "1"}, [("include", {"address-match": "prices"})]),
+    ]
+
+
+def test_empty_queues_or_topics_write_no_policy_for_them():
+    text = render_broker_xml(NETWORKED, "B1", {"clients": 5672}, connect_ports=NETWORK_PORTS)
+    topics_only = connections_of(text)[4]
+    assert dict(topics_only.attrib)["user"] == "u" and "password" not in topics_only.attrib
+    assert federation_of(topics_only) == [
+        ("remote-address-policy", {"name": "topics-only.B2-topics", "max-hops": "1"},
+         [("include", {"address-match": "news.#"})])]
+    queues_only = render_broker_xml(parse_topology({
+        "name": "q", "nodes": {"B1": {"role": "broker", "network_connectors": [{"name": "n", "to": "B2"}]},
+                               "B2": {"role": "broker"}},
+        "links": [{"from": "B1", "to": "B2", "role": "normal"}]}), "B1", {"clients": 1}, connect_ports={"B2": 2})
+    (connection,) = connections_of(queues_only)
+    assert [p[0] for p in federation_of(connection)] == ["remote-queue-policy"]
+
+
+def test_network_connectors_alone_open_broker_connections_and_the_dialled_side_renders_none():
+    topology = load_topology(topology_path("network-pair"))
+    text = render_broker_xml(topology, "B1", {"clients": 5672}, connect_ports={"B2": 7001})
+    tags = [child.tag.split("}")[1] for child in core_of(text)]
+    assert tags.index("broker-connections") == tags.index("addresses") + 1
+    (connection,) = connections_of(text)
+    assert connection.get("name") == "b1-b2.B2"
+    assert ('<amqp-connection uri="tcp://127.0.0.1:7001" name="b1-b2.B2" retry-interval="200" '
+            'reconnect-attempts="-1" auto-start="true">') in text
+    assert "broker-connections" not in render_broker_xml(topology, "B2", {"clients": 5672})
+
+
+@pytest.mark.parametrize("connect_ports, message", [
+    (None, r"^B1: network connector 'fan': no port for node 'B2' in connect_ports \(it has nothing\)$"),
+    ({"B2": 1, "M": 2, "S": 3}, r"^B1: network connector 'fan': no port for node 'B3' in connect_ports "
+                                r"\(it has B2, M, S\)$"),
+    ({**NETWORK_PORTS, "S": 70000}, r"^B1: network connector 'pair': connect_ports\['S'\]: expected a TCP port "
+                                    r"1..65535, got 70000$"),
+])
+def test_a_network_connector_without_a_port_is_a_render_error(connect_ports, message):
+    topology = parse_topology({
+        "name": "n",
+        "nodes": {"B1": {"role": "broker", "network_connectors": [
+                      {"name": "fan", "to": ["B2", "B3"]}, {"name": "pair", "uri": "masterslave", "to": ["M", "S"]}]},
+                  **{n: {"role": "broker"} for n in ("B2", "B3", "M", "S")}},
+        "links": [{"from": "B1", "to": n, "role": "normal"} for n in ("B2", "B3", "M", "S")],
+    })
+    with pytest.raises(RenderError, match=message):
+        render_broker_xml(topology, "B1", {"clients": 1}, connect_ports=connect_ports)
+
+
+NETWORK_TOPOLOGIES = {
+    # topology: {node: [(amqp-connection name, dialled nodes, policy tags)]}
+    "network-pair": {"B1": [("b1-b2.B2", ["B2"], ["remote-queue-policy", "remote-address-policy"])], "B2": []},
+    "network-duplex": {"B1": [("b1-b2.B2", ["B2"], ["remote-queue-policy", "remote-address-policy",
+                                                    "local-queue-policy", "local-address-policy"])], "B2": []},
+    "network-hub-spoke": {"H": [], **{f"S{i}": [(f"s{i}-h.H", ["H"], [
+        "remote-queue-policy", "remote-address-policy", "local-queue-policy", "local-address-policy"])]
+        for i in (1, 2, 3)}},
+    "network-mesh": {n: [(f"{n.lower()}-{t.lower()}.{t}", [t], [
+        "remote-queue-policy", "remote-address-policy", "local-queue-policy", "local-address-policy"])]
+        for n, t in (("B1", "B2"), ("B2", "B3"), ("B3", "B1"))},
+    "network-masterslave": {"B1": [("b1-pair", ["M", "S"], ["remote-queue-policy"])], "M": [], "S": []},
+}
+
+
+@pytest.mark.parametrize("name", sorted(NETWORK_TOPOLOGIES))
+def test_network_topologies_render_their_federation_for_every_broker(name):
+    topology = load_topology(topology_path(name))
+    expected = NETWORK_TOPOLOGIES[name]
+    assert {n.name for n in topology.nodes_with_role("broker")} == set(expected)
+    ttl = 2 if name == "network-hub-spoke" else 1
+    for node, connections in expected.items():
+        ports = {link.to: 7000 + i for i, link in enumerate(topology.links_from(node))}
+        text = render_broker_xml(topology, node, {ls.name: 0 for ls in topology.listeners_for(node)},
+                                 connect_ports=ports)
+        rendered = connections_of(text)
+        assert len(rendered) == len(connections), node
+        for el, (conn_name, dialled, policies) in zip(rendered, connections, strict=True):
+            hosts = [f"127.0.0.1:{ports[n]}" for n in dialled]
+            assert dict(el.attrib) == {"uri": f"tcp://{hosts[0]}" + (f"#{hosts[1]}" if hosts[1:] else ""),
+                                       "name": conn_name, "retry-interval": "200", "reconnect-attempts": "-1",
+                                       "auto-start": "true"}
+            got = federation_of(el)
+            assert [tag for tag, _attrs, _rules in got] == policies
+            for tag, attrs, _rules in got:
+                if "address" in tag:
+                    assert attrs["max-hops"] == str(ttl)
+                else:
+                    assert attrs["include-federated"] == ("true" if ttl > 1 else "false")
+        # The reference broker reads the same file (the network runtime follows Artemis's federation form).
+        cfg = parse_config(text, f"{node}.xml")
+        assert [(bc.name, [p for _h, p in bc.endpoints]) for bc in cfg.broker_connections] == [
+            (c, [ports[n] for n in dialled]) for c, dialled, _p in connections]
+        assert all(bc.federation is not None for bc in cfg.broker_connections)

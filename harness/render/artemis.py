@@ -19,7 +19,17 @@ of the format), so it sticks to elements both understand:
   `uri="tcp://HOST:PORT#HOST:PORT,..."` (the alternates after `#`), every attribute written even when it is
   Artemis's default, holding `<mirror>` (its three flags always written), `<sender>`, `<receiver>` and
   `<peer>`. The mirror's store-and-forward queue `$ACTIVEMQ_ARTEMIS_MIRROR_<name>` is not declared: the broker
-  creates it.
+  creates it;
+* network connectors (004_05e35cdd7bc39ede.txt, ActiveMQ's network of brokers) as Artemis AMQP federation over
+  broker connections, inside the same `<broker-connections>`: one `<amqp-connection>` named `NAME.NODE` per
+  node of a `static` connector, one named `NAME` with the standby after `#` for a `masterslave` one, each
+  holding a `<federation>`. A *remote* policy (`<remote-queue-policy>` for the connector's `queues`,
+  `<remote-address-policy>` for its `topics`) asks the dialled broker to pull from this one when it has
+  consumers: messages flow to where the consumers are, as they do over an ActiveMQ network connector from this
+  broker. A *local* policy makes this broker pull from the dialled one when it has consumers: the duplex
+  direction, so a duplex connector writes the same policies again as `<local-queue-policy>` and
+  `<local-address-policy>` (names ending `-back`). `network_ttl` becomes the address policy's `max-hops` and,
+  above 1, the queue policy's `include-federated="true"` (messages that came by federation go on).
 
 Broker settings are shared with the RabbitMQ renderer (`broker_settings`), so one topology means the same on
 every broker vendor wherever the vendor can express it.
@@ -29,7 +39,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape, quoteattr
 
-from harness.topology import Node, Topology, display_path
+from harness.topology import NetworkConnector, Node, Topology, display_path
 
 from .qdrouterd import RenderError
 
@@ -104,9 +114,9 @@ def render_broker_xml(
     `acceptor_ports` maps each listener name of `topology.listeners_for(node_name)` ("clients" always) to its
     port; 0 asks a broker that reports its bound port to pick one. `host` is where acceptors bind: loopback
     for local processes, 0.0.0.0 inside a container.
-    `connect_ports` maps each node this broker dials (the `to` nodes of its broker connections) to the port to
-    dial on `dial_host`: the node's listener, or the fault proxy's port when the link goes `via: proxy`
-    (launch.Wiring.connect_ports[node_name]).
+    `connect_ports` maps each node this broker dials (the `to` nodes of its broker connections and network
+    connectors) to the port to dial on `dial_host`: the node's listener, or the fault proxy's port when the link
+    goes `via: proxy` (launch.Wiring.connect_ports[node_name]).
     """
     node = topology.node(node_name)
     if node.role != "broker":
@@ -205,25 +215,31 @@ def _anycast(name: str) -> str:
             f"      </address>")
 
 
+def _connection_uri(node: Node, what: str, targets: tuple[str, ...], connect_ports: dict[str, int],
+                    dial_host: str) -> str:
+    """`tcp://HOST:PORT` of the first target, the others as alternates after `#`."""
+    endpoints = []
+    for target in targets:
+        port = connect_ports.get(target)
+        if port is None:
+            have = ", ".join(sorted(connect_ports)) or "nothing"
+            raise RenderError(f"{node.name}: {what}: no port for node {target!r} in connect_ports (it has {have})")
+        if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+            raise RenderError(f"{node.name}: {what}: connect_ports[{target!r}]: expected a TCP port 1..65535, "
+                              f"got {port!r}")
+        endpoints.append(f"{dial_host}:{port}")
+    return f"tcp://{endpoints[0]}" + (f"#{','.join(endpoints[1:])}" if len(endpoints) > 1 else "")
+
+
 def _broker_connections(node: Node, connect_ports: dict[str, int], dial_host: str) -> list[str]:
-    """`<broker-connections>` lines for the node's broker connections; none when it has none."""
-    if not node.broker_connections:
+    """`<broker-connections>` lines for the node's broker connections and network connectors; none when it has
+    neither."""
+    if not node.broker_connections and not node.network_connectors:
         return []
     bool_text = {True: "true", False: "false"}
     lines = ["    <broker-connections>"]
     for connection in node.broker_connections:
-        endpoints = []
-        for target in connection.to:
-            port = connect_ports.get(target)
-            if port is None:
-                have = ", ".join(sorted(connect_ports)) or "nothing"
-                raise RenderError(f"{node.name}: broker connection {connection.name!r}: no port for node {target!r} "
-                                  f"in connect_ports (it has {have})")
-            if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
-                raise RenderError(f"{node.name}: broker connection {connection.name!r}: connect_ports[{target!r}]: "
-                                  f"expected a TCP port 1..65535, got {port!r}")
-            endpoints.append(f"{dial_host}:{port}")
-        uri = f"tcp://{endpoints[0]}" + (f"#{','.join(endpoints[1:])}" if len(endpoints) > 1 else "")
+        uri = _connection_uri(node, f"broker connection {connection.name!r}", connection.to, connect_ports, dial_host)
         attrs = [("uri", uri), ("name", connection.name), ("retry-interval", str(connection.retry_interval_ms)),
                  ("reconnect-attempts", str(connection.reconnect_attempts)),
                  ("auto-start", bool_text[connection.auto_start])]
@@ -243,7 +259,59 @@ def _broker_connections(node: Node, connect_ports: dict[str, int], dial_host: st
             else:
                 lines.append(f"        <{element.type} {_attributes([('queue-name', element.queue_name)])}/>")
         lines.append("      </amqp-connection>")
+    for connector in node.network_connectors:
+        lines += _network_connector(node, connector, connect_ports, dial_host)
     lines.append("    </broker-connections>")
+    return lines
+
+
+def _network_connector(node: Node, connector: NetworkConnector, connect_ports: dict[str, int],
+                       dial_host: str) -> list[str]:
+    """The `<amqp-connection>`s of one network connector, each holding its `<federation>`.
+
+    Which way messages flow: a remote policy is sent to the dialled broker, which then pulls matching messages
+    from this one whenever it has consumers for them (this broker's network connector forwards to the
+    consumers over there); a local policy makes this broker pull from the dialled one whenever it has
+    consumers (the duplex direction, over the same connection)."""
+    lines = []
+    for name, targets in connector.connections:
+        what = f"network connector {connector.name!r}"
+        uri = _connection_uri(node, what, targets, connect_ports, dial_host)
+        attrs = [("uri", uri), ("name", name), ("retry-interval", str(connector.retry_interval_ms)),
+                 ("reconnect-attempts", "-1"), ("auto-start", "true")]
+        if connector.user is not None:
+            attrs.append(("user", connector.user))
+            if connector.password is not None:
+                attrs.append(("password", connector.password))
+        lines.append(f"      <amqp-connection {_attributes(attrs)}>")
+        lines.append("        <federation>")
+        lines += _federation_policies(connector, name, "remote", "")
+        if connector.duplex:
+            lines += _federation_policies(connector, name, "local", "-back")
+        lines.append("        </federation>")
+        lines.append("      </amqp-connection>")
+    return lines
+
+
+def _federation_policies(connector: NetworkConnector, name: str, side: str, suffix: str) -> list[str]:
+    """A queue policy for the connector's `queues` and an address policy for its `topics`, each only when it
+    has patterns; `excluded` applies to both."""
+    lines = []
+    if connector.queues:
+        federated = "true" if connector.network_ttl > 1 else "false"
+        policy = [("name", f"{name}-queues{suffix}"), ("include-federated", federated)]
+        lines.append(f"          <{side}-queue-policy {_attributes(policy)}>")
+        lines += [f"            <include {_attributes([('address-match', p), ('queue-match', '#')])}/>"
+                  for p in connector.queues]
+        lines += [f"            <exclude {_attributes([('address-match', p), ('queue-match', '#')])}/>"
+                  for p in connector.excluded]
+        lines.append(f"          </{side}-queue-policy>")
+    if connector.topics:
+        policy = [("name", f"{name}-topics{suffix}"), ("max-hops", str(connector.network_ttl))]
+        lines.append(f"          <{side}-address-policy {_attributes(policy)}>")
+        lines += [f"            <include {_attributes([('address-match', p)])}/>" for p in connector.topics]
+        lines += [f"            <exclude {_attributes([('address-match', p)])}/>" for p in connector.excluded]
+        lines.append(f"          </{side}-address-policy>")
     return lines
 
 
