@@ -1,0 +1,177 @@
+"""Render one broker node of a topology as an ActiveMQ Classic 5.x/6.x `activemq.xml`.
+
+The file is complete (a Spring `<beans>` document holding one `<broker>`), for the `apache/activemq-classic`
+image's `conf/activemq.xml` or a native install's. It carries only what the topology says:
+
+* `<broker brokerName="NODE" persistent=".." dataDirectory="..">`: the node name (brokers of one network must
+  have different names), persistence and the data directory from the broker settings (`persistence`, and the
+  parent of `journal_directory`, as broker.xml's data directories). The other broker settings (dead-letter and
+  expiry addresses, delivery attempts, journal sync) are left at Classic's defaults: its dead-letter queue is
+  its own `ActiveMQ.DLQ`, which is why the vendor table leaves `dead-letter` out;
+* `<destinations>`: each topology queue as a `<queue>` (anycast) or a `<topic>` (multicast);
+* `<networkConnectors>` (004_05e35cdd7bc39ede.txt): one `<networkConnector>` per network connector of the node,
+  `uri="static:(tcp://H:P,...)"` (a bridge to each broker listed) or `uri="masterslave:(tcp://H:P,tcp://H:P)"`
+  (primary, then standby), both followed by `?initialReconnectDelay=N&useExponentialBackOff=false` (the
+  topology's `retry_interval_ms`, a constant delay as Artemis's `retry-interval`), with `duplex`,
+  `networkTTL`, `conduitSubscriptions` and `userName`/`password` when set, holding
+  `<dynamicallyIncludedDestinations>` (the `queues` as `<queue>`, the `topics` as `<topic>`) and
+  `<excludedDestinations>` (each `excluded` pattern as both a `<queue>` and a `<topic>`). A topology never
+  gives a connector nothing to include, so the list is never empty (an empty list would forward everything);
+* `<transportConnectors>`: one per listener; the clients listener is named `amqp`. A node that another broker's
+  network connector dials must also speak OpenWire there (Classic's network bridges are OpenWire, and the link
+  names one port), so its clients listener is an `auto://` transport limited to AMQP and OpenWire
+  (`auto.protocols=amqp,default`); every other listener is `amqp://`.
+
+Patterns are written in Artemis's wildcard syntax in topologies and translated to ActiveMQ's: '#' becomes '>',
+'*' and '.' stay. ActiveMQ's `a.>` needs at least one word after `a.` where Artemis's `a.#` also matches `a`
+itself, so a topology that means both lists both (`["prices.#", "prices"]`); a bare `#` is `>`, everything.
+
+Children of `<broker>` are written in alphabetical order, which older ActiveMQ schemas require.
+"""
+
+from __future__ import annotations
+
+from xml.sax.saxutils import escape, quoteattr
+
+from harness.topology import CLIENT_LISTENER, NetworkConnector, Node, Topology, display_path
+
+from .artemis import broker_settings
+from .qdrouterd import RenderError
+
+SPRING_BEANS = "http://www.springframework.org/schema/beans"
+ACTIVEMQ_CORE = "http://activemq.apache.org/schema/core"
+
+
+def activemq_pattern(pattern: str) -> str:
+    """An Artemis-style address pattern ('#' the rest, '*' one word) in ActiveMQ's syntax ('>' and '*')."""
+    return ".".join(">" if word == "#" else word for word in pattern.split("."))
+
+
+def render_activemq_xml(
+    topology: Topology,
+    node_name: str,
+    ports: dict[str, int],
+    settings: dict | None = None,
+    *,
+    host: str = "0.0.0.0",
+    connect_ports: dict[str, int] | None = None,
+    dial_host: str = "127.0.0.1",
+) -> str:
+    """activemq.xml text for broker `node_name`.
+
+    `ports` maps each listener name of `topology.listeners_for(node_name)` ("clients" always) to its port;
+    `host` is where the transports bind (0.0.0.0 inside a container). `connect_ports` maps each broker this one
+    dials (the `to` nodes of its network connectors) to the port to dial on `dial_host`: the node's clients
+    listener, or the fault proxy's port when the link goes `via: proxy`.
+    """
+    node = topology.node(node_name)
+    if node.role != "broker":
+        raise RenderError(f"{node_name}: is a {node.role}; activemq.xml is rendered for brokers only")
+    if node.broker_connections:
+        raise RenderError(f"{node_name}: broker connections (Artemis's <amqp-connection>) have no ActiveMQ Classic "
+                          "form; Classic joins brokers with network connectors")
+    s = broker_settings(settings, node_name)
+    bool_text = {True: "true", False: "false"}
+
+    dialled = any(node_name in c.to for other in topology.nodes_with_role("broker")
+                  for c in other.network_connectors)
+    transports = []
+    for listener in topology.listeners_for(node_name):
+        if listener.name not in ports:
+            raise RenderError(f"{node_name}: no port given for transport {listener.name!r} (ports)")
+        port = ports[listener.name]
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+            raise RenderError(f"{node_name}: transport {listener.name!r}: expected a port 0-65535, got {port!r}")
+        if listener.name == CLIENT_LISTENER:
+            uri = (f"auto://{host}:{port}?auto.protocols=amqp,default" if dialled else f"amqp://{host}:{port}")
+            attrs = [("name", "amqp"), ("uri", uri)]
+        else:
+            attrs = [("name", listener.name), ("uri", f"amqp://{host}:{port}")]
+        transports.append(f"      <transportConnector {_attributes(attrs)}/>")
+
+    destinations = []
+    seen: set[str] = set()
+    for i, queue in enumerate(node.queues):
+        name = queue.address
+        if not name or any(ch in name for ch in "#*>") or any(ch.isspace() for ch in name):
+            raise RenderError(f"{node_name}: queues[{i}].address {name!r}: expected a name without spaces, "
+                              "'#', '*' or '>'")
+        if name in seen:
+            continue
+        seen.add(name)
+        kind = "queue" if queue.routing == "anycast" else "topic"
+        destinations.append(f"      <{kind} {_attributes([('physicalName', name)])}/>")
+
+    connectors = []
+    for connector in node.network_connectors:
+        connectors += _network_connector(node, connector, connect_ports or {}, dial_host)
+
+    journal = s["journal_directory"]
+    data = journal.rsplit("/", 1)[0] if "/" in journal else "data"
+    broker_attrs = [("xmlns", ACTIVEMQ_CORE), ("brokerName", node_name),
+                    ("persistent", bool_text[s["persistence"]]), ("dataDirectory", data)]
+    lines = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f"<!-- activemq.xml for broker {escape(node_name)} of topology '{escape(topology.name)}'.",
+        f"     Generated from {escape(display_path(topology.path))} by harness.render.activemq;"
+        " change the topology, not this file. -->",
+        f'<beans xmlns="{SPRING_BEANS}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"',
+        f'       xsi:schemaLocation="{SPRING_BEANS} {SPRING_BEANS}/spring-beans.xsd',
+        f'                           {ACTIVEMQ_CORE} {ACTIVEMQ_CORE}/activemq-core.xsd">',
+        f"  <broker {_attributes(broker_attrs)}>",
+        *(["    <destinations>", *destinations, "    </destinations>"] if destinations else []),
+        *(["    <networkConnectors>", *connectors, "    </networkConnectors>"] if connectors else []),
+        "    <transportConnectors>",
+        *transports,
+        "    </transportConnectors>",
+        "  </broker>",
+        "</beans>",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _network_connector(node: Node, connector: NetworkConnector, connect_ports: dict[str, int],
+                       dial_host: str) -> list[str]:
+    """One `<networkConnector>`: this broker forwards to the consumers of the `to` brokers (and, duplex, they
+    to its own over the same bridge) the destinations it includes dynamically, as they gain consumers."""
+    what = f"network connector {connector.name!r}"
+    endpoints = []
+    for target in connector.to:
+        port = connect_ports.get(target)
+        if port is None:
+            have = ", ".join(sorted(connect_ports)) or "nothing"
+            raise RenderError(f"{node.name}: {what}: no port for node {target!r} in connect_ports (it has {have})")
+        if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+            raise RenderError(f"{node.name}: {what}: connect_ports[{target!r}]: expected a TCP port 1..65535, "
+                              f"got {port!r}")
+        endpoints.append(f"tcp://{dial_host}:{port}")
+    options = f"initialReconnectDelay={connector.retry_interval_ms}&useExponentialBackOff=false"
+    uri = f"{connector.uri}:({','.join(endpoints)})?{options}"
+    bool_text = {True: "true", False: "false"}
+    attrs = [("name", connector.name), ("uri", uri), ("duplex", bool_text[connector.duplex]),
+             ("networkTTL", str(connector.network_ttl)),
+             ("conduitSubscriptions", bool_text[connector.conduit_subscriptions])]
+    if connector.user is not None:
+        attrs.append(("userName", connector.user))
+        if connector.password is not None:
+            attrs.append(("password", connector.password))
+
+    def destination(kind: str, pattern: str) -> str:
+        return f"          <{kind} {_attributes([('physicalName', activemq_pattern(pattern))])}/>"
+
+    lines = [f"      <networkConnector {_attributes(attrs)}>",
+             "        <dynamicallyIncludedDestinations>",
+             *(destination("queue", p) for p in connector.queues),
+             *(destination("topic", p) for p in connector.topics),
+             "        </dynamicallyIncludedDestinations>"]
+    if connector.excluded:
+        lines += ["        <excludedDestinations>",
+                  *(destination(kind, p) for p in connector.excluded for kind in ("queue", "topic")),
+                  "        </excludedDestinations>"]
+    lines.append("      </networkConnector>")
+    return lines
+
+
+def _attributes(attrs: list[tuple[str, str]]) -> str:
+    return " ".join(f"{key}={quoteattr(value)}" for key, value in attrs)
