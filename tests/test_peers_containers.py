@@ -182,10 +182,15 @@ def test_vendor_table():
     ref = vendor("reference", "broker").capabilities
     assert ref == {"store-and-forward", "outcome.released", "outcome.modified", "outcome.rejected", "dead-letter",
                    "ttl", "durable", "drain", "competing-consumers", "multicast-subscription", "transactions",
-                   "broker-connection", "mirror"}
-    # RabbitMQ 3.10 refuses the coordinator (measured): no transactions; it has no AMQP broker connections.
+                   "broker-connection", "mirror", "network-of-brokers"}
+    # RabbitMQ 3.10 refuses the coordinator (measured): no transactions; it has no AMQP broker connections, and
+    # forms a network of brokers with its federation plugin.
     assert vendor("rabbitmq", "broker").capabilities == RABBITMQ_BROKER == ref - {
         "outcome.modified", "drain", "transactions", "broker-connection", "mirror"}
+    # Every broker vendor forms a network of brokers (004 seed): Artemis by AMQP federation, ActiveMQ Classic by
+    # network connectors, RabbitMQ by federation.
+    assert all("network-of-brokers" in vendor(name, "broker").capabilities for name in vendor_names("broker"))
+    assert "network-of-brokers" not in vendor("reference", "router").capabilities
     # Routers carry transactions only through a $coordinator link route; neither coordinates itself.
     for router in ("reference", "qdrouterd"):
         caps = vendor(router, "router").capabilities

@@ -35,6 +35,10 @@ BROKER_STORE_AND_FORWARD = frozenset({
 # changes on another broker (`mirror`), as configured by `<broker-connections><amqp-connection>` in broker.xml.
 BROKER_CONNECTIONS = frozenset({"broker-connection", "mirror"})
 
+# Networks of brokers (004_05e35cdd7bc39ede.txt): a broker forwards messages to the consumers of the brokers it is
+# joined to, as a topology's `network_connectors` configure it (harness/render/artemis.py, activemq.py).
+NETWORK_OF_BROKERS = frozenset({"network-of-brokers"})
+
 # Local transactions (AMQP 1.0 part 4): a coordinator that declares and discharges, transactional posting and
 # retirement. A router has no coordinator of its own; qdrouterd and the reference router carry one only
 # through a `$coordinator` link route to a broker (003 §12.2.2), which `coordinator-link-route` names.
@@ -55,15 +59,19 @@ ROUTER_COORDINATOR_ROUTE = frozenset({"coordinator-link-route"})
 #   too (no separate expiry address); durable messages on durable queues survive kill -9;
 # - no transactions: attaching a link to the coordinator ends the session with amqp:not-implemented
 #   "Transactions not supported".
-RABBITMQ_BROKER = BROKER_STORE_AND_FORWARD - {"outcome.modified", "drain"}
+# - federation: queue federation for queues, exchange federation for topics (`network-of-brokers`; the
+#   rabbitmq_federation plugin ships in Debian's package).
+RABBITMQ_BROKER = (BROKER_STORE_AND_FORWARD - {"outcome.modified", "drain"}) | NETWORK_OF_BROKERS
 
 # Not measured on this machine (no Docker engine): declared from the products' documentation; broker
-# connections and mirroring from Artemis's own "AMQP broker connections" chapter (002_f23507c2891d6d06.txt).
-ARTEMIS_BROKER = BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS
+# connections and mirroring from Artemis's own "AMQP broker connections" chapter (002_f23507c2891d6d06.txt), a
+# network of brokers from its AMQP federation over broker connections.
+ARTEMIS_BROKER = BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS | NETWORK_OF_BROKERS
 # ActiveMQ Classic's AMQP transport: outcomes, drain, TTL, durable; its dead-letter queue is its own shared
 # ActiveMQ.DLQ (not the topology's), so `dead-letter` is left out. It has no AMQP broker connections (its own
 # network connectors speak OpenWire), and RabbitMQ none either: neither has `broker-connection` or `mirror`.
-ACTIVEMQ_CLASSIC_BROKER = (BROKER_STORE_AND_FORWARD - {"dead-letter"}) | TRANSACTIONS
+# Its network connectors are the very ones the 004 seed configures (`network-of-brokers`).
+ACTIVEMQ_CLASSIC_BROKER = (BROKER_STORE_AND_FORWARD - {"dead-letter"}) | TRANSACTIONS | NETWORK_OF_BROKERS
 
 # Choices of the reference router stricter than the documents, which a conforming router need not make:
 # - credit-withdrawal: unused credit is drained as soon as the last consumer of an address leaves (003
@@ -79,7 +87,8 @@ VENDORS: dict[tuple[str, str], VendorSpec] = {
     ("qdrouterd", "router"): VendorSpec("qdrouterd", "router",
                                         ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE),
     ("reference", "broker"): VendorSpec("reference", "broker",
-                                        BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS),
+                                        BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS
+                                        | NETWORK_OF_BROKERS),
     ("rabbitmq", "broker"): VendorSpec("rabbitmq", "broker", RABBITMQ_BROKER),
     ("artemis", "broker"): VendorSpec("artemis", "broker", ARTEMIS_BROKER),
     ("activemq-classic", "broker"): VendorSpec("activemq-classic", "broker", ACTIVEMQ_CLASSIC_BROKER),
