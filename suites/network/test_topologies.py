@@ -1,0 +1,109 @@
+"""Network shapes (004_05e35cdd7bc39ede.txt: "concentrator, hub-and-spokes, tree, or mesh"): messages cross more
+than one broker, or could reach a broker by more than one way.
+
+network-hub-spoke: spokes S1..S3 each dial hub H (duplex, network TTL 2): spoke to spoke goes through the hub.
+network-mesh: B1, B2, B3 pairwise joined by duplex connectors (network TTL 1): a message could come round
+through the third broker, or loop; it must do neither.
+
+"Exactly once" is judged once the network has settled: what every consumer or subscriber counted, and every
+broker's queue depth, unchanged over several polls in a row (conftest.wait_settled).
+"""
+
+import pytest
+
+from harness import checkers
+
+from .conftest import (ORDERS, PRICES, Network, depths, drain, send_accepted, wait_all, wait_settled,
+                       wait_topic_ready)
+
+pytestmark = pytest.mark.requires("network-of-brokers")
+
+N = 100
+
+
+@pytest.fixture
+def hub(topology, clients):
+    net = Network(topology("network-hub-spoke"), clients)
+    drain(net, ORDERS)
+    return net
+
+
+@pytest.fixture
+def mesh(topology, clients):
+    net = Network(topology("network-mesh"), clients)
+    drain(net, ORDERS)
+    return net
+
+
+def _exactly_once(clients, details, pub, subscribers: dict, probe=None) -> None:
+    """Each subscriber (where -> receiver) had each of `pub`'s messages exactly once."""
+    per = {where: checkers.total_queue(clients.history, producer=pub.name, receivers=sub.name,
+                                       allow_duplicates=False)
+           for where, sub in subscribers.items()}
+    details.update(sent=pub.sent, delivered={w: v.delivered for w, v in per.items()},
+                   duplicated={w: v.duplicated for w, v in per.items()},
+                   copies={w: v.copies for w, v in per.items()},
+                   lost=sum(v.lost for v in per.values()),
+                   **({"probes": probe.sent} if probe is not None else {}),
+                   **checkers.checks_details(**{f"total_queue_{w}": v for w, v in per.items()}))
+    for where, verdict in per.items():
+        assert verdict.ok, f"the subscriber on {where}: {verdict.as_details()}"
+
+
+@pytest.mark.spec("NETWORK-HUBSPOKE-1")
+def test_queue_messages_from_one_spoke_reach_a_consumer_on_another_through_the_hub(hub, clients, details):
+    consumer = hub.consumer("s2")
+    snd = hub.producer("s1")
+    send_accepted(snd, N)
+    wait_all([consumer], snd, N, "at S2's consumer (S1 -> H -> S2)", describe=lambda: f"depths {depths(hub)}")
+    settled = wait_settled(lambda: (consumer.count, *depths(hub).values()), "S2's consumer and the queue depths")
+    consumer.conn.sync()
+    verdict = checkers.total_queue(clients.history, producer=snd.name, receivers=consumer.name,
+                                   allow_duplicates=False)
+    order = checkers.ordering(clients.history, producer=snd.name, receivers=consumer.name)
+    details.update(sent=N, delivered=verdict.delivered, lost=verdict.lost, duplicated=verdict.duplicated,
+                   depths_after=depths(hub), **checkers.checks_details(total_queue=verdict, ordering=order))
+    assert verdict.ok, verdict.as_details()
+    left = {node: d for node, d in zip(depths(hub), settled[1:], strict=True) if d}
+    assert not left, f"copies left waiting on brokers of the network after S2's consumer had all {N}: {left}"
+
+
+@pytest.mark.spec("NETWORK-HUBSPOKE-1")
+def test_a_topic_message_from_one_spoke_reaches_the_hub_and_every_other_spoke_once(hub, clients, details):
+    subs = {"H": hub.subscriber("hub"), "S2": hub.subscriber("s2"), "S3": hub.subscriber("s3")}
+    probe = wait_topic_ready(hub, "s1", list(subs.values()))
+    pub = hub.producer("s1", PRICES)
+    send_accepted(pub, N)
+    wait_all(list(subs.values()), pub, N, "at the subscribers on H, S2 and S3")
+    wait_settled(lambda: tuple(s.count for s in subs.values()), "what the subscribers received")
+    _exactly_once(clients, details, pub, subs, probe)
+
+
+@pytest.mark.spec("NETWORK-MESH-1")
+def test_a_topic_message_reaches_each_other_broker_of_the_mesh_exactly_once(mesh, clients, details):
+    subs = {"B1": mesh.subscriber("b1"), "B2": mesh.subscriber("b2"), "B3": mesh.subscriber("b3")}
+    probe = wait_topic_ready(mesh, "b1", list(subs.values()))
+    pub = mesh.producer("b1", PRICES)
+    send_accepted(pub, N)
+    wait_all(list(subs.values()), pub, N, "at the subscribers on B1, B2 and B3")
+    # A copy through the third broker, or one going round the ring, would arrive after the first: wait until
+    # nothing more arrives anywhere, then count.
+    wait_settled(lambda: tuple(s.count for s in subs.values()), "what the subscribers received")
+    _exactly_once(clients, details, pub, subs, probe)
+
+
+@pytest.mark.spec("NETWORK-MESH-2")
+def test_queue_messages_produced_on_b1_reach_a_consumer_on_b3_each_once(mesh, clients, details):
+    consumer = mesh.consumer("b3")
+    snd = mesh.producer("b1")
+    send_accepted(snd, N)
+    wait_all([consumer], snd, N, "at B3's consumer", describe=lambda: f"depths {depths(mesh)}")
+    settled = wait_settled(lambda: (consumer.count, *depths(mesh).values()), "B3's consumer and the queue depths")
+    consumer.conn.sync()
+    verdict = checkers.total_queue(clients.history, producer=snd.name, receivers=consumer.name,
+                                   allow_duplicates=False)
+    details.update(sent=N, delivered=verdict.delivered, lost=verdict.lost, duplicated=verdict.duplicated,
+                   depths_after=depths(mesh), **checkers.checks_details(total_queue=verdict))
+    assert verdict.ok, verdict.as_details()
+    left = {node: d for node, d in zip(depths(mesh), settled[1:], strict=True) if d}
+    assert not left, f"copies left waiting on brokers of the mesh after B3's consumer had all {N}: {left}"
