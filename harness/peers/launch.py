@@ -217,6 +217,11 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(running.peers))) as pool:
         futures = {pool.submit(peer.start, timeout): name for name, peer in running.peers.items()}
         errors = [f.exception() for f in futures if f.exception() is not None]
+    if not errors:  # peers that form a network once all are up and their ports known (RabbitMQ federation)
+        joining = [peer for peer in running.peers.values() if hasattr(peer, "join_network")]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(joining))) as pool:
+            futures = [pool.submit(peer.join_network, running, timeout) for peer in joining]
+            errors = [f.exception() for f in futures if f.exception() is not None]
     if errors:
         running.stop()
         raise errors[0]
