@@ -42,7 +42,7 @@ from pathlib import Path
 
 from ..faults.disk import StraceMissing, traced_command
 from ..render.artemis import broker_settings
-from ..render.rabbitmq import declared_names, render_rabbitmq_node, wire_address
+from ..render.rabbitmq import declared_names, federation_plan, render_rabbitmq_node, wire_address
 from ..topology import Node
 from ..wait import WaitTimeout, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
@@ -198,6 +198,8 @@ class RabbitMQPeer(Peer):
         self.amqp_port, self.dist_port, self.epmd_port = low_port(), low_port(), low_port()
         self.endpoints = {"clients": Endpoint("clients", "127.0.0.1", self.amqp_port, "normal")}
         self.start_seconds: float | None = None  # how long the last start() took, for reports
+        self.in_network = False  # set by join_network: an end of some network connector of the topology
+        self.network_seconds: float | None = None  # how long join_network took, links up included
         self._proc: subprocess.Popen | None = None
         self._tracee: int | None = None  # with a disk fault: the start script, strace's child
         self.disk_fault = None
@@ -221,7 +223,7 @@ class RabbitMQPeer(Peer):
         for sub in ("home", "mnesia", "log"):
             (self.workdir / sub).mkdir(parents=True, exist_ok=True)
         files = render_rabbitmq_node(self.node, self.amqp_port, self.settings,
-                                     definitions_path=str(self.workdir / "definitions.json"))
+                                     definitions_path=str(self.workdir / "definitions.json"), federation=True)
         (self.workdir / "rabbitmq.conf").write_text(files.conf)
         (self.workdir / "enabled_plugins").write_text(files.enabled_plugins)
         (self.workdir / "definitions.json").write_text(files.definitions_json)
@@ -478,8 +480,89 @@ class RabbitMQPeer(Peer):
 
     def wire_address(self, name: str) -> str:
         """Logical address -> RabbitMQ AMQP 1.0 address: `/amq/queue/NAME` for a declared queue,
-        `/exchange/NAME` for a declared multicast address, `/queue/NAME` (declared on attach) otherwise."""
-        return wire_address(self.node, name, self.settings)
+        `/exchange/NAME` for a declared multicast address, `/queue/NAME` (declared on attach) otherwise.
+
+        On a node in a network of brokers (join_network), a multicast address is `/exchange/NAME/NAME`: the same
+        fanout exchange (a fanout ignores keys), but what a sender sends carries routing key NAME. Measured on
+        RabbitMQ 3.10.8: a message sent over AMQP 1.0 to `/exchange/NAME` has no routing key, and an
+        exchange federation link cannot take it: the upstream's channel crashes encoding basic.deliver
+        (`rabbit_framing_amqp_0_9_1:shortstr_size(undefined)`), the link restarts, finds the message at the head
+        of its queue again, and crashes again, so it and everything behind it stay upstream for good."""
+        address = wire_address(self.node, name, self.settings)
+        if self.in_network and address == f"/exchange/{name}":
+            return f"{address}/{name}"
+        return address
+
+    # ---- network of brokers ----
+
+    def join_network(self, running, timeout: float = 60.0) -> None:
+        """Take this node's part in the topology's network of brokers, once every peer has started (ports
+        known): federation upstreams, upstream sets, policies and users from harness/render/rabbitmq.py
+        (federation_plan), applied with rabbitmqctl; then wait until every federation link the plan gives this
+        node's declared queues and exchanges is running. Federation pulls, so this node dials the nodes it
+        fetches from: where the topology's link between the two goes through the fault proxy, the link's proxy
+        is turned round to forward to the node dialled (a duplex connector's way back, B1 pulling from B2,
+        dials a second proxy named `<link> back`). The nodes it pulls from must be RabbitMQ nodes (federation
+        speaks AMQP 0-9-1); anything else is PeerUnavailable."""
+        t0 = time.monotonic()
+        plan = federation_plan(running.topology, self.name, self.settings)
+        self.in_network = plan.in_network
+        dial = {}
+        for upstream in plan.upstreams:
+            for target in upstream.nodes:
+                dial[target] = self._dial_port(running, upstream, target)
+        for command in plan.commands(dial):
+            try:
+                self.ctl(*command)
+            except RabbitMQError as exc:
+                if command[0] == "add_user" and "already exists" in str(exc):
+                    continue  # joined before (a node keeps its users across restarts)
+                raise PeerStartError(f"{self.name}: joining the network of brokers: {exc}") from None
+        expected = plan.expected_links(declared_names(self.node, self.settings))
+        if expected:
+            def links_up():
+                return expected <= {key for key, row in self._link_rows().items() if row["status"] == "running"}
+            try:
+                wait_for(links_up, timeout, f"{len(expected)} federation link(s) of {self.name} to run",
+                         describe=self._describe_links)
+            except WaitTimeout as exc:
+                raise PeerStartError(str(exc)) from None
+        self.network_seconds = time.monotonic() - t0
+
+    def _dial_port(self, running, upstream, target: str) -> int:
+        """The port this node dials to reach `target` for `upstream`: its AMQP port, or a fault proxy's."""
+        peer = running.peers.get(target)
+        if not isinstance(peer, RabbitMQPeer):
+            vendor = peer.info.vendor if peer is not None else "not started"
+            raise PeerUnavailable(f"{self.name}: a RabbitMQ network of brokers federates from RabbitMQ nodes only "
+                                  f"(AMQP 0-9-1); {target} is {vendor}")
+        # The topology's link goes from the connector's owner to the node it names; federation dials back.
+        dialled = self.name if not upstream.back else target
+        link = next((lk for lk in running.topology.links
+                     if lk.from_ == upstream.owner and lk.to == dialled), None)
+        faults = running.faults
+        if link is None or link.via != "proxy" or faults is None:
+            return peer.amqp_port
+        if not upstream.back:
+            # Turned round: the owner was to dial through it to this node; this node dials the owner instead.
+            faults._call("POST", f"/proxies/{faults._q(link.name)}",
+                         {"upstream": f"127.0.0.1:{peer.amqp_port}"})
+            return faults.links[link.name]
+        name = f"{link.name} back"
+        return faults.links.get(name) or faults.add(name, peer.amqp_port)
+
+    def federation_links(self) -> list[dict]:
+        """`rabbitmqctl federation_status` rows: type, queue or exchange, upstream, uri, status, error, ..."""
+        return _json_rows(self.ctl("federation_status", "--formatter", "json"))
+
+    def _link_rows(self) -> dict[tuple[str, str, str], dict]:
+        return {(row["type"], row["queue"] or row["exchange"], row["upstream"]): row
+                for row in self.federation_links()}
+
+    def _describe_links(self) -> str:
+        rows = self._link_rows()
+        return "; ".join(f"{kind} {name} from {upstream}: {row['status']} {row.get('error') or ''}".strip()
+                         for (kind, name, upstream), row in sorted(rows.items()))[:600] or "no links"
 
     def queue_stats(self, name: str) -> dict:
         """{"depth", "available", "in_flight", "consumers", "exists"} for a logical queue name (or a wire
