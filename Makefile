@@ -55,7 +55,7 @@ run: setup
 # for a nightly job or by hand). Their records go to results/ like a run's; a session that finds something
 # exits 1.
 BROKER_SUITES := suites/broker suites/brokered suites/linkroutes suites/fallback suites/faults suites/robustness \
-                 suites/brokerconnections
+                 suites/brokerconnections suites/network
 ROUTER_SUITES := suites/routing suites/mesh suites/brokered suites/linkroutes suites/fallback suites/faults \
                  suites/robustness suites/brokerconnections/test_peers.py
 PAIRED_SUITES := suites/fallback suites/faults suites/brokered suites/linkroutes
