@@ -885,6 +885,10 @@ class Broker:
         # Output each consumer's session already holds, plus what this call adds (read once per consumer and
         # call, then counted here).
         backlog = {c.id: _unwritten(c.link) for c in queue.consumers if not c.closed and c.link.credit > 0}
+        # With no consumer of its own here, a queue gives its messages back to the network broker they came from
+        # when that broker pulls them (federation.py: the consumer moved there).
+        replay = queue.routing == ANYCAST and not any(c.federation_node is None for c in queue.consumers
+                                                      if not c.closed)
         while queue.available:
             ready_consumers = [c for c in queue.consumers if not c.closed and c.link.credit > 0
                                and backlog.get(c.id, 0) < OUTPUT_HOLD_BYTES]
@@ -901,8 +905,9 @@ class Broker:
                            "expiry")
                 continue
             eligible = [c for c in ready_consumers if c.id not in entry.excluded and (
-                c.federation_node is None or federating.may_forward(entry.came_from, entry.hops, c.federation_node,
-                                                                    c.max_hops))]
+                c.federation_node is None
+                or federating.may_forward(entry.came_from, entry.hops, c.federation_node, c.max_hops)
+                or (replay and entry.came_from == c.federation_node))]
             if not eligible:
                 skipped.append(entry)
                 continue

@@ -19,6 +19,10 @@ same the other way over the one connection. The topology renders it as Artemis's
 * Loops: each forwarded message carries, in delivery annotations, the brokers it crossed (`hops`) and the
   broker it comes from. A broker never sends a message back to the broker it came from, nor to a puller once
   it crossed that puller's `max-hops` (queue policies without `include-federated`: one hop).
+* Except for a queue that has no consumer of its own left: its messages go back to the broker they came from
+  when that broker pulls them (the consumer moved there). Without it a consumer that moves between brokers
+  strands what was already forwarded for it; ActiveMQ Classic calls this `replayWhenNoConsumers` (off by
+  default there: the reference takes the choice that loses nothing). Topics (copies) never go back.
 
 Wire form: the data links are plain AMQP (a receiver on the queue's name with the `queue` capability, or on
 the address with `topic`), with the link properties `x-opt-reference-fed-node` (the puller's node id) and
