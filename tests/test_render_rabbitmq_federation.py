@@ -6,6 +6,8 @@ queue or an exchange ends up with (RabbitMQ applies one, so the settings policy 
 wildcards match.
 """
 
+import base64
+import hashlib
 import json
 import re
 
@@ -245,3 +247,25 @@ def test_the_plugin_is_enabled_on_request_only():
     assert render_rabbitmq_node(node, 5672, NO_DLQ).enabled_plugins == "[rabbitmq_amqp1_0].\n"
     assert render_rabbitmq_node(node, 5672, NO_DLQ, federation=True).enabled_plugins == \
         f"[rabbitmq_amqp1_0,{FEDERATION_PLUGIN}].\n"
+
+
+def test_the_definitions_document_says_what_the_commands_say():
+    """join_network imports definitions() in one call; commands() is the same plan, one rabbitmqctl call each."""
+    topo = load_topology("topologies/network-hub-spoke.yaml")
+    plan = federation_plan(topo, "H", {"dead_letter_address": "DLQ", "expiry_address": None})
+    commands, doc = plan.commands(PORTS), plan.definitions(PORTS)
+    assert {p["name"]: p["value"] for p in doc["parameters"] if p["component"] == "federation-upstream"} == \
+        upstreams(commands)
+    assert [[p["name"], json.dumps(p["value"])] for p in doc["parameters"]
+            if p["component"] == "federation-upstream-set"] == \
+        [c[2:] for c in commands if c[:2] == ["set_parameter", "federation-upstream-set"]]
+    assert {p["name"]: (p["apply-to"], p["pattern"], p["definition"]) for p in doc["policies"]} == policies(commands)
+    assert all(p["priority"] == 1 and p["vhost"] == "/" for p in doc["policies"])
+    assert doc["users"] == doc["permissions"] == []
+
+    with_user = topology({"B1": [{"name": "b1-b2", "to": "B2", "user": "net", "password": "pw"}]})
+    doc = federation_plan(with_user, "B1", NO_DLQ).definitions(PORTS)
+    (user,) = doc["users"]
+    raw = base64.b64decode(user["password_hash"])
+    assert user["name"] == "net" and raw[4:] == hashlib.sha256(raw[:4] + b"pw").digest()
+    assert doc["permissions"] == [{"user": "net", "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"}]
