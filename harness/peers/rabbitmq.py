@@ -9,7 +9,9 @@ Each peer runs its own Erlang node, isolated from any system-wide RabbitMQ and f
 * its own loopback ports below 32768 (the AMQP listener and the Erlang distribution port), outside the
   kernel's ephemeral range; `rabbitmqctl` gets distribution port 0 (any free port);
 * the AMQP 1.0 plugin enabled by file (`[rabbitmq_amqp1_0].`), the listener on 127.0.0.1 only, queues and
-  addresses declared from the topology by definitions loaded at boot (harness/render/rabbitmq.py).
+  addresses declared from the topology by definitions loaded at boot (harness/render/rabbitmq.py);
+* the federation plugin enabled too (no measurable start cost), so that once every peer of a topology runs,
+  `join_network` can make the node its part of the topology's network of brokers (network connectors).
 
 The package's /usr/sbin wrappers switch to the `rabbitmq` user and its /var/lib/rabbitmq; the scripts under
 /usr/lib/rabbitmq/bin are used instead, as the current user. The node runs in its own process group so that
