@@ -269,3 +269,11 @@ def test_the_definitions_document_says_what_the_commands_say():
     raw = base64.b64decode(user["password_hash"])
     assert user["name"] == "net" and raw[4:] == hashlib.sha256(raw[:4] + b"pw").digest()
     assert doc["permissions"] == [{"user": "net", "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"}]
+
+
+def test_a_user_without_a_password_is_a_render_error_because_rabbitmq_refuses_blank_passwords():
+    topo = topology({"B1": [{"name": "b1-b2", "to": "B2", "user": "net"}]})
+    for node in ("B1", "B2"):
+        with pytest.raises(RenderError, match=rf"^{node}: network connector 'b1-b2' of B1: user 'net' has no "
+                                              "password, and RabbitMQ refuses blank passwords$"):
+            federation_plan(topo, node, NO_DLQ)

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from ..faults.disk import StraceMissing, traced_command
 from ..render.artemis import broker_settings
+from ..render.qdrouterd import RenderError
 from ..render.rabbitmq import declared_names, federation_plan, render_rabbitmq_node, wire_address
 from ..topology import Node
 from ..wait import WaitTimeout, wait_for
@@ -513,7 +514,10 @@ class RabbitMQPeer(Peer):
         it pulls from must be RabbitMQ nodes (federation speaks AMQP 0-9-1); anything else is PeerUnavailable.
         Measured here: a link connects 20-40 ms after its policy is set; the join is the rabbitmqctl calls."""
         t0 = time.monotonic()
-        plan = federation_plan(running.topology, self.name, self.settings)
+        try:
+            plan = federation_plan(running.topology, self.name, self.settings)
+        except RenderError as exc:  # a network this vendor cannot form: not this run's failure
+            raise PeerUnavailable(str(exc)) from None
         self.in_network = plan.in_network
         if plan.upstreams or plan.users:
             dial = {target: self._dial_port(running, upstream, target)
@@ -578,8 +582,8 @@ class RabbitMQPeer(Peer):
 
     def _describe_links(self) -> str:
         rows = self._link_rows()
-        return "; ".join(f"{kind} {name} from {upstream}: {row['status']} {row.get('error') or ''}".strip()
-                         for (kind, name, upstream), row in sorted(rows.items()))[:600] or "no links"
+        return "; ".join(f"{kind} {name} from {upstream}: {row['status']} {_erlang_text(row.get('error') or '')}"
+                         .strip() for (kind, name, upstream), row in sorted(rows.items()))[:600] or "no links"
 
     def queue_stats(self, name: str) -> dict:
         """{"depth", "available", "in_flight", "consumers", "exists"} for a logical queue name (or a wire
@@ -609,6 +613,15 @@ def _logical(name: str) -> str:
         if name.startswith(prefix):
             return name[len(prefix):].split("/", 1)[0]
     return name
+
+
+def _erlang_text(value) -> str:
+    """A federation_status error as text: rabbitmqctl prints Erlang strings in it as lists of character codes."""
+    if isinstance(value, list):
+        if value and all(isinstance(v, int) and 9 <= v < 0x110000 for v in value):
+            return "".join(map(chr, value))
+        return " ".join(_erlang_text(v) for v in value)
+    return str(value)
 
 
 def _json_rows(text: str) -> list[dict]:

@@ -365,7 +365,11 @@ def federation_plan(topology: Topology, node_name: str, settings: dict | None = 
                     continue
                 in_network = True
                 if connector.user is not None:
-                    password = connector.password or ""
+                    if not connector.password:  # measured: the link's login is ACCESS_REFUSED, forever
+                        raise RenderError(f"{node_name}: network connector {connector.name!r} of {owner.name}: "
+                                          f"user {connector.user!r} has no password, and RabbitMQ refuses "
+                                          "blank passwords")
+                    password = connector.password
                     if users.setdefault(connector.user, password) != password:
                         raise RenderError(f"{node_name}: network connectors give user {connector.user!r} two "
                                           "passwords; RabbitMQ holds one per user")
