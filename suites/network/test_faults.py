@@ -167,19 +167,51 @@ def _forwarding_to_the_primary(net: Network) -> None:
     pytest.fail("B1's masterslave: connector went to the standby S again after a restart, with M up")
 
 
-def _probe_reaches(net: Network) -> str:
-    """Which of M and S a message produced on B1 reaches, with a consumer on each."""
+def _probe_reaches(net: Network, probes: int = 3) -> str:
+    """"M" once a message produced on B1 reaches a consumer on M, with a consumer on each of M and S; "S" when
+    `probes` in a row all went to S. (A vendor whose standby pulls as well, NETWORK-MASTERSLAVE-1, shares them
+    out: one of a few reaches M.)"""
     probe = net.producer("producer")
     at = {"M": net.consumer("primary"), "S": net.consumer("standby")}
-    probe.send(1)
-    where = wait_for(lambda: next((node for node, r in at.items() if r.seqs(probe.name)), None), WAIT,
-                     "a probe from B1 to reach a consumer on M or on S", describe=lambda: f"depths {depths(net)}")
+
+    def arrived() -> bool:
+        return sum(len(r.seqs(probe.name)) for r in at.values()) >= probe.sent
+    for _ in range(probes):
+        probe.send(1)
+        wait_for(arrived, WAIT, "a probe from B1 to reach a consumer on M or on S",
+                 describe=lambda: f"depths {depths(net)}")
+        if at["M"].seqs(probe.name):
+            break
     for receiver in at.values():
         receiver.detach()
-    return where
+    return "M" if at["M"].seqs(probe.name) else "S"
 
 
 @pytest.mark.spec("NETWORK-MASTERSLAVE-1")
+def test_a_masterslave_connector_forwards_to_the_active_broker_only(topology, clients, details):
+    net = Network(topology("network-masterslave"), clients)
+    drain(net, ORDERS)
+    _forwarding_to_the_primary(net)
+    on_primary, on_standby = net.consumer("primary"), net.consumer("standby")
+    snd = net.producer("producer")
+    send_accepted(snd, N)
+    wait_for(lambda: len(_union([on_primary, on_standby], snd)) >= N, WAIT,
+             f"the {N} messages at the consumers on M and S",
+             describe=lambda: f"{len(distinct(on_primary, snd))} on M, {len(distinct(on_standby, snd))} on S; "
+                              f"depths {depths(net)}")
+    wait_settled(lambda: (on_primary.count, on_standby.count, *depths(net).values()),
+                 "the consumers on M and S and the queue depths")
+    verdict = checkers.total_queue(clients.history, producer=snd.name,
+                                   receivers=[on_primary.name, on_standby.name], allow_duplicates=False)
+    details.update(sent=N, on_primary=len(distinct(on_primary, snd)), on_standby=len(distinct(on_standby, snd)),
+                   lost=verdict.lost, duplicated=verdict.duplicated, **checkers.checks_details(total_queue=verdict))
+    assert verdict.ok, verdict.as_details()
+    assert not distinct(on_standby, snd), (
+        f"the standby S's consumer got {len(distinct(on_standby, snd))} of B1's {N} messages while the active "
+        f"broker M was up ({len(distinct(on_primary, snd))} went to M)")
+
+
+@pytest.mark.spec("NETWORK-MASTERSLAVE-2")
 def test_kill_9_of_the_active_broker_moves_the_network_to_the_standby_and_loses_nothing(topology, clients, details):
     net = Network(topology("network-masterslave"), clients)
     drain(net, ORDERS)
