@@ -47,12 +47,14 @@ def duplex(topology, clients):
 
 @pytest.mark.spec("NETWORK-MOVE-1")
 def test_a_consumer_moving_from_b2_to_b1_while_messages_are_in_flight_gets_every_message(duplex, clients, details):
-    first = duplex.consumer("b2", credit=10)
+    # B2's consumer grants credit for a third of the messages and no more, so it leaves B2 with the rest on
+    # their way to it: forwarded to B2 already, or still on B1.
+    first = duplex.consumer("b2", credit=N // 3, auto_credit=False)
     snd = duplex.producer("b1")
     snd.send(N)
     wait_for(lambda: len(distinct(first, snd)) >= N // 3, WAIT, f"B2's consumer to get a third of the {N}",
              describe=lambda: f"{len(distinct(first, snd))} on B2; depths {depths(duplex)}")
-    first.detach()  # the rest are still on their way to B2, or already there
+    first.detach()
     _accepted(snd, N)
     at_move = depths(duplex)
     second = duplex.consumer("b1")
