@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
-import resource
 import statistics
 import sys
 import time
@@ -30,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.figures import own_cpu_s, percentile, process_cpu_s
 from harness.clients import Clients
 from harness.peers.base import PeerUnavailable
 from harness.peers.launch import start_topology
@@ -43,29 +42,6 @@ MIRROR_QUEUE = "$ACTIVEMQ_ARTEMIS_MIRROR_DC2"  # DC1's mirror queue in topologie
 
 def mirror_idle(primary) -> bool:
     return primary.queue_stats(MIRROR_QUEUE)["depth"] == 0
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def process_cpu_s(pids: list[int]) -> float:
-    """User + system CPU seconds of live processes (0 for one that is gone)."""
-    total = 0.0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
-def own_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def run(url: str, address: str, n: int, durable: bool, broker_pids: list[int], mirror=None) -> dict:

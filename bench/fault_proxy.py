@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.figures import percentile  # noqa: E402
 from harness.faults import start_fault_proxy  # noqa: E402
 
 CHUNK = 1024 * 1024
@@ -105,11 +106,6 @@ def round_trips(port: int, count: int) -> list[float]:
             if i >= count // 10:  # the first tenth warms up
                 samples.append(time.perf_counter() - t0)
     return samples
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> int:

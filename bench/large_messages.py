@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.broker import percentile, process_cpu_s  # noqa: E402
+from bench.figures import percentile, process_cpu_s  # noqa: E402
 from harness.clients import Clients  # noqa: E402
 from harness.peers.base import PeerUnavailable  # noqa: E402
 from harness.peers.launch import start_topology  # noqa: E402

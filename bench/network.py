@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import statistics
 import sys
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.figures import percentile, process_cpu_s
 from harness.clients import Clients
 from harness.peers.base import PeerUnavailable
 from harness.peers.launch import start_topology
@@ -41,24 +41,6 @@ BODY = "x" * 1024
 QUEUE = "orders"
 SINGLE, NETWORK = "single broker", "B1 -> B2"
 FORWARD_WAIT = 30.0  # how long the first message may take to cross before a vendor's network counts as not working
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def process_cpu_s(pids: list[int]) -> float:
-    """User + system CPU seconds of live processes (0 for one that is gone)."""
-    total = 0.0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
 
 
 def run(producer_peer, consumer_peer, n: int, broker_pids: list[int], timeout: float = 600) -> dict:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.figures import percentile
 from harness.clients import Clients
 from harness.peers.launch import start_topology
 from harness.pytest_plugin import parse_peer_choices
@@ -36,11 +37,6 @@ SCENARIOS = [
     ("2-router mesh anycast", "two-router-mesh", "producer", "far", "balanced.bench.", 1, False),
     ("waypoint via broker", "router-broker-waypoint", "producer", "consumer", "queue.orders", 1, False),
 ]
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def run_scenario(producer_url: str, consumer_url: str, prefix: str, consumers: int, presettled: bool,
