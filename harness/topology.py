@@ -607,13 +607,17 @@ def _parse_listener(w: _Where, raw: Any, label: str, node_names: tuple[str, ...]
     return Listener(name=name, role=w.one_of(raw, "role", LINK_ROLES, "normal", f"{label}.role"))
 
 
-def _parse_broker_connection(w: _Where, raw: Any, label: str, node_name: str,
-                             node_names: tuple[str, ...]) -> BrokerConnection:
-    """One item of a broker's `broker_connections`; the nodes it dials are checked against the links later."""
-    w.mapping(raw, label, _CONNECTION_FIELDS, required=("name", "to", "elements"))
+def _connection_name(w: _Where, raw: dict, label: str) -> str:
+    """The `name` of a broker connection or a network connector."""
     name = w.string(raw, "name", f"{label}.name")
     if not _CONNECTION_NAME.match(name):
         raise w.expected(f"{label}.name", "a name of letters, digits, '_', '-' or '.'", name)
+    return name
+
+
+def _dial_targets(w: _Where, raw: dict, label: str, node_name: str, node_names: tuple[str, ...]) -> list[str]:
+    """The nodes a broker connection or a network connector of `node_name` dials: its `to`, one node name or a
+    non-empty list of them, each another node of the topology and listed once."""
     to = raw["to"]
     targets = [to] if isinstance(to, str) else to
     if not isinstance(targets, list) or not targets:
@@ -626,9 +630,24 @@ def _parse_broker_connection(w: _Where, raw: Any, label: str, node_name: str,
             raise w.expected(where, f"a node other than {node_name} itself", target)
         if target in targets[:i]:
             raise w.error(where, f"{target} is listed twice")
+    return targets
+
+
+def _credentials(w: _Where, raw: dict, label: str) -> tuple[str | None, str | None]:
+    """(user, password) a connection dials with, each None when not given; a password needs a user."""
     user, password = (_optional_string(w, raw, key, f"{label}.{key}") for key in ("user", "password"))
     if password is not None and user is None:
         raise w.error(f"{label}.password", "given without 'user'")
+    return user, password
+
+
+def _parse_broker_connection(w: _Where, raw: Any, label: str, node_name: str,
+                             node_names: tuple[str, ...]) -> BrokerConnection:
+    """One item of a broker's `broker_connections`; the nodes it dials are checked against the links later."""
+    w.mapping(raw, label, _CONNECTION_FIELDS, required=("name", "to", "elements"))
+    name = _connection_name(w, raw, label)
+    targets = _dial_targets(w, raw, label, node_name, node_names)
+    user, password = _credentials(w, raw, label)
     raw_elements = raw["elements"]
     if not isinstance(raw_elements, list) or not raw_elements:
         raise w.expected(f"{label}.elements", "a non-empty list", raw_elements)
@@ -683,9 +702,7 @@ def _parse_network_connector(w: _Where, raw: Any, label: str, node_name: str,
                              node_names: tuple[str, ...]) -> NetworkConnector:
     """One item of a broker's `network_connectors`; the links it dials over are checked later."""
     w.mapping(raw, label, _NETWORK_FIELDS, required=("name", "to"))
-    name = w.string(raw, "name", f"{label}.name")
-    if not _CONNECTION_NAME.match(name):
-        raise w.expected(f"{label}.name", "a name of letters, digits, '_', '-' or '.'", name)
+    name = _connection_name(w, raw, label)
     uri = raw.get("uri", "static")
     if uri not in NETWORK_URIS:
         if isinstance(uri, str) and uri.split(":", 1)[0] in NETWORK_URIS and ":" in uri:
@@ -694,23 +711,10 @@ def _parse_network_connector(w: _Where, raw: Any, label: str, node_name: str,
             close = difflib.get_close_matches(str(uri), NETWORK_URIS, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
         raise w.error(f"{label}.uri", f"expected one of {', '.join(NETWORK_URIS)}, got {_show(uri)}{hint}")
-    to = raw["to"]
-    targets = [to] if isinstance(to, str) else to
-    if not isinstance(targets, list) or not targets:
-        raise w.expected(f"{label}.to", "a node name or a non-empty list of node names", to)
-    for i, target in enumerate(targets):
-        where = f"{label}.to" if isinstance(to, str) else f"{label}.to[{i}]"
-        if target not in node_names:
-            raise w.expected(where, f"a node name ({', '.join(node_names)})", target)
-        if target == node_name:
-            raise w.expected(where, f"a node other than {node_name} itself", target)
-        if target in targets[:i]:
-            raise w.error(where, f"{target} is listed twice")
+    targets = _dial_targets(w, raw, label, node_name, node_names)
     if uri == "masterslave" and len(targets) != 2:
         raise w.error(f"{label}.to", f"uri masterslave dials exactly 2 nodes, [primary, standby]; got {len(targets)}")
-    user, password = (_optional_string(w, raw, key, f"{label}.{key}") for key in ("user", "password"))
-    if password is not None and user is None:
-        raise w.error(f"{label}.password", "given without 'user'")
+    user, password = _credentials(w, raw, label)
     conduit = _flag(w, raw, "conduit_subscriptions", f"{label}.conduit_subscriptions")
     if not conduit:
         raise w.error(f"{label}.conduit_subscriptions", "false is not supported yet (only true: the bridge "
