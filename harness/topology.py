@@ -872,13 +872,7 @@ def _check_broker_connections(w: _Where, node: Node, nodes: dict[str, Node], lin
         label = f"broker_connections[{i}]"
         for j, target in enumerate(connection.to):
             where = f"{label}.to" if len(connection.to) == 1 else f"{label}.to[{j}]"
-            link = outbound.get(target)
-            if link is None:
-                raise w.error(where, f"no link from {node.name} to {target} in 'links' (add "
-                                     f"{{from: {node.name}, to: {target}, role: normal}})")
-            if link.role != "normal":
-                raise w.error(where, f"the link {link.name} has role {link.role}; a broker connection dials "
-                                     "over a link of role normal")
+            _check_dial_link(w, where, node.name, target, outbound, "a broker connection")
         roles = {target: nodes[target].role for target in connection.to}
         for k, element in enumerate(connection.elements):
             need = {"mirror": "broker", "peer": "router"}.get(element.type)
@@ -900,13 +894,19 @@ def _check_network_connectors(w: _Where, node: Node, nodes: dict[str, Node], lin
             where = f"{label}.to" if len(connector.to) == 1 else f"{label}.to[{j}]"
             if nodes[target].role != "broker":
                 raise w.error(where, f"{target} is a {nodes[target].role}; a network connector joins brokers")
-            link = outbound.get(target)
-            if link is None:
-                raise w.error(where, f"no link from {node.name} to {target} in 'links' (add "
-                                     f"{{from: {node.name}, to: {target}, role: normal}})")
-            if link.role != "normal":
-                raise w.error(where, f"the link {link.name} has role {link.role}; a network connector dials "
-                                     "over a link of role normal")
+            _check_dial_link(w, where, node.name, target, outbound, "a network connector")
+
+
+def _check_dial_link(w: _Where, where: str, node_name: str, target: str, outbound: dict[str, Link],
+                     what: str) -> None:
+    """`what` (a broker connection, a network connector) of `node_name` dials `target` over the link from
+    `node_name` to `target` in `outbound` (target -> link), which must be of role normal."""
+    link = outbound.get(target)
+    if link is None:
+        raise w.error(where, f"no link from {node_name} to {target} in 'links' (add "
+                             f"{{from: {node_name}, to: {target}, role: normal}})")
+    if link.role != "normal":
+        raise w.error(where, f"the link {link.name} has role {link.role}; {what} dials over a link of role normal")
 
 
 def _parse_clients(top: _Where, data: dict, nodes: dict[str, Node]) -> dict[str, str]:
