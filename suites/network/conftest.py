@@ -70,6 +70,14 @@ class Network:
         return {name: peer for name, peer in self.running.peers.items() if peer.role == "broker"}
 
 
+def drained_network(running, clients) -> Network:
+    """`running` as cases use it, with `orders` emptied on every broker first (drain): each case starts from
+    empty queues, whatever an earlier one left."""
+    net = Network(running, clients)
+    drain(net, ORDERS)
+    return net
+
+
 def send_accepted(snd, count: int, timeout: float = WAIT, **send_kwargs) -> list[int]:
     """Send `count` messages and wait until the broker has answered each; every one must be accepted."""
     seqs = snd.send(count, **send_kwargs)
@@ -109,6 +117,17 @@ def wait_topic_ready(net: Network, client: str, subscribers, name: str = PRICES,
              describe=lambda: ", ".join(f"{r.name}: {len(r.seqs(probe.name))}" for r in subscribers)
              + f"; {probe.sent} probes sent")
     return probe
+
+
+def wait_consumed(net: Network, consumer, producer, count: int, what: str, who: str, timeout: float = WAIT):
+    """Wait until `consumer` has had `count` distinct messages of `producer` (`what`: where, for the timeout's
+    message), then until its count and every broker's queue depth have settled (`who`: the consumer, for the
+    message), then make a round trip on its connection (the broker has had all the consumer sent). The settled
+    (count, *depths)."""
+    wait_all([consumer], producer, count, what, timeout, describe=lambda: f"depths {depths(net)}")
+    settled = wait_settled(lambda: (consumer.count, *depths(net).values()), f"{who} and the queue depths", timeout)
+    consumer.conn.sync()
+    return settled
 
 
 def wait_settled(observe, what: str, timeout: float = WAIT):

@@ -17,7 +17,7 @@ from harness import checkers
 from harness.wait import wait_for
 
 from ..conftest import kill_or_skip, restart_or_skip
-from .conftest import (ORDERS, WAIT, Network, connector_rows, depths, distinct, drain, link_between,
+from .conftest import (ORDERS, WAIT, Network, connector_rows, depths, distinct, drained_network, link_between,
                        send_accepted, stats_or_reason, wait_or_say, wait_settled)
 
 pytestmark = pytest.mark.requires("network-of-brokers")
@@ -40,9 +40,7 @@ def _union(receivers, snd) -> set[int]:
 
 @pytest.fixture
 def duplex(topology, clients):
-    net = Network(topology("network-duplex"), clients)
-    drain(net, ORDERS)
-    return net
+    return drained_network(topology("network-duplex"), clients)
 
 
 @pytest.mark.spec("NETWORK-MOVE-1")
@@ -84,9 +82,7 @@ def faulty_pair(topology, clients):
     running = topology("network-pair")
     if running.faults is None:
         pytest.skip("network-pair's B1->B2 link does not go through the fault proxy here")
-    net = Network(running, clients)
-    drain(net, ORDERS)
-    yield net
+    yield drained_network(running, clients)
     running.faults.reset()  # the link is left clean for the next case
 
 
@@ -191,8 +187,7 @@ def _probe_reaches(net: Network, probes: int = 3) -> str:
 
 @pytest.mark.spec("NETWORK-MASTERSLAVE-1")
 def test_a_masterslave_connector_forwards_to_the_active_broker_only(topology, clients, details):
-    net = Network(topology("network-masterslave"), clients)
-    drain(net, ORDERS)
+    net = drained_network(topology("network-masterslave"), clients)
     _forwarding_to_the_primary(net)
     on_primary, on_standby = net.consumer("primary"), net.consumer("standby")
     snd = net.producer("producer")
@@ -215,8 +210,7 @@ def test_a_masterslave_connector_forwards_to_the_active_broker_only(topology, cl
 
 @pytest.mark.spec("NETWORK-MASTERSLAVE-2")
 def test_kill_9_of_the_active_broker_moves_the_network_to_the_standby_and_loses_nothing(topology, clients, details):
-    net = Network(topology("network-masterslave"), clients)
-    drain(net, ORDERS)
+    net = drained_network(topology("network-masterslave"), clients)
     _forwarding_to_the_primary(net)
     b1, primary = net.peer("producer"), net.peer("primary")
     # M's consumer grants credit for a quarter of the messages and no more: when M dies, the rest are on their

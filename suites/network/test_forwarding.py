@@ -12,8 +12,8 @@ import pytest
 
 from harness import checkers
 
-from .conftest import (ORDERS, PRICES, Network, depths, drain, send_accepted, stats_or_reason, wait_all,
-                       wait_settled, wait_topic_ready)
+from .conftest import (ORDERS, PRICES, depths, drained_network, send_accepted, stats_or_reason, wait_all,
+                       wait_consumed, wait_settled, wait_topic_ready)
 
 pytestmark = pytest.mark.requires("network-of-brokers")
 
@@ -22,16 +22,12 @@ N = 100
 
 @pytest.fixture
 def pair(topology, clients):
-    net = Network(topology("network-pair"), clients)
-    drain(net, ORDERS)
-    return net
+    return drained_network(topology("network-pair"), clients)
 
 
 @pytest.fixture
 def duplex(topology, clients):
-    net = Network(topology("network-duplex"), clients)
-    drain(net, ORDERS)
-    return net
+    return drained_network(topology("network-duplex"), clients)
 
 
 def _once_in_order(clients, details, snd, receivers, **figures) -> None:
@@ -50,9 +46,7 @@ def test_queue_messages_produced_on_b1_reach_a_consumer_on_b2_once_and_in_order(
     consumer = pair.consumer("consumer")
     snd = pair.producer("producer")
     send_accepted(snd, N)
-    wait_all([consumer], snd, N, "at B2's consumer", describe=lambda: f"depths {depths(pair)}")
-    wait_settled(lambda: (consumer.count, *depths(pair).values()), "B2's consumer and the queue depths")
-    consumer.conn.sync()
+    wait_consumed(pair, consumer, snd, N, "at B2's consumer", "B2's consumer")
     _once_in_order(clients, details, snd, [consumer], depths_after=depths(pair))
 
 
@@ -94,9 +88,7 @@ def test_messages_wait_on_b1_while_no_consumer_and_go_to_b2_when_one_appears(pai
         assert held == (N, 0), (f"with no consumer, the {N} messages must wait on B1 and none on B2; "
                                 f"B1 held {held[0]}, B2 {held[1]}")
     consumer = pair.consumer("consumer")
-    wait_all([consumer], snd, N, "at the consumer that appeared on B2", describe=lambda: f"depths {depths(pair)}")
-    wait_settled(lambda: (consumer.count, *depths(pair).values()), "B2's consumer and the queue depths")
-    consumer.conn.sync()
+    wait_consumed(pair, consumer, snd, N, "at the consumer that appeared on B2", "B2's consumer")
     _once_in_order(clients, details, snd, [consumer], depths_after=depths(pair))
 
 
@@ -106,9 +98,7 @@ def test_a_duplex_connector_carries_queue_messages_both_ways(duplex, clients, de
     consumer = duplex.consumer(target)
     snd = duplex.producer(source)
     send_accepted(snd, N)
-    wait_all([consumer], snd, N, f"at {target}'s consumer", describe=lambda: f"depths {depths(duplex)}")
-    wait_settled(lambda: (consumer.count, *depths(duplex).values()), f"{target}'s consumer and the queue depths")
-    consumer.conn.sync()
+    wait_consumed(duplex, consumer, snd, N, f"at {target}'s consumer", f"{target}'s consumer")
     _once_in_order(clients, details, snd, [consumer], depths_after=depths(duplex))
 
 

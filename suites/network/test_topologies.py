@@ -13,7 +13,7 @@ import pytest
 
 from harness import checkers
 
-from .conftest import (ORDERS, PRICES, Network, depths, drain, send_accepted, wait_all, wait_settled,
+from .conftest import (PRICES, depths, drained_network, send_accepted, wait_all, wait_consumed, wait_settled,
                        wait_topic_ready)
 
 pytestmark = pytest.mark.requires("network-of-brokers")
@@ -23,16 +23,12 @@ N = 100
 
 @pytest.fixture
 def hub(topology, clients):
-    net = Network(topology("network-hub-spoke"), clients)
-    drain(net, ORDERS)
-    return net
+    return drained_network(topology("network-hub-spoke"), clients)
 
 
 @pytest.fixture
 def mesh(topology, clients):
-    net = Network(topology("network-mesh"), clients)
-    drain(net, ORDERS)
-    return net
+    return drained_network(topology("network-mesh"), clients)
 
 
 def _exactly_once(clients, details, pub, subscribers: dict, probe=None) -> None:
@@ -55,9 +51,7 @@ def test_queue_messages_from_one_spoke_reach_a_consumer_on_another_through_the_h
     consumer = hub.consumer("s2")
     snd = hub.producer("s1")
     send_accepted(snd, N)
-    wait_all([consumer], snd, N, "at S2's consumer (S1 -> H -> S2)", describe=lambda: f"depths {depths(hub)}")
-    settled = wait_settled(lambda: (consumer.count, *depths(hub).values()), "S2's consumer and the queue depths")
-    consumer.conn.sync()
+    settled = wait_consumed(hub, consumer, snd, N, "at S2's consumer (S1 -> H -> S2)", "S2's consumer")
     verdict = checkers.total_queue(clients.history, producer=snd.name, receivers=consumer.name,
                                    allow_duplicates=False)
     order = checkers.ordering(clients.history, producer=snd.name, receivers=consumer.name)
@@ -97,9 +91,7 @@ def test_queue_messages_produced_on_b1_reach_a_consumer_on_b3_each_once(mesh, cl
     consumer = mesh.consumer("b3")
     snd = mesh.producer("b1")
     send_accepted(snd, N)
-    wait_all([consumer], snd, N, "at B3's consumer", describe=lambda: f"depths {depths(mesh)}")
-    settled = wait_settled(lambda: (consumer.count, *depths(mesh).values()), "B3's consumer and the queue depths")
-    consumer.conn.sync()
+    settled = wait_consumed(mesh, consumer, snd, N, "at B3's consumer", "B3's consumer")
     verdict = checkers.total_queue(clients.history, producer=snd.name, receivers=consumer.name,
                                    allow_duplicates=False)
     details.update(sent=N, delivered=verdict.delivered, lost=verdict.lost, duplicated=verdict.duplicated,
