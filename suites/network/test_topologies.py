@@ -46,6 +46,20 @@ def _exactly_once(clients, details, pub, subscribers: dict, probe=None) -> None:
         assert verdict.ok, f"the subscriber on {where}: {verdict.as_details()}"
 
 
+def _publish_exactly_once(net, client: str, subscribers: dict, clients, details) -> None:
+    """Once probes reach every subscriber (where -> receiver), publish N messages on `prices` at `client`'s
+    broker; each subscriber must have each of them exactly once. A copy through a third broker, or one going
+    round a ring, would arrive after the first: wait until nothing more arrives anywhere, then count."""
+    receivers = list(subscribers.values())
+    probe = wait_topic_ready(net, client, receivers)
+    pub = net.producer(client, PRICES)
+    send_accepted(pub, N)
+    *others, last = subscribers
+    wait_all(receivers, pub, N, f"at the subscribers on {', '.join(others)} and {last}")
+    wait_settled(lambda: tuple(s.count for s in receivers), "what the subscribers received")
+    _exactly_once(clients, details, pub, subscribers, probe)
+
+
 @pytest.mark.spec("NETWORK-HUBSPOKE-1")
 def test_queue_messages_from_one_spoke_reach_a_consumer_on_another_through_the_hub(hub, clients, details):
     consumer = hub.consumer("s2")
@@ -65,25 +79,13 @@ def test_queue_messages_from_one_spoke_reach_a_consumer_on_another_through_the_h
 @pytest.mark.spec("NETWORK-HUBSPOKE-1")
 def test_a_topic_message_from_one_spoke_reaches_the_hub_and_every_other_spoke_once(hub, clients, details):
     subs = {"H": hub.subscriber("hub"), "S2": hub.subscriber("s2"), "S3": hub.subscriber("s3")}
-    probe = wait_topic_ready(hub, "s1", list(subs.values()))
-    pub = hub.producer("s1", PRICES)
-    send_accepted(pub, N)
-    wait_all(list(subs.values()), pub, N, "at the subscribers on H, S2 and S3")
-    wait_settled(lambda: tuple(s.count for s in subs.values()), "what the subscribers received")
-    _exactly_once(clients, details, pub, subs, probe)
+    _publish_exactly_once(hub, "s1", subs, clients, details)
 
 
 @pytest.mark.spec("NETWORK-MESH-1")
 def test_a_topic_message_reaches_each_other_broker_of_the_mesh_exactly_once(mesh, clients, details):
     subs = {"B1": mesh.subscriber("b1"), "B2": mesh.subscriber("b2"), "B3": mesh.subscriber("b3")}
-    probe = wait_topic_ready(mesh, "b1", list(subs.values()))
-    pub = mesh.producer("b1", PRICES)
-    send_accepted(pub, N)
-    wait_all(list(subs.values()), pub, N, "at the subscribers on B1, B2 and B3")
-    # A copy through the third broker, or one going round the ring, would arrive after the first: wait until
-    # nothing more arrives anywhere, then count.
-    wait_settled(lambda: tuple(s.count for s in subs.values()), "what the subscribers received")
-    _exactly_once(clients, details, pub, subs, probe)
+    _publish_exactly_once(mesh, "b1", subs, clients, details)
 
 
 @pytest.mark.spec("NETWORK-MESH-2")
