@@ -35,7 +35,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from harness.topology import CLIENT_LISTENER, NetworkConnector, Node, Topology, display_path
 
-from .artemis import broker_settings
+from .artemis import broker_settings, dial_endpoints
 from .qdrouterd import RenderError
 
 SPRING_BEANS = "http://www.springframework.org/schema/beans"
@@ -136,16 +136,7 @@ def _network_connector(node: Node, connector: NetworkConnector, connect_ports: d
     """One `<networkConnector>`: this broker forwards to the consumers of the `to` brokers (and, duplex, they
     to its own over the same bridge) the destinations it includes dynamically, as they gain consumers."""
     what = f"network connector {connector.name!r}"
-    endpoints = []
-    for target in connector.to:
-        port = connect_ports.get(target)
-        if port is None:
-            have = ", ".join(sorted(connect_ports)) or "nothing"
-            raise RenderError(f"{node.name}: {what}: no port for node {target!r} in connect_ports (it has {have})")
-        if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
-            raise RenderError(f"{node.name}: {what}: connect_ports[{target!r}]: expected a TCP port 1..65535, "
-                              f"got {port!r}")
-        endpoints.append(f"tcp://{dial_host}:{port}")
+    endpoints = [f"tcp://{e}" for e in dial_endpoints(node, what, connector.to, connect_ports, dial_host)]
     options = f"initialReconnectDelay={connector.retry_interval_ms}&useExponentialBackOff=false"
     uri = f"{connector.uri}:({','.join(endpoints)})?{options}"
     bool_text = {True: "true", False: "false"}

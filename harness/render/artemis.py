@@ -215,9 +215,11 @@ def _anycast(name: str) -> str:
             f"      </address>")
 
 
-def _connection_uri(node: Node, what: str, targets: tuple[str, ...], connect_ports: dict[str, int],
-                    dial_host: str) -> str:
-    """`tcp://HOST:PORT` of the first target, the others as alternates after `#`."""
+def dial_endpoints(node: Node, what: str, targets: tuple[str, ...], connect_ports: dict[str, int],
+                   dial_host: str) -> list[str]:
+    """`HOST:PORT` to dial for each of `targets` (the nodes `what` of `node` connects to), from `connect_ports`;
+    a target without a port, or a port that is no TCP port, is a one-line RenderError. Shared with the ActiveMQ
+    renderer's network connectors."""
     endpoints = []
     for target in targets:
         port = connect_ports.get(target)
@@ -228,6 +230,13 @@ def _connection_uri(node: Node, what: str, targets: tuple[str, ...], connect_por
             raise RenderError(f"{node.name}: {what}: connect_ports[{target!r}]: expected a TCP port 1..65535, "
                               f"got {port!r}")
         endpoints.append(f"{dial_host}:{port}")
+    return endpoints
+
+
+def _connection_uri(node: Node, what: str, targets: tuple[str, ...], connect_ports: dict[str, int],
+                    dial_host: str) -> str:
+    """`tcp://HOST:PORT` of the first target, the others as alternates after `#`."""
+    endpoints = dial_endpoints(node, what, targets, connect_ports, dial_host)
     return f"tcp://{endpoints[0]}" + (f"#{','.join(endpoints[1:])}" if len(endpoints) > 1 else "")
 
 
