@@ -18,6 +18,7 @@ from harness.peers.launch import make_peer
 from harness.peers.vendors import vendor
 from harness.topology import parse_topology
 from harness.wait import wait_for
+from tests.rabbitmq_support import needs_rabbitmq, rabbitmq_unavailable
 
 TOPOLOGY = parse_topology({"name": "rabbit-test", "nodes": {
     "B1": {"role": "broker", "queues": [{"address": "orders"}, {"address": "news", "routing": "multicast"}],
@@ -26,21 +27,10 @@ TOPOLOGY = parse_topology({"name": "rabbit-test", "nodes": {
 }})
 
 
-def _unavailable() -> str | None:
-    try:
-        rmq.find_rabbitmq()
-    except PeerUnavailable as exc:
-        return str(exc)
-    return None
-
-
-needs_rabbitmq = pytest.mark.skipif(_unavailable() is not None, reason=f"peer unavailable: {_unavailable()}")
-
-
 @pytest.fixture(scope="module")
 def rabbit():
-    if _unavailable():
-        pytest.skip(f"peer unavailable: {_unavailable()}")
+    if rabbitmq_unavailable():
+        pytest.skip(f"peer unavailable: {rabbitmq_unavailable()}")
     peer = make_peer(TOPOLOGY, "B1", "rabbitmq@native")
     try:
         peer.start(timeout=90)

@@ -14,11 +14,10 @@ import time
 import pytest
 
 from harness.clients import Clients
-from harness.peers import rabbitmq as rmq
-from harness.peers.base import PeerUnavailable
 from harness.peers.launch import start_topology
 from harness.topology import parse_topology
 from harness.wait import wait_for
+from tests.rabbitmq_support import needs_rabbitmq
 
 QUEUES = [{"address": "orders"}, {"address": "private"}, {"address": "prices", "routing": "multicast"},
           {"address": "alerts", "routing": "multicast"}]
@@ -33,15 +32,7 @@ UPSTREAM = "B1:b1-b2.B2"
 WAIT = 30.0
 
 
-def _unavailable() -> str | None:
-    try:
-        rmq.find_rabbitmq()
-    except PeerUnavailable as exc:
-        return str(exc)
-    return None
-
-
-pytestmark = pytest.mark.skipif(_unavailable() is not None, reason=f"peer unavailable: {_unavailable()}")
+pytestmark = needs_rabbitmq
 
 
 @pytest.fixture(scope="module")
