@@ -496,6 +496,15 @@ _LINK_ELEMENT_ATTRS = {"address-match", "queue-name"}
 _MIRROR_ATTRS = {"queue-creation", "queue-removal", "message-acknowledgements"}
 
 
+def _refuse_other_attrs(attrs: dict[str, str], allowed: set[str], path, line: int, owner: str) -> None:
+    """A ConfigError for the first attribute of `owner` (how the message names the element) not in `allowed`,
+    listing the ones the reference broker reads."""
+    for key in attrs:
+        if key not in allowed:
+            raise ConfigError(path, line, f"{owner} attribute {key}={attrs[key]!r} is not supported yet by the "
+                              f"reference broker (expected: {', '.join(sorted(allowed))})")
+
+
 def _broker_connections(el, path) -> list[BrokerConnectionDef]:
     connections: list[BrokerConnectionDef] = []
     for child in el:
@@ -518,10 +527,7 @@ def _amqp_connection(el, path) -> BrokerConnectionDef:
     if not name:
         raise ConfigError(path, el.line, "<amqp-connection> needs a name attribute")
     what = f"amqp-connection {name!r}"
-    for key in attrs:
-        if key not in _CONNECTION_ATTRS:
-            raise ConfigError(path, el.line, f"{what}: attribute {key}={attrs[key]!r} is not supported yet by the "
-                              f"reference broker (expected: {', '.join(sorted(_CONNECTION_ATTRS))})")
+    _refuse_other_attrs(attrs, _CONNECTION_ATTRS, path, el.line, f"{what}:")
     uri = attrs.get("uri")
     if not uri:
         raise ConfigError(path, el.line, f"{what}: needs a uri attribute (tcp://HOST:PORT)")
@@ -595,10 +601,7 @@ def _link_element(el, kind: str, path, what: str) -> ConnectionElement:
 
 def _mirror_element(el, path, what: str) -> ConnectionElement:
     attrs = {_local(k): v for k, v in el.attrib.items()}
-    for key in attrs:
-        if key not in _MIRROR_ATTRS:
-            raise ConfigError(path, el.line, f"{what}: <mirror> attribute {key}={attrs[key]!r} is not supported yet "
-                              f"by the reference broker (expected: {', '.join(sorted(_MIRROR_ATTRS))})")
+    _refuse_other_attrs(attrs, _MIRROR_ATTRS, path, el.line, f"{what}: <mirror>")
     if len(el):
         raise ConfigError(path, el[0].line, f"{what}: <mirror> takes no elements, got <{_local(el[0].tag)}>")
     flags = {key: _attr_bool(attrs, key, True, path, el.line, f"{what}: <mirror>") for key in _MIRROR_ATTRS}
@@ -631,10 +634,7 @@ def _federation_policy(el, kind: str, side: str, path, what: str) -> FederationP
     attrs = {_local(k): v for k, v in el.attrib.items()}
     tag = _local(el.tag)
     allowed = {"name", "include-federated"} if kind == "queue" else {"name", "max-hops"}
-    for key in attrs:
-        if key not in allowed:
-            raise ConfigError(path, el.line, f"{what}: <{tag}> attribute {key}={attrs[key]!r} is not supported yet by "
-                              f"the reference broker (expected: {', '.join(sorted(allowed))})")
+    _refuse_other_attrs(attrs, allowed, path, el.line, f"{what}: <{tag}>")
     name = attrs.get("name")
     if not name:
         raise ConfigError(path, el.line, f"{what}: <{tag}> needs a name attribute")
