@@ -135,6 +135,17 @@ def empty(clients, peer, queue: str, timeout: float = WAIT) -> int:
     return receiver.count
 
 
+def mirror_ready(clients, running, connection: str, queue: str = "orders") -> None:
+    """DC1's mirror `connection` to DC2 up, and `queue` empty on both brokers: emptied on DC1, those
+    acknowledgements replayed on DC2, then emptied on DC2 (what the mirror had brought and no acknowledgement
+    removed). Cases on broker-mirror start from here, whatever an earlier case left."""
+    dc1, dc2 = running["DC1"], running["DC2"]
+    wait_connected(dc1, connection)
+    empty(clients, dc1, queue)
+    wait_mirror_idle(dc1, connection)
+    empty(clients, dc2, queue)
+
+
 def node_at(running, target: str) -> str | None:
     """Which node of the topology a broker connection's `host:port` target is (a link's proxy counts as the
     node behind it)."""

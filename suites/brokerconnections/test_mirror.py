@@ -12,8 +12,8 @@ from harness import checkers
 from harness.wait import wait_for
 
 from ..conftest import kill_or_skip
-from .conftest import (WAIT, connection, delete_queue, depth, empty, exists, mirror_queue, send_accepted, sender,
-                       start_connection, stats, unique, wait_connected, wait_depth, wait_mirror_idle)
+from .conftest import (WAIT, connection, delete_queue, depth, exists, mirror_queue, mirror_ready, send_accepted,
+                       sender, start_connection, stats, unique, wait_connected, wait_depth, wait_mirror_idle)
 
 pytestmark = pytest.mark.requires("mirror", "store-and-forward")
 
@@ -24,11 +24,7 @@ MIRROR = "DC2"  # the mirror connection's name on DC1, so its events wait on $AC
 def mirrored(topology, clients):
     """broker-mirror with its mirror up and `orders` empty on both brokers."""
     running = topology("broker-mirror")
-    dc1, dc2 = running["DC1"], running["DC2"]
-    wait_connected(dc1, MIRROR)
-    empty(clients, dc1, "orders")
-    wait_mirror_idle(dc1, MIRROR)
-    empty(clients, dc2, "orders")
+    mirror_ready(clients, running, MIRROR)
     return running
 
 

@@ -17,8 +17,8 @@ import pytest
 from harness import checkers
 from harness.wait import wait_for
 
-from .conftest import (WAIT, configured, connection, depth, empty, mirror_queue, send_accepted, sender, stats,
-                       wait_connected, wait_depth, wait_mirror_idle)
+from .conftest import (WAIT, configured, connection, depth, mirror_queue, mirror_ready, send_accepted, sender, stats,
+                       wait_depth, wait_mirror_idle)
 
 pytestmark = pytest.mark.requires("mirror", "store-and-forward")
 
@@ -31,11 +31,7 @@ def faulty(topology, clients):
     running = topology("broker-mirror")
     if running.faults is None:
         pytest.skip("broker-mirror's DC1->DC2 link does not go through the fault proxy here")
-    dc1, dc2 = running["DC1"], running["DC2"]
-    wait_connected(dc1, MIRROR)
-    empty(clients, dc1, "orders")
-    wait_mirror_idle(dc1, MIRROR)
-    empty(clients, dc2, "orders")
+    mirror_ready(clients, running, MIRROR)
     yield running
     running.faults.reset()  # every case leaves the link clean for the next
 
