@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from proton import Condition, Terminus
+from proton import Condition, Data, Terminus, symbol
 
 
 def refuse(link, name: str, description: str, log: logging.Logger) -> None:
@@ -16,6 +16,32 @@ def refuse(link, name: str, description: str, log: logging.Logger) -> None:
     link.open()
     link.close()
     log.warning("Refused link %r: %s", link.name, description)
+
+
+def terminus_symbols(data) -> set[str]:
+    """A terminus's capabilities (a single symbol or an array of them) as plain strings."""
+    if data is None:
+        return set()
+    data.rewind()
+    if data.next() is None:
+        return set()
+    value = data.get_object()
+    values = getattr(value, "elements", None)
+    return {str(v) for v in (values if values is not None else [value])}
+
+
+def put_symbols(data, names) -> None:
+    """Write `names` as an array of symbols (terminus capabilities), as Artemis and qdrouterd send them."""
+    data.put_array(False, Data.SYMBOL)
+    data.enter()
+    for name in names:
+        data.put_symbol(symbol(name))
+    data.exit()
+
+
+def link_property(properties, key: str):
+    """A link property by name: proton's symbol keys compare and hash as the plain strings they are."""
+    return (properties or {}).get(key)
 
 
 def read_message(link, dlv) -> bytes | None:

@@ -270,8 +270,7 @@ class EngineLoop:
     def _injected(self, injector) -> None:
         os.read(injector.fileno(), 512)
         while not injector.queue.empty():
-            event = injector.queue.get()
-            self._call(event.type.method, event)  # an ApplicationEvent: its `subject` is the handler's to read
+            self._call(injector.queue.get().type.method, None)
 
     def _handler_failed(self, impl, etype: EventType, exc: Exception) -> None:
         """A handler raised on an engine event: close the event's connection with an error (AMQP 1.0 §2.8.15:

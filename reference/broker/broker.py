@@ -19,6 +19,7 @@ Semantics (Artemis-compatible where the documents are silent; AMQP 1.0 §3.4 for
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import heapq
 import itertools
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from proton import Condition, Delivery, Endpoint, Link, Message, Terminus
 from proton.reactor import ApplicationEvent, EventInjector
 
-from ..links import forget_state, read_message, refuse
+from ..links import forget_state, link_property, read_message, refuse, terminus_symbols
 from ..peek import Peek, peek, redelivered
 from . import federation as federating
 from . import mirror as mirroring
@@ -393,18 +394,14 @@ class Broker:
                 return
         link.source.copy(source)
         link.target.copy(link.remote_target)
-        consumer = Consumer(link, queue, next(self._consumer_ids))
-        node = federating._property(link.remote_properties, federating.NODE_PROPERTY)
+        consumer = self.add_consumer(link, queue)
+        node = link_property(link.remote_properties, federating.NODE_PROPERTY)
         if node:  # another broker of a network pulling from us
             consumer.federation_node = str(node)
-            consumer.max_hops = int(federating._property(link.remote_properties, federating.MAX_HOPS_PROPERTY) or -1)
+            consumer.max_hops = int(link_property(link.remote_properties, federating.MAX_HOPS_PROPERTY) or -1)
             if queue.temporary:
                 queue.federation_filter = (consumer.federation_node, consumer.max_hops)
-        link.broker_consumer = consumer
-        queue.consumers.append(consumer)
         link.open()
-        self._dirty.add(queue)
-        self._stats_dirty = True
         self.federation.demand_changed(queue.address)
 
     def _subscription(self, link, address, source) -> Queue | None:
@@ -626,24 +623,21 @@ class Broker:
         self._dirty.add(queue)
         self._stats_dirty = True
 
-    def add_outgoing_consumer(self, link, queue: Queue) -> None:
-        """A sending link of a broker connection consumes `queue` like any consumer."""
+    def add_consumer(self, link, queue: Queue) -> Consumer:
+        """`link` consumes `queue`: a client's, or a sending link of a broker connection."""
         consumer = Consumer(link, queue, next(self._consumer_ids))
         link.broker_consumer = consumer
         queue.consumers.append(consumer)
         self._dirty.add(queue)
         self._stats_dirty = True
+        return consumer
 
-    def add_federation_producer(self, link, address: str, routing: str, side) -> None:
-        """One of our pulls from another broker of a network (federation.py)."""
+    def add_outgoing_producer(self, link, address: str, routing: str, federation_side=None) -> None:
+        """A receiving link this broker opened produces into `address`: a broker connection's receiver, or a pull
+        from another broker of a network (`federation_side`, federation.py)."""
         producer = Producer(link, address, routing)
-        producer.federation_side = side
+        producer.federation_side = federation_side
         link.broker_producer = producer
-        link.flow(PRODUCER_CREDIT)
-
-    def add_outgoing_producer(self, link, queue: Queue) -> None:
-        """A receiving link of a broker connection produces into `queue`'s address."""
-        link.broker_producer = Producer(link, queue.address, queue.routing)
         link.flow(PRODUCER_CREDIT)
 
     def store_mirrored(self, data: bytes, address: str | None, origin: tuple, via: str) -> bool:
@@ -657,12 +651,18 @@ class Broker:
         if info is None:
             raise ValueError(f"address {address!r} does not exist here and auto-create is off")
         durable = bool(fields.durable) and self.journal is not None
+        with self._applying(via):
+            self._route(info, next(self._ids), data, durable, _expiry_of(fields), origin=origin)
+        return durable
+
+    @contextlib.contextmanager
+    def _applying(self, via: str):
+        """While a mirror event from node `via` is applied: the mirrors do not send what it causes back there."""
         self._via = via
         try:
-            self._route(info, next(self._ids), data, durable, _expiry_of(fields), origin=origin)
+            yield
         finally:
             self._via = None
-        return durable
 
     def accept_when_durable(self, dlv: Delivery, durable: bool) -> None:
         if durable and self.config.journal_sync_non_transactional:
@@ -674,33 +674,24 @@ class Broker:
         if not name:
             return
         routings = {r.strip().lower() for r in str(routing_types or "ANYCAST").split(",") if r.strip()}
-        self._via = via
-        try:
+        with self._applying(via):
             self._declare_address(name, routings & {ANYCAST, MULTICAST} or {ANYCAST})
-        finally:
-            self._via = None
         self._stats_dirty = True
 
     def mirror_create_queue(self, name: str | None, address: str | None, routing, durable: bool, via: str) -> None:
         if not name or name in self.queues:
             return
         routing = str(routing or ANYCAST).lower()
-        self._via = via
-        try:
+        with self._applying(via):
             self._create_queue(name, address or name, routing if routing in (ANYCAST, MULTICAST) else ANYCAST,
                                durable=durable)
-        finally:
-            self._via = None
 
     def mirror_delete_queue(self, name: str, via: str) -> None:
         queue = self.queues.get(name)
         if queue is None or queue.internal:
             return
-        self._via = via
-        try:
+        with self._applying(via):
             self.delete_queue(queue)
-        finally:
-            self._via = None
 
     def mirror_delete_address(self, name: str | None, via: str) -> None:
         info = self.addresses.get(name or "")
@@ -720,11 +711,8 @@ class Broker:
             # comes back unaccepted it is dropped then (_requeue).
             entry.mirror_acked = True
             return
-        self._via = via
-        try:
+        with self._applying(via):
             self._remove(queue, entry)
-        finally:
-            self._via = None
         if entry in queue.delayed:
             queue.delayed.remove(entry)
         else:
@@ -1032,24 +1020,12 @@ def _expiry_of(fields: Peek) -> float | None:
 
 def _routing_hint(capabilities) -> str | None:
     """`topic` asks for a multicast subscription, `queue` for anycast (Artemis's AMQP conventions)."""
-    caps = _symbols(capabilities)
+    caps = terminus_symbols(capabilities)
     if "topic" in caps:
         return MULTICAST
     if "queue" in caps:
         return ANYCAST
     return None
-
-
-def _symbols(data) -> set[str]:
-    """A terminus's capabilities (a single symbol or an array of them) as plain strings."""
-    if data is None:
-        return set()
-    data.rewind()
-    if data.next() is None:
-        return set()
-    value = data.get_object()
-    values = getattr(value, "elements", None)
-    return {str(v) for v in (values if values is not None else [value])}
 
 
 def _answer(awaiting: list[tuple[Delivery, int | None]]) -> None:

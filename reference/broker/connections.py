@@ -32,7 +32,9 @@ import logging
 import time
 import uuid
 
-from proton import Data, Endpoint, Link, symbol
+from proton import Endpoint, Link
+
+from ..links import put_symbols
 
 from .config import BrokerConnectionDef
 from .mirror import SNF_PREFIX, MirrorSource
@@ -217,11 +219,7 @@ class BrokerConnections:
         link.snd_settle_mode = Link.SND_UNSETTLED
         link.rcv_settle_mode = Link.RCV_FIRST
         if waypoint:
-            terminus = link.target if direction == "sender" else link.source
-            terminus.capabilities.put_array(False, Data.SYMBOL)  # an array of symbols, as Artemis sends it
-            terminus.capabilities.enter()
-            terminus.capabilities.put_symbol(symbol(WAYPOINT_CAPABILITY))
-            terminus.capabilities.exit()
+            put_symbols((link.target if direction == "sender" else link.source).capabilities, [WAYPOINT_CAPABILITY])
         link.broker_outgoing = (bc, direction, queue)
         link.open()
 
@@ -245,12 +243,12 @@ class BrokerConnections:
             if why is not None:
                 self.error(bc, f"mirror link refused: {why}")
                 return
-            self.broker.add_outgoing_consumer(link, queue)
+            self.broker.add_consumer(link, queue)
             log.info("Mirror %r linked to node %s", bc.name, bc.mirror.remote_id)
         elif kind == "sender":
-            self.broker.add_outgoing_consumer(link, queue)
+            self.broker.add_consumer(link, queue)
         else:
-            self.broker.add_outgoing_producer(link, queue)
+            self.broker.add_outgoing_producer(link, queue.address, queue.routing)
 
     def link_closed(self, link) -> None:
         """The remote detached one of our links. An answer to our own detach (the queue was deleted here) is

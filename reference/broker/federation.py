@@ -40,7 +40,9 @@ import json
 import logging
 import uuid
 
-from proton import Data, Endpoint, symbol
+from proton import Endpoint, symbol
+
+from ..links import link_property, put_symbols
 
 from .config import ANYCAST, MULTICAST, FederationPolicy
 from .wire import encode_long, encode_string, encode_symbol, split_delivery_annotations, with_delivery_annotations
@@ -53,11 +55,6 @@ NODE_PROPERTY = "x-opt-reference-fed-node"
 MAX_HOPS_PROPERTY = "x-opt-reference-fed-max-hops"
 HOPS = "x-opt-reference-fed-hops"
 FROM = "x-opt-reference-fed-from"
-
-
-def _property(props, key: str):
-    props = props or {}
-    return props.get(symbol(key), props.get(key))
 
 
 class Side:
@@ -116,13 +113,10 @@ class Side:
         link = self.session.receiver(f"federation:{source}:{uuid.uuid4()}")
         link.source.address = source
         link.target.address = address
-        link.source.capabilities.put_array(False, Data.SYMBOL)
-        link.source.capabilities.enter()
-        link.source.capabilities.put_symbol(symbol("queue" if key[0] == "queue" else "topic"))
-        link.source.capabilities.exit()
+        put_symbols(link.source.capabilities, ["queue" if key[0] == "queue" else "topic"])
         max_hops = (-1 if policy.include_federated else 1) if key[0] == "queue" else policy.max_hops
         link.properties = {symbol(NODE_PROPERTY): broker.node_id, symbol(MAX_HOPS_PROPERTY): max_hops}
-        broker.add_federation_producer(link, address, ANYCAST if key[0] == "queue" else MULTICAST, self)
+        broker.add_outgoing_producer(link, address, ANYCAST if key[0] == "queue" else MULTICAST, self)
         link.open()
         self.pulls[key] = link
         log.info("Pulling %s %r from node %s (policy %r)", key[0], source, self.remote_node, policy.name)
@@ -172,7 +166,7 @@ class Federation:
     def control_answered(self, link) -> str | None:
         """The dialled broker answered our control link; returns why it is no federation peer, or None."""
         side: Side = link.broker_federation_side
-        node = _property(link.remote_properties, NODE_PROPERTY)
+        node = link_property(link.remote_properties, NODE_PROPERTY)
         if not node:
             return f"the remote broker named no node id ({NODE_PROPERTY}): it takes no federation"
         if str(node) == self.broker.node_id:
@@ -187,7 +181,7 @@ class Federation:
     def control_attach(self, link) -> str | None:
         """A dialling broker's control link: pull from it by the policies it sent. Returns why it is refused."""
         try:
-            body = json.loads(str(_property(link.remote_properties, POLICIES_PROPERTY) or ""))
+            body = json.loads(str(link_property(link.remote_properties, POLICIES_PROPERTY) or ""))
             node = str(body["node"])
             policies = tuple(FederationPolicy.from_dict(p, "local") for p in body.get("policies", []))
         except (ValueError, KeyError, TypeError) as exc:

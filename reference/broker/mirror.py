@@ -42,7 +42,7 @@ import uuid
 from proton import Condition, Delivery, Message, symbol
 
 from .. import attach_caps
-from ..links import read_message
+from ..links import link_property, read_message
 from ..peek import sections
 from .wire import (encode_long, encode_map, encode_string, encode_symbol, split_delivery_annotations,
                    with_delivery_annotations)
@@ -98,8 +98,7 @@ def post_ack_event(address: str, queue: str, internal_id: int, broker_id: str | 
     prefix = _ACK_PREFIXES.get(key)
     if prefix is None:
         entries = [encode_symbol(EVENT_TYPE), encode_symbol(POST_ACK), encode_symbol(ADDRESS), encode_string(address),
-                   encode_symbol(QUEUE),
-                   encode_string(queue)]
+                   encode_symbol(QUEUE), encode_string(queue)]
         if broker_id is not None:
             entries += [encode_symbol(BROKER_ID), encode_string(broker_id)]
         prefix = _DURABLE_HEADER + b"\x00\x53\x72" + encode_map(entries) + b"\x00\x53\x77"
@@ -122,11 +121,6 @@ def send_event(data: bytes, internal_id: int, address: str, origin: str | None) 
     return with_delivery_annotations(data, entries, values)
 
 
-def read_send(data: bytes) -> tuple[dict, bytes]:
-    """(delivery annotations, the message without them) of a mirrored send."""
-    return split_delivery_annotations(data)
-
-
 def event_type(data: bytes) -> tuple[str | None, Message | None]:
     """The control event a message carries (and the decoded message), or (None, None) for a mirrored send."""
     parts = sections(data)
@@ -134,7 +128,7 @@ def event_type(data: bytes) -> tuple[str | None, Message | None]:
         return None, None  # no message annotations: a send
     message = Message()
     message.decode(data)
-    event = (message.annotations or {}).get(symbol(EVENT_TYPE)) or (message.annotations or {}).get(EVENT_TYPE)
+    event = (message.annotations or {}).get(EVENT_TYPE)
     return (str(event), message) if event is not None else (None, None)
 
 
@@ -262,7 +256,7 @@ class MirrorSource:
         offered, _desired = attach_caps.remote_capabilities(link)
         if MIRROR_CAPABILITY not in offered:
             return f"the target does not offer the {MIRROR_CAPABILITY} capability"
-        remote = (link.remote_properties or {}).get(symbol(BROKER_ID)) or (link.remote_properties or {}).get(BROKER_ID)
+        remote = link_property(link.remote_properties, BROKER_ID)
         if not remote:
             return f"the target names no node id ({BROKER_ID})"
         if str(remote) == own_id:
@@ -286,8 +280,7 @@ class MirrorTarget:
     def __init__(self, broker, link):
         self.broker = broker
         self.link = link
-        props = link.remote_properties or {}
-        remote = props.get(symbol(BROKER_ID)) or props.get(BROKER_ID)
+        remote = link_property(link.remote_properties, BROKER_ID)
         self.remote_id = str(remote) if remote else None
 
     def open(self, own_id: str) -> str | None:
@@ -325,10 +318,10 @@ class MirrorTarget:
         broker, via = self.broker, self.remote_id
         event, message = event_type(data)
         if event is None:
-            annotations, stored = read_send(data)
-            internal = annotations.get(symbol(INTERNAL_ID), annotations.get(INTERNAL_ID))
-            origin = annotations.get(symbol(BROKER_ID)) or annotations.get(BROKER_ID) or via
-            address = annotations.get(symbol(INTERNAL_DESTINATION)) or annotations.get(INTERNAL_DESTINATION)
+            annotations, stored = split_delivery_annotations(data)
+            internal = annotations.get(INTERNAL_ID)
+            origin = annotations.get(BROKER_ID) or via
+            address = annotations.get(INTERNAL_DESTINATION)
             if internal is None:
                 raise ValueError(f"a mirrored message without {INTERNAL_ID}")
             if self._seen_before(str(origin), int(internal)):
@@ -339,8 +332,8 @@ class MirrorTarget:
             return
         annotations = message.annotations or {}
 
-        def annotation(key):
-            value = annotations.get(symbol(key), annotations.get(key))
+        def annotation(key):  # symbol keys compare and hash as plain strings
+            value = annotations.get(key)
             return str(value) if value is not None else None
 
         if event in (ADD_ADDRESS, CREATE_QUEUE, DELETE_ADDRESS):

@@ -30,9 +30,9 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 
-from proton import Condition, Data, Delivery, Described, Message, Terminus, ulong
+from proton import Condition, Delivery, Described, Message, Terminus, ulong
 
-from ..links import read_message
+from ..links import put_symbols, read_message
 
 log = logging.getLogger("BROKER")
 
@@ -83,12 +83,7 @@ class Transactions:
 
     def attach(self, link) -> None:
         link.target.type = Terminus.COORDINATOR
-        caps = link.target.capabilities
-        caps.put_array(False, Data.SYMBOL)
-        caps.enter()
-        for cap in CAPABILITIES:
-            caps.put_symbol(cap)
-        caps.exit()
+        put_symbols(link.target.capabilities, CAPABILITIES)
         link.source.copy(link.remote_source)
         link.broker_coordinator = True
         link.open()

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from proton import Condition, Delivery, Endpoint, Link, Message, Terminus, symbol
 
-from ..links import forget_state, read_message, refuse
+from ..links import forget_state, read_message, refuse, terminus_symbols
 from ..peek import Peek, peek
 from .addressing import AddressTable
 from .config import AddressSection, RouterConfig
@@ -357,8 +357,9 @@ class Router:
 
     def _attach_consumer(self, link):
         source = link.remote_source
-        if source.address and _waypoint_ordinal(source.capabilities):
-            self._attach_waypoint(link, source.address, _waypoint_ordinal(source.capabilities))
+        ordinal = _waypoint_ordinal(source.capabilities)
+        if source.address and ordinal:
+            self._attach_waypoint(link, source.address, ordinal)
             return
         if source.dynamic:
             address = f"amqp:/_topo/0/{self.router_id}/temp.{secrets.token_hex(8)}"
@@ -418,8 +419,9 @@ class Router:
 
     def _attach_producer(self, link):
         target = link.remote_target
-        if target.address and _waypoint_ordinal(target.capabilities):
-            self._attach_waypoint(link, target.address, _waypoint_ordinal(target.capabilities))
+        ordinal = _waypoint_ordinal(target.capabilities)
+        if target.address and ordinal:
+            self._attach_waypoint(link, target.address, ordinal)
             return
         if target.dynamic:
             _refuse(link, "amqp:not-implemented", "dynamic targets are not supported by the reference router")
@@ -945,14 +947,7 @@ def _refuse(link, name: str, description: str) -> None:
 def _waypoint_ordinal(capabilities) -> int:
     """qdrouterd's reading of a terminus's `qd.waypoint[.N]` capability (a symbol or an array of them): N, 1 for
     the bare name, 0 when there is none."""
-    if capabilities is None:
-        return 0
-    capabilities.rewind()
-    if capabilities.next() is None:
-        return 0
-    value = capabilities.get_object()
-    for item in getattr(value, "elements", None) or [value]:
-        text = str(item)
+    for text in terminus_symbols(capabilities):
         if text == "qd.waypoint":
             return 1
         if text.startswith("qd.waypoint.") and text[12:].isdigit() and len(text) == 13 and text[12] != "0":
