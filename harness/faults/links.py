@@ -33,6 +33,12 @@ class LinkProxies:
         self.links[link_name] = port
         return port
 
+    def retarget(self, link_name: str, upstream_port: int, host: str = "127.0.0.1") -> int:
+        """Point an existing link's proxy at another listener (a link whose connection is dialled from the other
+        end, as RabbitMQ federation dials); returns the port to dial, which stays the same."""
+        self._call("POST", f"/proxies/{self._q(link_name)}", {"upstream": f"{host}:{upstream_port}"})
+        return self.links[link_name]
+
     def toxic(self, link_name: str, kind: str, stream: str = "downstream", toxicity: float = 1.0,
               name: str | None = None, **attributes) -> str:
         """Add a toxic (latency, bandwidth, slow_close, timeout, reset_peer, slicer, limit_data) to a link."""

@@ -566,9 +566,7 @@ class RabbitMQPeer(Peer):
             return peer.amqp_port
         if not upstream.back:
             # Turned round: the owner was to dial through it to this node; this node dials the owner instead.
-            faults._call("POST", f"/proxies/{faults._q(link.name)}",
-                         {"upstream": f"127.0.0.1:{peer.amqp_port}"})
-            return faults.links[link.name]
+            return faults.retarget(link.name, peer.amqp_port)
         name = f"{link.name} back"
         return faults.links.get(name) or faults.add(name, peer.amqp_port)
 

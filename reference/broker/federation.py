@@ -67,17 +67,18 @@ class Side:
         self.remote_node: str | None = remote_node
         self.session = None
         self.pulls: dict[tuple[str, str], object] = {}  # ("queue", queue name) / ("address", address) -> link
-        self.ready = remote_node is not None
 
     def evaluate(self, only: str | None = None) -> None:
         """Open the pulls that local demand calls for and close the ones it no longer does (`only`: one address)."""
-        if not self.ready or not self.connection.state & Endpoint.LOCAL_ACTIVE:
-            return
-        broker = self.federation.broker
+        if self.remote_node is None or not self.connection.state & Endpoint.LOCAL_ACTIVE:
+            return  # the other broker has not said who it is yet
+        addresses = self.federation.broker.addresses
+        if only is None:
+            looked_at = list(addresses.items())
+        else:  # called on every consumer that comes or goes: look at that one address only
+            looked_at = [(only, addresses[only])] if only in addresses else []
         wanted: dict[tuple[str, str], tuple[FederationPolicy, str, str]] = {}
-        for name, info in list(broker.addresses.items()):
-            if only is not None and name != only:
-                continue
+        for name, info in looked_at:
             for policy in self.policies:
                 if policy.kind == "queue":
                     for queue in info["queues"]:
@@ -89,7 +90,7 @@ class Side:
                     if self._demand(subscriptions, policy.max_hops < 0 or policy.max_hops > 1):
                         wanted.setdefault(("address", name), (policy, name, name))
         for key, link in list(self.pulls.items()):
-            if key not in wanted and (only is None or key[1] == only or _address_of(link) == only):
+            if key not in wanted and (only is None or link.target.address == only):
                 self._close(key)
         for key, (policy, source, address) in wanted.items():
             if key not in self.pulls:
@@ -134,10 +135,6 @@ class Side:
                 del self.pulls[key]
 
 
-def _address_of(link) -> str | None:
-    return link.target.address if link is not None else None
-
-
 class Federation:
     """Every federation side of one broker, and the hooks the broker calls."""
 
@@ -171,7 +168,7 @@ class Federation:
             return f"the remote broker named no node id ({NODE_PROPERTY}): it takes no federation"
         if str(node) == self.broker.node_id:
             return "the remote broker is this broker itself"
-        side.remote_node, side.ready = str(node), True
+        side.remote_node = str(node)
         log.info("Federation with node %s: pulling by %d local policy(ies)", node, len(side.policies))
         side.evaluate()
         return None
