@@ -50,7 +50,8 @@ from .fuzz import command as fuzz_command
 from .faults.server import DEFAULT_PORT as PROXY_PORT
 from .matrix import ALLURE_DIR, CELLS_DIR, DEFAULT_MATRIX, Cell, CellRun, Matrix, MatrixError
 from .pytest_plugin import PROBE_TIMEOUT, positive_seconds
-from .results import OUTCOMES, RESULTS_FILE, RUN_ID_ENV, RUN_META_FILE, new_run_id, read_results, utc_now_iso
+from .results import (OUTCOMES, RESULTS_FILE, RUN_ID_ENV, RUN_META_FILE, default_results_dir, new_run_id, read_results,
+                      utc_now_iso)
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = ROOT / "suites"
@@ -131,8 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--break", dest="breaks", action="append", default=[], metavar="[ROLE[=VENDOR]:]FAULT",
                      help="deliberately start matching peers with a faulty setting, to see the suites catch it "
                           f"(faults: {', '.join(matrix_plugin.CONFIG_FAULTS)}); repeatable")
-    run.add_argument("--results", default="results", metavar="DIR",
-                     help="folder for run results; this run writes DIR/<run_id>/results.jsonl (default: results)")
+    run.add_argument("--results", default=default_results_dir(), metavar="DIR",
+                     help="folder for run results; this run writes DIR/<run_id>/results.jsonl (default: $INTEROP_RESULTS, else results)")
     run.add_argument("--suite", action="extend", nargs="+", default=[], metavar="NAME",
                      help="suite folder(s) under suites/ to run (default: all that contain tests)")
     run.add_argument("-k", dest="keyword", metavar="EXPR", help="only cases matching this pytest -k expression")

@@ -31,7 +31,7 @@ from .history import History
 from .peers.base import PeerUnavailable
 from .peers.launch import RunningTopology, start_topology
 from .peers.vendors import DEFAULT_PEERS, vendor
-from .results import RUN_ID_ENV, ResultWriter, host_facts, make_record, new_run_id
+from .results import RUN_ID_ENV, ResultWriter, default_results_dir, host_facts, make_record, new_run_id
 from .topology import ROLES, load_topology
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,8 +55,9 @@ def pytest_addoption(parser):
     group = parser.getgroup("interop", "AMQP interop harness")
     group.addoption("--peer", action="append", default=[], metavar="ROLE=VENDOR",
                     help="vendor per role, e.g. router=reference (repeatable or comma-separated)")
-    group.addoption("--results", default="results", metavar="DIR",
-                    help="folder for run results (DIR/<run_id>/results.jsonl, run.json); default: results")
+    group.addoption("--results", default=default_results_dir(), metavar="DIR",
+                    help="folder for run results (DIR/<run_id>/results.jsonl, run.json); default: $INTEROP_RESULTS, "
+                         "else results")
     group.addoption("--peer-probe-timeout", type=positive_seconds, default=PROBE_TIMEOUT, metavar="SECONDS",
                     help="after a failed case, a peer that does not answer an AMQP protocol header within this "
                          f"long is taken as hung and replaced before the next case; default: {PROBE_TIMEOUT:g}")

@@ -25,6 +25,13 @@ OUTCOMES = ("passed", "failed", "error", "skipped", "not-applicable", "xfail")
 RESULTS_FILE = "results.jsonl"
 RUN_META_FILE = "run.json"
 RUN_ID_ENV = "INTEROP_RUN_ID"
+# Where run folders go when --results is not given. `make test` points it at a temporary folder, so that the
+# project's own tests never add runs to the checkout's results/, which `make run` reports on.
+RESULTS_DIR_ENV = "INTEROP_RESULTS"
+
+
+def default_results_dir() -> str:
+    return os.environ.get(RESULTS_DIR_ENV) or "results"
 
 # Field order of a record as make_record builds it; the reader does not depend on it.
 _FIELDS = (

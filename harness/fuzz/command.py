@@ -21,7 +21,7 @@ import random
 import sys
 from pathlib import Path
 
-from ..results import ResultWriter, current_run_id, utc_now_iso
+from ..results import ResultWriter, current_run_id, default_results_dir, utc_now_iso
 from .session import FuzzTarget, Progress, SessionReport, parse_budget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,8 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser, break_faults: list[str]) -> N
     parser.add_argument("--break", dest="breaks", action="append", default=[], metavar="[ROLE[=VENDOR]:]FAULT",
                         help="start matching peers with a faulty setting, to see the session catch it "
                              f"(faults: {', '.join(break_faults)}); repeatable")
-    parser.add_argument("--results", default="results", metavar="DIR",
-                        help="results folder; the session writes DIR/<run_id>/results.jsonl (default: results)")
+    parser.add_argument("--results", default=default_results_dir(), metavar="DIR",
+                        help="results folder; the session writes DIR/<run_id>/results.jsonl (default: $INTEROP_RESULTS, else results)")
 
 
 class FuzzUsageError(Exception):
