@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup system-packages qdrouterd report-jvm-cache run test clean
+.PHONY: setup system-packages qdrouterd report-jvm-cache run test clean client-stacks
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,17 @@ qdrouterd:
 	elif ! command -v qdrouterd >/dev/null; then \
 	  echo "qdrouterd: not on PATH and no $(QDROUTERD_INSTALL); its cases will be skipped (README: Getting a qdrouterd)"; fi
 
-setup: system-packages qdrouterd $(STAMP) $(ALLURE) report-jvm-cache
+# The client stacks of the type interop suite and --client (harness/drivers.py): rhea from npm (clients/rhea), and
+# the Qpid Proton C++ shim built against Debian's libqpid-proton-cpp12-dev (clients/cpp; the driver also builds it on
+# first use). A stack that cannot be installed has its cases skipped, with the reason.
+RHEA := clients/rhea/node_modules/.installed-stamp
+$(RHEA): clients/rhea/package.json clients/rhea/package-lock.json
+	npm ci --prefix clients/rhea --no-audit --no-fund --loglevel=error
+	touch $(RHEA)
+client-stacks: $(RHEA)
+	$(MAKE) -s -C clients/cpp || echo "cpp client stack: not built (see above); its cases will be skipped"
+
+setup: system-packages qdrouterd $(STAMP) $(ALLURE) report-jvm-cache client-stacks
 
 # The main job: the conformance matrix (matrix.yaml: the reference peers plus every real product found
 # here), then the Spark report over every run in results/ (results/report/index.html).
