@@ -9,7 +9,7 @@ request per line on its stdin, one answer per line on its stdout, in order:
                                                              or  {"id": 7, "error": "what went wrong"}
 
 Operations: hello (stack, version, capabilities), connect, sender (settle: unsettled | presettled), receiver
-(credit), send, receive (count, timeout), settle (outcome, count), detach, close, exit. AMQP values travel as
+(credit, settle: manual | auto), send, receive (count, timeout), settle (outcome, count), detach, close, exit. AMQP values travel as
 typed JSON, so that a value's AMQP type survives the trip: {"t": "ubyte", "v": "255"} (clients/README.md).
 
 Every request has a deadline; a shim that does not answer in time, answers an error or dies gives a
@@ -235,8 +235,11 @@ class StackClient:
     def sender(self, address: str, settle: str = "unsettled", timeout: float = DEFAULT_TIMEOUT) -> StackSender:
         return StackSender(self, address, settle, timeout)
 
-    def receiver(self, address: str, credit: int = 10, timeout: float = DEFAULT_TIMEOUT) -> StackReceiver:
-        return StackReceiver(self, address, credit, timeout)
+    def receiver(self, address: str, credit: int = 10, settle: str = "manual",
+                 timeout: float = DEFAULT_TIMEOUT) -> StackReceiver:
+        """settle: "manual" (settle() does it) or "auto" (the shim accepts each message as it arrives and gives
+        its credit back, so that a sender waiting for outcomes through a router needs no receive first)."""
+        return StackReceiver(self, address, credit, settle, timeout)
 
     def close(self, timeout: float = DEFAULT_TIMEOUT) -> None:
         if self.conn is None:
@@ -289,10 +292,11 @@ class StackSender(_StackLink):
 
 
 class StackReceiver(_StackLink):
-    def __init__(self, client: StackClient, address: str, credit: int, timeout: float):
+    def __init__(self, client: StackClient, address: str, credit: int, settle: str, timeout: float):
         super().__init__(client, "receiver", address)
         self.received = 0
-        self._attach("receiver", timeout, credit=credit)
+        self.auto = settle == "auto"
+        self._attach("receiver", timeout, credit=credit, settle=settle)
 
     def receive(self, count: int, timeout: float = DEFAULT_TIMEOUT) -> list[dict]:
         """Wait for `count` more messages (typed JSON); they stay unsettled until `settle()`."""
@@ -301,6 +305,8 @@ class StackReceiver(_StackLink):
         for m in messages:
             self.history.record(self.name, h.RECEIVE, seq=self.received, address=self.address,
                                 stack=self.shim.stack)
+            if self.auto:
+                self.history.record(self.name, h.SETTLE, seq=self.received, outcome="accept", stack=self.shim.stack)
             self.received += 1
         return messages
 

@@ -315,7 +315,7 @@ static std::condition_variable changed;
 struct link_state {
     proton::sender snd;
     proton::receiver rcv;
-    bool is_sender = false, open = false, closed = false, presettled = false;
+    bool is_sender = false, open = false, closed = false, presettled = false, autosettle = false;
     std::string error;
     std::deque<proton::message> pending;             // sender: waiting for credit
     size_t next_index = 0;                           // sender: index of the next message of the current send
@@ -406,7 +406,14 @@ struct conn_state : proton::messaging_handler {
         try { decoded = decode_message(m); }
         catch (const std::exception& e) { decoded = {{"error", std::string("decode: ") + e.what()}}; }
         std::lock_guard<std::mutex> g(lock);
-        if (auto st = of(d.receiver())) { st->incoming.emplace_back(d, decoded); changed.notify_all(); }
+        auto st = of(d.receiver());
+        if (!st) return;
+        if (st->autosettle) {  // accepted on arrival, and the credit it used given back
+            d.accept();
+            d.receiver().add_credit(1);
+        }
+        st->incoming.emplace_back(d, decoded);
+        changed.notify_all();
     }
 };
 
@@ -463,6 +470,7 @@ static json handle(const json& req) {
         auto st = std::make_shared<link_state>();
         st->is_sender = op == "sender";
         st->presettled = req.value("settle", "unsettled") == "presettled";
+        st->autosettle = req.value("settle", "unsettled") == "auto";
         const std::string name = req.at("link").get<std::string>(), address = req.at("address").get<std::string>();
         const int credit = req.value("credit", 10);
         {
@@ -522,12 +530,12 @@ static json handle(const json& req) {
             auto& front = st->incoming.front();
             if (front.second.contains("error")) throw std::runtime_error(front.second["error"].get<std::string>());
             messages.push_back(front.second);
-            st->unsettled.push_back(front.first);
+            if (!st->autosettle) st->unsettled.push_back(front.first);
             st->incoming.pop_front();
         }
         // keep the window the receiver opened: what was taken is credited again
         proton::receiver r = st->rcv;
-        for (auto& kv : conns) if (kv.second->by_name.count(req.at("link").get<std::string>()))
+        if (!st->autosettle) for (auto& kv : conns) if (kv.second->by_name.count(req.at("link").get<std::string>()))
             kv.second->queue->add(proton::make_work([r, count]() mutable { r.add_credit(count); }));
         return {{"messages", messages}};
     }

@@ -2,7 +2,7 @@
 """The python-qpid-proton client stack of the interop harness, as a line-protocol shim (harness/drivers.py).
 
 One JSON request per line on stdin, one JSON answer per line on stdout ({"id": N, "ok": ...} or {"id": N,
-"error": "..."}). It uses proton's blocking API (proton.utils.BlockingConnection), as an application would, and
+"error": "..."}). It runs proton's Container on a thread with a MessagingHandler, as an application would, and
 carries AMQP values as typed JSON ({"t": "ubyte", "v": "255"}, see clients/README.md) so that a value's AMQP
 type survives the trip to the harness. It imports nothing from the harness: it is a client like any other.
 """
@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 import struct
 import sys
+import threading
 import traceback
 import uuid
 
 import proton
 from proton import (Array, Data, Delivery, Described, Message, byte, char, decimal32, decimal64, decimal128,
                     float32, int32, short, symbol, timestamp, ubyte, uint, ulong, ushort)
-from proton.reactor import AtMostOnce, AtLeastOnce
-from proton.utils import BlockingConnection
+from proton.handlers import MessagingHandler
+from proton.reactor import ApplicationEvent, AtLeastOnce, AtMostOnce, Container, EventInjector
 
 STACK = "python"
 CAPABILITIES = ["types.decimal", "types.described", "types.array", "settle.presettled", "outcome.reject",
@@ -176,64 +177,232 @@ def decode_message(msg: Message) -> dict:
 
 _STATES = {Delivery.ACCEPTED: "accepted", Delivery.REJECTED: "rejected", Delivery.RELEASED: "released",
            Delivery.MODIFIED: "modified"}
-_SETTLE = {"accept": Delivery.ACCEPTED, "reject": Delivery.REJECTED, "release": Delivery.RELEASED,
-           "modify": Delivery.MODIFIED}
 
 
-class Shim:
+class Shim(MessagingHandler):
+    """proton's Container on its own thread, as an application with one event loop runs it; requests reach it
+    through an EventInjector and wait for their result on a condition, each with its deadline."""
+
     def __init__(self):
-        self.conns: dict[str, BlockingConnection] = {}
-        self.links: dict[str, object] = {}
+        super().__init__(prefetch=0, auto_accept=False, auto_settle=True)
+        self.cond = threading.Condition()
+        self.conns: dict[str, dict] = {}
+        self.links: dict[str, dict] = {}
+        self.container = Container(self)
+        self.container.container_id = "interop-python-shim"
+        self.injector = EventInjector()
+        self.container.selectable(self.injector)
+        threading.Thread(target=self.container.run, daemon=True).start()
+
+    # -- on the container thread --
+    def on_client_call(self, event):
+        event.subject()
+
+    def _conn(self, event):
+        return self.conns.get(getattr(event.connection, "shim_name", None))
+
+    def _link(self, link):
+        return self.links.get(link.name) if link is not None else None
+
+    def on_connection_opened(self, event):
+        with self.cond:
+            if (c := self._conn(event)) is not None:
+                c["open"] = True
+            self.cond.notify_all()
+
+    def on_connection_error(self, event):
+        self._conn_closed(event, str(event.connection.remote_condition))
+
+    def on_connection_closed(self, event):
+        self._conn_closed(event, None)
+
+    def on_transport_error(self, event):
+        self._conn_closed(event, str(event.transport.condition))
+
+    def _conn_closed(self, event, error):
+        with self.cond:
+            if (c := self._conn(event)) is not None:
+                c["closed"], c["error"] = True, error
+            self.cond.notify_all()
+
+    def on_link_opened(self, event):
+        with self.cond:
+            if (st := self._link(event.link)) is not None:
+                st["open"] = True
+            self.cond.notify_all()
+
+    def on_link_error(self, event):
+        self._link_closed(event, str(event.link.remote_condition))
+
+    def on_link_closed(self, event):
+        self._link_closed(event, None)
+
+    def _link_closed(self, event, error):
+        with self.cond:
+            if (st := self._link(event.link)) is not None:
+                st["closed"], st["error"] = True, error or st.get("error")
+            self.cond.notify_all()
+
+    def on_sendable(self, event):
+        if (st := self._link(event.sender)) is not None:
+            self._pump(st)
+
+    def _pump(self, st):
+        snd = st["link"]
+        with self.cond:
+            while st["pending"] and snd.credit > 0:
+                index, msg = st["pending"].pop(0)
+                dlv = snd.send(msg)
+                if st["presettled"]:
+                    st["outcomes"][index] = "settled"
+                else:
+                    st["trackers"][dlv.tag] = index
+            self.cond.notify_all()
+
+    def _outcome(self, event, what):
+        st = self._link(event.link)
+        with self.cond:
+            if st is not None and (index := st["trackers"].pop(event.delivery.tag, None)) is not None:
+                if not st["outcomes"][index]:
+                    st["outcomes"][index] = what
+            self.cond.notify_all()
+
+    def on_accepted(self, event):
+        self._outcome(event, "accepted")
+
+    def on_rejected(self, event):
+        self._outcome(event, "rejected")
+
+    def on_released(self, event):
+        self._outcome(event, "modified" if event.delivery.remote_state == Delivery.MODIFIED else "released")
+
+    def on_settled(self, event):
+        self._outcome(event, "settled")
+
+    def on_message(self, event):
+        st = self._link(event.link)
+        try:
+            decoded = decode_message(event.message)
+        except Exception as exc:  # reported by the receive that takes it
+            decoded = {"error": f"decode: {type(exc).__name__}: {exc}"}
+        if st is None:
+            return
+        if st["auto"]:
+            event.delivery.update(Delivery.ACCEPTED)
+            event.delivery.settle()
+            event.link.flow(1)
+        with self.cond:
+            st["incoming"].append((event.delivery, decoded))
+            self.cond.notify_all()
+
+    # -- on the request thread --
+    def call(self, fn):
+        self.injector.trigger(ApplicationEvent("client_call", subject=fn))
+
+    def wait(self, req, what, pred):
+        with self.cond:
+            if not self.cond.wait_for(pred, req.get("timeout", 10)):
+                raise TimeoutError(f"{what}: no result within {req.get('timeout', 10)}s")
 
     def op_hello(self, req):
-        return {"stack": STACK, "version": proton.VERSION if hasattr(proton, "VERSION") else "",
-                "capabilities": CAPABILITIES}
+        return {"stack": STACK, "version": ".".join(map(str, proton.VERSION)), "capabilities": CAPABILITIES}
 
     def op_connect(self, req):
-        self.conns[req["conn"]] = BlockingConnection(req["url"], timeout=req.get("timeout", 10))
+        c = {"open": False, "closed": False, "error": None, "conn": None}
+        self.conns[req["conn"]] = c
+
+        def do():
+            c["conn"] = self.container.connect(req["url"], reconnect=False)
+            c["conn"].shim_name = req["conn"]  # proton's wrappers keep python attributes; identity they do not
+        self.call(do)
+        self.wait(req, "connect", lambda: c["open"] or c["closed"])
+        if not c["open"]:
+            raise ConnectionError(f"connect: {c['error'] or 'refused'}")
+        return {}
+
+    def _attach(self, req, sender):
+        conn = self.conns[req["conn"]]
+        st = {"open": False, "closed": False, "error": None, "presettled": req.get("settle") == "presettled",
+              "pending": [], "trackers": {}, "outcomes": [], "incoming": [], "unsettled": [],
+              "auto": req.get("settle") == "auto"}
+        self.links[req["link"]] = st
+
+        def do():
+            if sender:
+                options = AtMostOnce() if st["presettled"] else AtLeastOnce()
+                st["link"] = self.container.create_sender(conn["conn"], req["address"], name=req["link"],
+                                                          options=options)
+            else:
+                st["link"] = self.container.create_receiver(conn["conn"], req["address"], name=req["link"])
+                st["link"].flow(req.get("credit", 10))
+        self.call(do)
+        self.wait(req, "attach", lambda: st["open"] or st["closed"])
+        if not st["open"]:
+            raise ConnectionError(f"attach refused: {st['error']}")
         return {}
 
     def op_sender(self, req):
-        conn = self.conns[req["conn"]]
-        options = AtMostOnce() if req.get("settle") == "presettled" else AtLeastOnce()
-        self.links[req["link"]] = conn.create_sender(req["address"], name=req["link"], options=options)
-        return {}
+        return self._attach(req, True)
 
     def op_receiver(self, req):
-        conn = self.conns[req["conn"]]
-        self.links[req["link"]] = conn.create_receiver(req["address"], name=req["link"], credit=req.get("credit", 10))
-        return {}
+        return self._attach(req, False)
 
     def op_send(self, req):
-        snd = self.links[req["link"]]
-        outcomes = []
-        for m in req["messages"]:
-            dlv = snd.send(encode_message(m), timeout=req.get("timeout", 10), error_states=[])
-            outcomes.append(_STATES.get(dlv.remote_state, "settled" if dlv.remote_state in (None, 0) else
-                                        str(dlv.remote_state)))
-        return {"outcomes": outcomes}
+        st = self.links[req["link"]]
+        msgs = [encode_message(m) for m in req["messages"]]
+        with self.cond:
+            st["outcomes"] = [""] * len(msgs)
+            st["pending"].extend(enumerate(msgs))
+        self.call(lambda: self._pump(st))
+        self.wait(req, "send", lambda: st["closed"] or all(st["outcomes"]))
+        if not all(st["outcomes"]):
+            raise ConnectionError(f"send: the link closed: {st['error']}")
+        return {"outcomes": list(st["outcomes"])}
 
     def op_receive(self, req):
-        rcv = self.links[req["link"]]
-        got = []
-        for _ in range(req["count"]):
-            got.append(decode_message(rcv.receive(timeout=req.get("timeout", 10))))
-        return {"messages": got}
+        st = self.links[req["link"]]
+        n = req["count"]
+        self.wait(req, "receive", lambda: len(st["incoming"]) >= n or st["closed"])
+        with self.cond:
+            if len(st["incoming"]) < n:
+                raise ConnectionError(f"receive: the link closed: {st['error']}")
+            got, st["incoming"] = st["incoming"][:n], st["incoming"][n:]
+        for dlv, decoded in got:
+            if "error" in decoded:
+                raise ValueError(decoded["error"])
+        if not st["auto"]:
+            st["unsettled"].extend(dlv for dlv, _ in got if not dlv.settled)
+            self.call(lambda: st["link"].flow(n))  # keep the window the receiver opened
+        return {"messages": [decoded for _, decoded in got]}
 
     def op_settle(self, req):
-        rcv = self.links[req["link"]]
-        state = _SETTLE[req.get("outcome", "accept")]
-        n = req.get("count") or len(rcv.fetcher.unsettled)
-        for _ in range(n):
-            rcv.settle(state)
-        return {"settled": n}
+        st = self.links[req["link"]]
+        n = req.get("count") or len(st["unsettled"])
+        taken, st["unsettled"] = st["unsettled"][:n], st["unsettled"][n:]
+        outcome = req.get("outcome", "accept")
+
+        def do():
+            for dlv in taken:
+                if outcome == "modify":
+                    dlv.local.failed = True
+                dlv.update({"accept": Delivery.ACCEPTED, "reject": Delivery.REJECTED, "release": Delivery.RELEASED,
+                            "modify": Delivery.MODIFIED}[outcome])
+                dlv.settle()
+        self.call(do)
+        return {"settled": len(taken)}
 
     def op_detach(self, req):
-        self.links.pop(req["link"]).close()
+        st = self.links[req["link"]]
+        self.call(lambda: st["link"].close())
+        self.wait(req, "detach", lambda: st["closed"])
+        del self.links[req["link"]]
         return {}
 
     def op_close(self, req):
-        self.conns.pop(req["conn"]).close()
+        c = self.conns[req["conn"]]
+        self.call(lambda: c["conn"].close())
+        self.wait(req, "close", lambda: c["closed"])
+        del self.conns[req["conn"]]
         return {}
 
 

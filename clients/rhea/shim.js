@@ -245,8 +245,12 @@ const ops = {
         const conn = conns.get(req.conn);
         const receiver = conn.open_receiver({name: req.link, source: {address: req.address}, autoaccept: false,
                                              credit_window: 0});
-        const state = {receiver, incoming: [], unsettled: [], waiter: null};
+        const state = {receiver, incoming: [], unsettled: [], waiter: null, auto: req.settle === 'auto'};
         receiver.on('message', (ctx) => {
+            if (state.auto) {  // accepted on arrival, and the credit it used given back
+                ctx.delivery.accept();
+                receiver.add_credit(1);
+            }
             state.incoming.push({msg: ctx.message, delivery: ctx.delivery});
             if (state.waiter) state.waiter();
         });
@@ -281,9 +285,10 @@ const ops = {
             state.waiter = null;
         }
         const got = state.incoming.splice(0, req.count);
-        const credit = state.receiver.credit;
-        if (credit < got.length) state.receiver.add_credit(got.length);  // keep the window the receiver opened
-        for (const g of got) if (!g.delivery.remote_settled) state.unsettled.push(g.delivery);
+        if (!state.auto) {
+            state.receiver.add_credit(got.length);  // keep the window the receiver opened
+            for (const g of got) if (!g.delivery.remote_settled) state.unsettled.push(g.delivery);
+        }
         return {messages: got.map((g) => decodeMessage(g.msg))};
     },
 
