@@ -1,11 +1,14 @@
 """`interop report` (also `python -m reports` and `spark-submit reports/job.py`): runs -> Parquet -> HTML.
 
-    interop report [INPUTS ...] [--out DIR] [--master URL] [--catalog FILE] [--no-allure] [--title TEXT]
+    interop report [INPUTS ...] [--out DIR] [--master URL | --remote sc://HOST:PORT] [--rebuild] [--catalog FILE]
+                   [--no-allure] [--title TEXT]
 
 INPUTS are run folders, results folders (holding run folders), globs, results.jsonl files, or URIs Spark can
-list (hdfs://, s3a://, ...); default: results. Writes DIR/tables/<table> (Parquet; DIR may be a URI), and locally
-index.html (self-contained) and, where the Allure command line is installed, allure/index.html for the latest run
-with Allure results (into --html, default DIR when it is local).
+list (hdfs://, s3a://, ...); default: results. DIR/tables/ is the store (Parquet; DIR may be a URI): runs already
+in it are not read again unless their files changed, and the report covers every run it holds (reports/store.py);
+--rebuild starts it anew from INPUTS. Writes the aggregate tables beside it, and locally index.html
+(self-contained) and, where the Allure command line is installed, allure/index.html for the latest run with Allure
+results (into --html, default DIR when it is local).
 Damaged result lines are counted and shown in the report; they never stop it. Exit 0 when a report was written,
 2 for a user mistake (no input found), 1 when Spark itself failed.
 """
@@ -39,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="local folder for index.html and allure/ (default: --out when it is local, else ./report)")
     parser.add_argument("--master", metavar="URL",
                         help="Spark master (default: local[*], or what spark-submit was given)")
+    parser.add_argument("--remote", metavar="sc://HOST:PORT",
+                        help="run the job on a Spark Connect server (a long-lived Spark: no JVM starts here; "
+                             "`python -m reports.connect_server` runs one on this machine)")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="start the store in DIR/tables anew from INPUTS (default: read only new and changed "
+                             "runs, keep the rest)")
     parser.add_argument("--catalog", metavar="FILE",
                         help="spec catalog YAML, so clauses no case covers show as 'not run' "
                              "(default: suites/spec/catalog.yaml when present)")
@@ -94,12 +103,24 @@ def run(args: argparse.Namespace) -> int:
     from pyspark.sql import SparkSession
 
     t0 = time.monotonic()
-    print(f"report: starting Spark ({args.master or 'as spark-submit says, else local[*]'})", flush=True)
-    shared = SparkSession.getActiveSession()  # a caller's session (tests, notebooks) is left running
-    spark = spark_session(args.master, log=lambda line: print(f"report: {line}", flush=True))
+    where = f"Spark Connect server {args.remote}" if args.remote else \
+        args.master or "as spark-submit says, else local[*]"
+    print(f"report: starting Spark ({where})", flush=True)
+    shared = None if args.remote else SparkSession.getActiveSession()  # a caller's session is left running
+    try:
+        spark = spark_session(args.master, log=lambda line: print(f"report: {line}", flush=True), remote=args.remote)
+    except ReportError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a server that is not there, a URL gRPC refuses
+        if not args.remote:
+            raise
+        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise ReportError(f"--remote {args.remote}: cannot reach a Spark Connect server there: {first[:200]}") \
+            from None
     timings = {"spark session start": round(time.monotonic() - t0, 3)}
     try:
-        result = run_job(spark, inputs, out, catalog_ids, log=lambda line: print(f"report: {line}", flush=True))
+        result = run_job(spark, inputs, out, catalog_ids, log=lambda line: print(f"report: {line}", flush=True),
+                         rebuild=args.rebuild)
     except ReportError:
         raise
     except Exception as exc:  # noqa: BLE001 - Spark's own failure (a cluster gone, a file system refusing)
@@ -121,13 +142,14 @@ def run(args: argparse.Namespace) -> int:
     allure_note = None
     html_dir = Path(args.html or (out if "://" not in out else "report"))
     if not args.no_allure:
-        allure_note = allure_report.build(result.inputs.results, result.data["runs"], html_dir / "allure")
+        allure_note = allure_report.build([run.results for run in result.inputs.runs], result.data["runs"],
+                                          html_dir / "allure")
         print(f"report: allure: {allure_note['text']}", flush=True)
     index = page.write(html_dir / "index.html", result.data, title=args.title, inputs=inputs, catalog=catalog,
                        timings=timings, allure=allure_note)
     totals = result.data["totals"][0]
     print(f"report: {totals['runs']} run(s), {totals['records']} records, {totals['rejects']} rejected line(s); "
-          f"tables in {out.rstrip('/')}/tables")
+          f"{len(result.plan.to_read)} run(s) read this time; tables in {out.rstrip('/')}/tables")
     print(f"report: {index.resolve()}")
     return 0
 

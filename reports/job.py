@@ -3,19 +3,23 @@
 Input is result records only (schema 1, one JSON object per line in `results.jsonl`, `run.json` beside it);
 nothing here imports the harness. Stages:
 
-  ingest     read every results.jsonl as text, parse each line against the record schema; lines that are not
-             schema-1 records (torn, garbled, wrong types) go to `rejects` with the reason, never fatal
-  tables     records.parquet (one row per case per run, with derived target/version/cell/fault columns),
-             rejects.parquet, runs.parquet
-  aggregate  conformance (target x clause, latest run of each target), pass_rate (target x suite),
-             flaky (same target, version and case both passing and failing), trend (run x target),
-             regressions (case outcome vs the target's previous run), durations (p50/p95), fault_checks,
-             recovery (records with details.resume_s: lost, duplicated, time to resume per fault),
-             fuzz_sessions and fuzz_findings (`interop fuzz` records, kept out of every other aggregate)
+  store      find the runs among the inputs and compare them with the store's manifest (reports/store.py): a run
+             is read only when it is new or its files changed since the last report into the same --out
+  ingest     read those runs' results.jsonl as text, parse each line against the record schema; lines that are
+             not schema-1 records (torn, garbled, wrong types) are set aside with the reason, never fatal. Written
+             as the store's `lines` (one partition per run), then what depends on that run alone: run_counts
+             (outcome counts per run, target, suite, clause list, cell, fault), run_recovery, run_fuzz, manifest
+  aggregate  over every run in the store, from those per-run tables (and the records' few columns for the
+             per-case tables): runs, conformance (target x clause, latest run of each target), pass_rate
+             (target x suite), flaky (same target, version and case both passing and failing), trend
+             (run x target), regressions (case outcome vs the target's previous run), durations (p50/p95),
+             fault_checks, checkers, recovery (lost, duplicated, time to resume per fault), fuzz_sessions and
+             fuzz_findings (`interop fuzz` records, kept out of every other aggregate)
 
 A "target" is the set of peers a case ran against, e.g. `router=reference` or
-`router=reference + broker=rabbitmq`: the report compares targets. Only Spark SQL functions are used (no
-Python UDFs), so the executors of a cluster need no Python code of this project.
+`router=reference + broker=rabbitmq`: the report compares targets. Only Spark SQL functions and the DataFrame API
+are used: no Python UDFs (the executors of a cluster need no Python code of this project) and no SparkContext or
+JVM gateway (the job runs the same through Spark Connect).
 
 Run it as `interop report`, `python -m reports`, or `spark-submit reports/job.py ...` (see README).
 """
@@ -27,7 +31,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file (spark-submit reports/job.py): make `reports` importable, and
@@ -35,6 +39,8 @@ if __package__ in (None, ""):  # run as a file (spark-submit reports/job.py): ma
     _here = str(Path(__file__).resolve().parent)
     sys.path[:] = [p for p in sys.path if p and str(Path(p).resolve()) != _here]
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from reports.store import Found, Plan  # noqa: E402
 
 OUTCOMES = ("passed", "failed", "error", "skipped", "not-applicable", "xfail")
 BAD = ("failed", "error")
@@ -60,12 +66,43 @@ class ReportError(Exception):
 # ---- session ---------------------------------------------------------------------------------------------------
 
 
+# SQL settings of every session, also set on a Spark Connect session (they are runtime settings)
+SESSION_SQL = {
+    "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.ansi.enabled": "false",  # a bad value in a record is a null, never a crash
+    # lower() through the JVM, not ICU: the values lowered are ASCII words (fault_checks), and loading ICU's case
+    # mapping costs 2 s the first time (measured: a first lower() 2.4-2.7 s with ICU, 0.4-0.5 s without; a report
+    # of 2,000 records 5% faster, paired runs; on a million, lost in the noise)
+    "spark.sql.icu.caseMappings.enabled": "false",
+    "spark.sql.adaptive.enabled": "true",
+    # collect_set/max_by groups: keep hash aggregation (the default falls back to sorting a million rows once a
+    # task holds more than 128 groups)
+    "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "1000000",
+    # the store's lines are written partitioned by run and kind: with concurrent writers Spark need not sort a
+    # million rows by partition first
+    "spark.sql.maxConcurrentOutputFileWriters": "4",
+    # run folders are names, never numbers or dates: a folder called 2026 stays the string "2026"
+    "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+}
+
+
 def spark_session(master: str | None = None, app_name: str = "interop-report",
-                  log: Callable[[str], None] = lambda _: None):
-    """A SparkSession: local[*] unless a master is given (or spark-submit set one). Where this process starts the
-    JVM (not under spark-submit), it picks the JDK and options of reports/jvm.py."""
-    from pyspark import SparkContext
+                  log: Callable[[str], None] = lambda _: None, remote: str | None = None):
+    """A SparkSession: local[*] unless a master is given (or spark-submit set one), or a Spark Connect session when
+    `remote` (sc://HOST:PORT) is given. Where this process starts the JVM (not under spark-submit, not remote), it
+    picks the JDK and options of reports/jvm.py."""
     from pyspark.sql import SparkSession
+
+    if remote:
+        if master:
+            raise ReportError("--remote and --master exclude each other: a Spark Connect server has its own master")
+        spark = SparkSession.builder.remote(remote).getOrCreate()
+        for key, value in SESSION_SQL.items():
+            spark.conf.set(key, value)
+        return spark
+
+    from pyspark import SparkContext
 
     from reports import jvm
 
@@ -75,22 +112,10 @@ def spark_session(master: str | None = None, app_name: str = "interop-report",
     if master is None or master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (SparkSession.builder.appName(app_name)
-               .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
                .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.ansi.enabled", "false")  # a bad value in a record is a null, never a crash
-               # lower() through the JVM, not ICU: the values lowered are ASCII words (fault_checks), and loading
-               # ICU's case mapping costs 2 s the first time (measured: a first lower() 2.4-2.7 s with ICU, 0.4-0.5 s
-               # without; a report of 2,000 records 5% faster, paired runs; on a million, lost in the noise)
-               .config("spark.sql.icu.caseMappings.enabled", "false")
-               .config("spark.sql.adaptive.enabled", "true")
-               # collect_set/max_by groups: keep hash aggregation (the default falls back to sorting a million
-               # rows once a task holds more than 128 groups)
-               .config("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "1000000")
-               # records and rejected lines are written in one pass, partitioned by kind: with concurrent writers
-               # Spark need not sort a million rows by partition first
-               .config("spark.sql.maxConcurrentOutputFileWriters", "4"))
+               .config("spark.ui.showConsoleProgress", "false"))
+    for key, value in SESSION_SQL.items():
+        builder = builder.config(key, value)
     if master:
         builder = builder.master(master)
     if master and master.startswith("local"):
@@ -109,72 +134,6 @@ def spark_session(master: str | None = None, app_name: str = "interop-report",
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
-
-
-# ---- inputs ------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Inputs:
-    results: list[str] = field(default_factory=list)   # URIs of results.jsonl files
-    metas: list[str] = field(default_factory=list)     # URIs of run.json files found beside them
-    empty: list[str] = field(default_factory=list)     # inputs that named nothing readable
-
-
-def _uri(text: str) -> str:
-    """A local path that exists (or a glob that matches locally) becomes a file: URI; anything else (a URI, or a
-    path on the cluster's default file system) is left as it is."""
-    import glob as globmod
-
-    if "://" in text or text.startswith("file:"):
-        return text
-    local = os.path.abspath(os.path.expanduser(text))
-    return "file://" + local if os.path.exists(local) or globmod.glob(local) else text
-
-
-def resolve_inputs(spark, inputs: list[str]) -> Inputs:
-    """Each input is a results.jsonl, a run folder (holding one), a results folder (holding run folders), a
-    glob of any of these, or a URI of any of these that Hadoop can list (hdfs://, s3a://, ...)."""
-    jvm = spark.sparkContext._jvm
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    Path_ = jvm.org.apache.hadoop.fs.Path
-    found = Inputs()
-
-    def glob(pattern: str) -> list:
-        path = Path_(pattern)
-        try:
-            statuses = path.getFileSystem(conf).globStatus(path)
-        except Exception as exc:  # noqa: BLE001 - an unknown scheme or unreachable file system
-            raise ReportError(f"{pattern}: cannot list: {str(exc).splitlines()[0][:200]}") from None
-        return list(statuses) if statuses is not None else []
-
-    def add_results(status) -> None:
-        uri = status.getPath().toString()
-        if uri not in found.results:
-            found.results.append(uri)
-            meta = status.getPath().getParent().toString() + "/" + RUN_META_FILE
-            if glob(meta):
-                found.metas.append(meta)
-
-    for given in inputs:
-        before = len(found.results)
-        for status in glob(_uri(given)):
-            name = status.getPath().getName()
-            if status.isFile():
-                if name == RUN_META_FILE:
-                    sibling = glob(status.getPath().getParent().toString() + "/" + RESULTS_FILE)
-                    for s in sibling:
-                        add_results(s)
-                else:
-                    add_results(status)
-                continue
-            base = status.getPath().toString().rstrip("/")
-            direct = glob(f"{base}/{RESULTS_FILE}")
-            for s in direct or glob(f"{base}/*/{RESULTS_FILE}"):
-                add_results(s)
-        if len(found.results) == before:
-            found.empty.append(given)
-    return found
 
 
 # ---- ingest -----------------------------------------------------------------------------------------------------
@@ -216,16 +175,36 @@ def record_schema():
     ])
 
 
-def ingest(spark, files: list[str]):
-    """Every line of the results.jsonl files, parsed by Spark's JSON reader, with `reason` set on the lines that are
-    not schema-1 records (and `_corrupt` holding the text of those that are not JSON)."""
-    from pyspark.sql import functions as F
+def line_schema():
     from pyspark.sql import types as T
 
-    schema = T.StructType([*record_schema().fields, T.StructField("_corrupt", T.StringType())])
-    parsed = (spark.read.schema(schema)
+    return T.StructType([*record_schema().fields, T.StructField("_corrupt", T.StringType())])
+
+
+def ingest(spark, files: list[str], ingest_ids: dict[str, str]):
+    """Every line of the results.jsonl files, parsed by Spark's JSON reader, with `reason` set on the lines that are
+    not schema-1 records (and `_corrupt` holding the text of those that are not JSON), and the run folder and
+    ingest id of the store (reports/store.py) it is kept under."""
+
+
+    parsed = (spark.read.schema(line_schema())
               .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt")
-              .json(files)
+              .json(files))
+    return checked_lines(parsed, ingest_ids)
+
+
+def checked_lines(parsed, ingest_ids: dict[str, str]):
+    """The checks and derived columns of `ingest` on parsed lines (also applied to an empty relation, for the
+    store's schema)."""
+    from pyspark.sql import functions as F
+
+    from reports.store import run_folder_of_path
+
+    folder = run_folder_of_path(F.col("_metadata.file_path"))
+    ids = F.create_map(*[F.lit(x) for pair in ingest_ids.items() for x in pair]) if ingest_ids else None
+    parsed = (parsed.withColumn("run_folder", folder)
+              .withColumn("ingest_id", F.element_at(ids, F.col("run_folder")) if ids is not None
+                          else F.lit(None).cast("string"))
               # parsed once: the check below and the aggregates' `started` column
               .withColumn("started", F.col("started_at").cast("timestamp")))
     c = F.col
@@ -248,8 +227,13 @@ def ingest(spark, files: list[str]):
                     F.lit("peers: missing or not an object of role to {vendor, ...}")))
     # the file a line came from is kept for rejected lines only: a record names its run, and copying the path
     # into every row costs a tenth of the parse
-    return _derive(parsed.withColumn("reason", reason)
-                   .withColumn("source_file", F.when(c("reason").isNotNull(), c("_metadata.file_path"))))
+    checked = _derive(parsed.withColumn("reason", reason)
+                      .withColumn("source_file", F.when(c("reason").isNotNull(), c("_metadata.file_path"))))
+    # `line` keeps the text of a rejected line (up to 300 characters; the raw `_corrupt` column is not kept)
+    line = F.substring(F.coalesce("_corrupt", F.to_json(F.struct(*RECORD_FIELDS))), 1, 300)
+    return (checked.withColumn("line", F.when(F.col("reason").isNotNull(), line))
+            .withColumn("kind", F.when(F.col("reason").isNull(), "records").otherwise("rejects"))
+            .drop("_corrupt"))
 
 
 PEERS_MAP = "map<string, struct<vendor: string, version: string, provider: string>>"
@@ -294,8 +278,9 @@ def _derive(records):
     # The target is the cell's choice of vendor per role where the record says it (interop run tags every record
     # with details.cell_peers), else the peers the case itself used (decoded only for those records).
     chosen = _roles_in_order(F.col("cell_peers"))
+    # (resume_s: a column of its own, so that the recovery table's input is found without reading every `details`)
     return (records.select("*", *[F.col("details")[key].alias(key)
-                                  for key in ("cell", "config_fault", "checks", "cell_peers")])
+                                  for key in ("cell", "config_fault", "checks", "cell_peers", "resume_s")])
             .withColumn("target", F.when(F.col("cell_peers") != "", chosen)
                         .when(F.col("peers").startswith("{") & (F.col("peers") != "{}"), peers_target(F.col("peers")))
                         .otherwise(F.lit("(no peers)")))
@@ -328,26 +313,11 @@ def with_versions(records, versions):
             .withColumn("version", F.coalesce("run_version", F.lit("?"))).drop("run_version"))
 
 
-def read_metas(spark, files: list[str]):
-    """run.json facts per run (started/ended, interrupted, deliberate breaks, the role a fuzz session fuzzed);
-    None when there are none."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    if not files:
-        return None
-    schema = T.StructType([
-        T.StructField("run_id", T.StringType()), T.StructField("started_at", T.StringType()),
-        T.StructField("ended_at", T.StringType()), T.StructField("interrupted", T.BooleanType()),
-        T.StructField("breaks", T.ArrayType(T.StringType())),
-        T.StructField("fuzz", T.StructType([T.StructField("role", T.StringType())])),  # written by `interop fuzz`
-        T.StructField("_corrupt", T.StringType())])
-    metas = spark.read.json(files, schema=schema, multiLine=True, mode="PERMISSIVE",
-                            columnNameOfCorruptRecord="_corrupt")
-    return (metas.where(F.col("run_id").isNotNull())
-            .select("run_id", F.col("started_at").alias("meta_started_at"), "ended_at", "interrupted",
-                    F.coalesce("breaks", F.array().cast("array<string>")).alias("breaks"),
-                    F.col("fuzz.role").alias("fuzz_role"))
+def run_metas(manifest):
+    """run.json facts per run (started/ended, interrupted, deliberate breaks, the role a fuzz session fuzzed), from
+    the store's manifest."""
+    return (manifest.where("run_id is not null")
+            .select("run_id", "meta_started_at", "ended_at", "interrupted", "breaks", "fuzz_role")
             .dropDuplicates(["run_id"]))
 
 
@@ -390,8 +360,12 @@ def fine_counts(records):
     from pyspark.sql import functions as F
 
     # `checks` (details.checks: checker counts, on the few records of fault cases) is a key too, so that the
-    # checker sums come from this pass instead of another scan of every record
-    keys = ["run_id", "target", "suite", "spec", "cell", "config_fault", "peers", "fault_label", "checks"]
+    # checker sums come from this pass instead of another scan of every record; the run folder and ingest id are
+    # the store's (one of each per run)
+    keys = ["run_folder", "ingest_id", "run_id", "target", "suite", "spec", "cell", "config_fault", "peers",
+            "fault_label", "checks"]
+    # an injected fault, else a deliberate config fault, else none
+    records = records.withColumn("fault_label", F.coalesce("fault_name", F.concat(F.lit("config: "), "config_fault")))
     return _counts(records, keys, extra=(
         F.min("started").alias("first_case"), F.max("started").alias("last_case"),
         F.sum("duration_s").alias("case_seconds")))
@@ -597,27 +571,32 @@ def fault_checks(fine):
     return by_fault, by_checker
 
 
-def recovery(records, runs):
-    """Per target, suite and fault: what a fault cost and how long the peers took to recover once it was gone, from
-    the records whose details carry `resume_s` (seconds from the fault's end, e.g. a link's return, until the peers
-    had caught up: suites/brokerconnections/test_mirror_faults.py writes it for each mirror link fault). Any suite
-    that records `resume_s` joins this table; `lost`, `duplicated` and `recovered` are summed where the records
-    carry them too (null where none does). The fault is `details.fault`, else the record's own fault. Cases, failed
-    cases (outcome failed or error), resume_s p50 (exact median) and max, and the latest run.
+def recovery_rows(records):
+    """A run's records whose details carry `resume_s` (seconds from a fault's end, e.g. a link's return, until the
+    peers had caught up: suites/brokerconnections/test_mirror_faults.py writes it for each mirror link fault), with
+    the fault (`details.fault`, else the record's own fault) and `lost`, `duplicated` and `recovered` decoded.
+    Stored per run (run_recovery); fuzz records are left out like everywhere else (FUZZ_SUITE).
 
-    Such records are few: they are kept where the records are read, before anything else is done with them, and
-    only then is `details` (a map of strings: numbers arrive as their JSON text) decoded; fuzz records are left out
-    like everywhere else (FUZZ_SUITE). Measured on the 1M-row benchmark (none has resume_s): the filter's scan takes
-    0.3 s warm, as long as fuzz_records' filter on the suite."""
+    Such records are few: they are found by the `resume_s` column the ingest lifted out of `details`, and only
+    then is `details` (a map of strings: numbers arrive as their JSON text) decoded."""
     from pyspark.sql import functions as F
 
     d = F.col("details")
-    timed = (records.where(d["resume_s"].isNotNull() & (F.col("suite") != FUZZ_SUITE))
-             .select("run_id", "target", "suite", "outcome",
-                     F.coalesce(d["fault"], F.col("fault_name")).alias("fault"),
-                     d["resume_s"].cast("double").alias("resume_s"),
-                     *[d[name].cast("long").alias(name) for name in ("lost", "duplicated", "recovered")])
-             .join(F.broadcast(runs.select("run_id", "run_index")), "run_id", "left"))
+    return (records.where(F.col("resume_s").isNotNull() & (F.col("suite") != FUZZ_SUITE))
+            .select("run_folder", "ingest_id", "run_id", "target", "suite", "outcome",
+                    F.coalesce(d["fault"], F.col("fault_name")).alias("fault"),
+                    F.col("resume_s").cast("double").alias("resume_s"),
+                    *[d[name].cast("long").alias(name) for name in ("lost", "duplicated", "recovered")]))
+
+
+def recovery(timed, runs):
+    """Per target, suite and fault: what a fault cost and how long the peers took to recover once it was gone, from
+    every run's recovery_rows. Any suite that records `resume_s` joins this table; `lost`, `duplicated` and
+    `recovered` are summed where the records carry them too (null where none does). Cases, failed cases (outcome
+    failed or error), resume_s p50 (exact median) and max, and the latest run."""
+    from pyspark.sql import functions as F
+
+    timed = timed.join(F.broadcast(runs.select("run_id", "run_index")), "run_id", "left")
     return (timed.groupBy("target", "suite", "fault").agg(
         F.count(F.lit(1)).alias("cases"),
         F.sum(F.col("outcome").isin(*BAD).cast("long")).alias("failed_cases"),
@@ -627,9 +606,9 @@ def recovery(records, runs):
         F.max_by("run_id", "run_index").alias("last_run")))
 
 
-def fuzz_records(records, runs):
-    """The records of `interop fuzz` (see FUZZ_SUITE) with the `details` their tables read, and their run's order and
-    fuzzed role (run.json). A session record is `FUZZ-<MODE>`, a finding record `FUZZ-<MODE>/<signature>`.
+def fuzz_rows(records):
+    """A run's records of `interop fuzz` (see FUZZ_SUITE) with the `details` their tables read, stored per run
+    (run_fuzz). A session record is `FUZZ-<MODE>`, a finding record `FUZZ-<MODE>/<signature>`.
 
     `details` is a map of strings: a session's signature list arrives as its JSON text. from_json makes Spark
     evaluate this projection row by row, which costs nothing here: only fuzz records reach it."""
@@ -638,8 +617,7 @@ def fuzz_records(records, runs):
     d = F.col("details")
     no_signatures = F.array().cast("array<string>")
     return (records.where(F.col("suite") == FUZZ_SUITE)
-            .join(F.broadcast(runs.select("run_id", "run_index", F.col("fuzz_role").alias("role"))), "run_id", "left")
-            .select("run_id", "run_index", "target", "role", "outcome", "duration_s", "started", "message",
+            .select("run_folder", "ingest_id", "run_id", "target", "outcome", "duration_s", "started", "message",
                     F.col("fault_name").alias("deliberate_break"),  # `interop fuzz --break` puts its breaks there
                     F.coalesce(d["mode"], F.lower(F.regexp_extract("case", r"^FUZZ-([A-Za-z]+)", 1))).alias("mode"),
                     F.col("case").contains("/").alias("is_finding"),
@@ -647,6 +625,14 @@ def fuzz_records(records, runs):
                     F.coalesce(F.from_json(d["signatures"], "array<string>"), no_signatures).alias("signatures"),
                     F.coalesce(d["signature"], F.substring_index("case", "/", -1)).alias("signature"),
                     d["kind"].alias("kind"), d["reproducer"].alias("reproducer")))
+
+
+def fuzz_records(rows, runs):
+    """Every run's fuzz rows with their run's order and fuzzed role (run.json)."""
+    from pyspark.sql import functions as F
+
+    return rows.join(F.broadcast(runs.select("run_id", "run_index", F.col("fuzz_role").alias("role"))), "run_id",
+                     "left")
 
 
 def fuzz_sessions(fuzz):
@@ -694,29 +680,72 @@ class Result:
     tables: dict[str, object]           # name -> DataFrame (written as Parquet)
     data: dict[str, list[dict]]         # name -> collected rows for the HTML report
     timings: dict[str, float]           # stage -> seconds
-    inputs: Inputs
-
-
-def _fs(spark, uri: str):
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(uri)
-    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
-
-
-def _remove(spark, uri: str) -> None:
-    fs, path = _fs(spark, uri)
-    fs.delete(path, True)
-
-
-def _move(spark, src: str, dst: str) -> bool:
-    fs, source = _fs(spark, src)
-    if not fs.exists(source):
-        return False
-    _remove(spark, dst)
-    return bool(fs.rename(source, _fs(spark, dst)[1]))
+    inputs: Found                       # the runs found among the inputs
+    plan: Plan                          # what the store did with each
 
 
 PARALLEL_LISTING = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
+def _stored_schemas(spark) -> dict[str, object]:
+    """The schema of each per-run table: what the code that writes it produces, found by planning it over an empty
+    relation (no job runs). A table is read with it, never by inferring one from files: a table with no row for
+    any run has no file to infer from."""
+    from reports.store import literal_rows, manifest_schema
+
+    empty_lines = literal_rows(spark, [], [(f.name, f.dataType) for f in line_schema().fields])
+    lines = checked_lines(empty_lines.withColumn("_metadata", _empty_metadata()), {})
+    records = lines.where("kind = 'records'")
+    return {"lines": lines.schema, "run_counts": fine_counts(records).schema,
+            "run_recovery": recovery_rows(records).schema, "run_fuzz": fuzz_rows(records).schema,
+            "manifest": manifest_schema()}
+
+
+def _empty_metadata():
+    from pyspark.sql import functions as F
+
+    return F.struct(F.lit("").alias("file_path"))
+
+
+def ingest_runs(spark, tables_dir: str, plan: Plan, log: Callable[[str], None]) -> None:
+    """Read the plan's new and changed runs into the store: their lines, then their per-run tables from those lines
+    (the Parquet just written: each reads only its columns), then their manifest rows, last, so that a run is in
+    the manifest only once all its tables are (see reports/store.py)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pyspark.sql import functions as F
+
+    from reports import store
+
+    runs = plan.to_read
+    if plan.fresh:
+        store.remove_old_layout(tables_dir)
+    else:
+        store.drop_local_partitions(tables_dir, [r.run_folder for r in plan.changed], log)
+    ids = {r.run_folder: r.ingest_id for r in runs}
+    files = [r.results for r in runs]
+    with _listed_by_driver(spark, files):
+        checked = ingest(spark, files, ids)
+    # Every line is parsed once and written once: records and rejected lines side by side, partitioned by run and
+    # kind. Not cached: the per-run tables read the Parquet this leaves.
+    writer = (checked.write.mode("overwrite").option("partitionOverwriteMode", "static" if plan.fresh else "dynamic")
+              .partitionBy("run_folder", "kind"))
+    for column in UNIQUE_COLUMNS:
+        writer = writer.option(f"parquet.enable.dictionary#{column}", "false")
+    writer.parquet(f"{tables_dir}/lines")
+    log(f"store: {len(runs)} run(s) read into {tables_dir}/lines")
+
+    schemas = _stored_schemas(spark)
+    lines = store.with_current(spark.read.schema(schemas["lines"]).parquet(f"{tables_dir}/lines")
+                               .where(F.col("run_folder").isin(*ids)), ids)
+    records = lines.where(F.col("kind") == "records")
+    per_run = {"run_counts": fine_counts(records), "run_recovery": recovery_rows(records),
+               "run_fuzz": fuzz_rows(records)}
+    with ThreadPoolExecutor(WRITERS, thread_name_prefix="report-store") as pool:
+        for future in [pool.submit(store.write_per_run, df, f"{tables_dir}/{name}", plan.fresh)
+                       for name, df in per_run.items()]:
+            future.result()
+    store.write_per_run(store.manifest_rows(spark, runs), f"{tables_dir}/manifest", plan.fresh)
 
 
 @contextmanager
@@ -735,9 +764,14 @@ def _listed_by_driver(spark, uris: list[str]):
         spark.conf.set(PARALLEL_LISTING, before)
 
 
+# a store on this machine holds a partition folder per run and table: listed by the driver, like the inputs
+LOCAL_STORE_LISTING = 100_000
+
+
 def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = None,
-            log: Callable[[str], None] = lambda _: None) -> Result:
-    from pyspark.sql import functions as F
+            log: Callable[[str], None] = lambda _: None, rebuild: bool = False) -> Result:
+
+    from reports import store
 
     timings: dict[str, float] = {}
 
@@ -747,50 +781,58 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
         return time.monotonic()
 
     t = time.monotonic()
-    found = resolve_inputs(spark, inputs)
-    if not found.results:
-        raise ReportError(f"{' '.join(inputs) or '(no input)'}: no results.jsonl found (expected run folders, "
-                          "a results folder, a glob, or results.jsonl files)")
+    tables_dir = f"{out.rstrip('/')}/tables"
+    if "://" not in tables_dir:
+        tables_dir = "file://" + os.path.abspath(tables_dir)
+    try:
+        found = store.find_runs(spark, inputs)
+        if not found.runs:
+            raise ReportError(f"{' '.join(inputs) or '(no input)'}: no results.jsonl found (expected run folders, "
+                              "a results folder, a glob, or results.jsonl files)")
+        plan = store.plan_ingest(found, None if rebuild else store.read_manifest(spark, tables_dir), rebuild)
+    except store.StoreError as exc:
+        raise ReportError(str(exc)) from None
+    log(f"store: {len(found.runs)} run(s) among the inputs: {len(plan.new)} new, {len(plan.changed)} changed since "
+        f"the last report, {len(plan.unchanged)} unchanged" + (f"; {len(plan.kept)} more kept from earlier reports"
+                                                                if plan.kept else "")
+        + (" (a new store)" if plan.fresh else ""))
     t = stage("resolve inputs", t)
 
-    # Every line is parsed once and written once: records and rejected lines side by side (partitioned by kind),
-    # then each partition folder becomes its own table.
-    tables_dir = f"{out.rstrip('/')}/tables"
-    lines = f"{tables_dir}/_lines"
-    with _listed_by_driver(spark, found.results):
-        checked = ingest(spark, found.results)
-    fields = [*RECORD_FIELDS]
-    line = F.substring(F.coalesce("_corrupt", F.to_json(F.struct(*fields))), 1, 300)
-    kind = F.when(F.col("reason").isNull(), "records").otherwise("rejects")
-    # (`line` keeps the text of a line that is not JSON: the raw `_corrupt` column is not written)
-    checked = (checked.withColumn("line", F.when(F.col("reason").isNotNull(), line)).withColumn("kind", kind)
-               .drop("_corrupt"))
-    # Not cached: the JSON is parsed in this one write, and the aggregates read the Parquet records it leaves.
-    writer = checked.write.mode("overwrite").partitionBy("kind")
-    for column in UNIQUE_COLUMNS:
-        writer = writer.option(f"parquet.enable.dictionary#{column}", "false")
-    writer.parquet(lines)
-    t = stage("ingest (JSON lines -> Parquet)", t)
-    table_schema = checked.drop("kind").schema
-    for name in ("records", "rejects"):
-        if not _move(spark, f"{lines}/kind={name}", f"{tables_dir}/{name}"):
-            # (limit 0 plans to an empty relation: nothing is read; createDataFrame([]) would start Python workers)
-            checked.drop("kind").limit(0).write.mode("overwrite").parquet(f"{tables_dir}/{name}")
-    _remove(spark, lines)
+    local_store = tables_dir.startswith("file:")
+    listing_before = spark.conf.get(PARALLEL_LISTING)
+    if local_store:
+        spark.conf.set(PARALLEL_LISTING, str(LOCAL_STORE_LISTING))
+    try:
+        if plan.to_read:
+            ingest_runs(spark, tables_dir, plan, log)
+        t = stage("ingest (new and changed runs -> the store)", t)
+        result = _aggregate(spark, tables_dir, plan, catalog_ids or [], timings, stage, t, log)
+    finally:
+        spark.conf.set(PARALLEL_LISTING, listing_before)
+    return Result(result[0], result[1], timings, found, plan)
 
-    def table(name: str):  # the schema is known: no Spark job to infer it from the files' footers
-        return spark.read.schema(table_schema).parquet(f"{tables_dir}/{name}")
 
-    records = table("records").drop("reason", "line")
-    # Every aggregate reads the Parquet records, not a cache: a scan reads only its columns and costs less than
-    # building an in-memory copy of a million rows. What several aggregates share is small and cached.
-    used = records.select(*USED_COLUMNS, F.coalesce("fault_name", F.concat(F.lit("config: "), "config_fault"))
-                          .alias("fault_label"))  # an injected fault, else a deliberate config fault, else none
-    rejects = table("rejects").select("source_file", "reason", "line")
-    with _listed_by_driver(spark, found.metas):
-        metas = read_metas(spark, found.metas)
+def _aggregate(spark, tables_dir: str, plan: Plan, catalog_ids: list[str], timings: dict[str, float], stage, t,
+               log: Callable[[str], None]):
+    """Every aggregate over every run the store holds for this report (plan.current)."""
+    from pyspark.sql import functions as F
 
-    cached_fine = fine_counts(used).cache()
+    from reports import store
+
+    schemas = _stored_schemas(spark)
+
+    def stored(name: str):
+        return store.with_current(spark.read.schema(schemas[name]).parquet(f"{tables_dir}/{name}"), plan.current)
+
+    lines = stored("lines")
+    records = lines.where(F.col("kind") == "records").drop("reason", "line", "kind")
+    rejects = lines.where(F.col("kind") == "rejects").select("source_file", "reason", "line")
+    # the per-case aggregates read these few columns of the records: Parquet reads no other
+    cases = records.where(F.col("suite") != FUZZ_SUITE).select(
+        "run_id", "target", "suite", "case", "outcome", "duration_s", "started", "config_fault", "message")
+    metas = run_metas(stored("manifest"))
+
+    cached_fine = stored("run_counts").drop("run_folder", "ingest_id").cache()
     # Most queries after this one read the fine counts or what is cached from them: small tables, each query a
     # few stages per shuffle, and most of a stage's time is Spark's fixed cost. Read through one partition, they
     # need no shuffle (one partition is already grouped by any key). Measured in paired runs (medians of 3): the
@@ -798,44 +840,43 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
     # partitions, so that a cluster aggregates them in parallel.
     fine = cached_fine.coalesce(1) if cached_fine.count() <= SINGLE_PARTITION_ROWS else cached_fine
     cubed = cube(fine).cache()
-    # every aggregate but the runs table reads the suites' cases only (see FUZZ_SUITE); the few fuzz records are
-    # read once more (the filter is pushed down to the Parquet reader) and cached for their two tables
+    # every aggregate but the runs table reads the suites' cases only (see FUZZ_SUITE)
     suites = cubed.where(F.col("suite") != FUZZ_SUITE)
-    cases, fine_cases = (df.where(F.col("suite") != FUZZ_SUITE) for df in (used, fine))
+    fine_cases = fine.where(F.col("suite") != FUZZ_SUITE)
     versions = run_versions(suites).cache()
     runs = runs_table(cubed, metas).cache()
     truns = target_runs(suites, runs).cache()
-    fuzz = fuzz_records(records, runs).cache()
+    fuzz = fuzz_records(stored("run_fuzz").drop("run_folder", "ingest_id"), runs).cache()
     for df in (cubed, versions, runs, truns, fuzz):
         df.count()  # materialised here, one after another, before the tables built on them run side by side
     # the runs regressions compare, known before its query is planned: a filter on them skips the other runs'
-    # row groups of the records (a run's records lie together, in the order they were read)
+    # records where they are read
     compared = sorted({r[k] for r in latest_pairs(truns).collect() for k in ("run_id", "prev_run_id")})
-    t = stage("shared aggregates (one pass over the records)", t)
+    t = stage("shared aggregates (from the per-run counts)", t)
 
     tables = {
         "runs": runs,
         "trend": trend(suites, truns, versions),
         "pass_rate": _pass_rate(_sum_counts(suites, ["target", "suite"])),
-        "conformance": conformance(fine_cases, runs, catalog_ids or []),
+        "conformance": conformance(fine_cases, runs, catalog_ids),
         "flaky": flaky(cases, versions),
         "regressions": regressions(cases, truns, versions, compared),
         "durations": durations(cases),
         "fuzz_sessions": fuzz_sessions(fuzz),
         "fuzz_findings": fuzz_findings(fuzz),
-        "recovery": recovery(records, runs),
+        "recovery": recovery(stored("run_recovery").drop("run_folder", "ingest_id"), runs),
     }
     tables["fault_checks"], tables["checkers"] = fault_checks(fine_cases)
     data = _write_and_collect(tables, rejects, tables_dir, timings, log)
-    t = stage("aggregates (-> Parquet tables, collected for the report)", t)
+    stage("aggregates (-> Parquet tables, collected for the report)", t)
     data["totals"] = [{"records": sum(r["cases"] + r["fuzz_records"] for r in data["runs"]),
                        "rejects": data["reject_count"][0]["n"],
-                       "files": len(found.results), "runs": len(data["runs"])}]
+                       "files": len(plan.current), "runs": len(data["runs"])}]
     # dependents first: uncaching a base would re-cache what was built on it
     for df in (fuzz, truns, runs, versions, cubed, cached_fine):
         df.unpersist()
     tables["records"], tables["rejects"] = records, rejects
-    return Result(tables, data, timings, found)
+    return tables, data
 
 
 # Tables are written and collected by two threads at once: a small table's Spark job spends much of its time in the

@@ -120,6 +120,11 @@ def write_known_runs(root: Path) -> Path:
     return root
 
 
+def stored_records(spark, out: Path):
+    """The records as the store keeps them: the lines of kind `records`."""
+    return spark.read.parquet(str(out / "tables" / "lines")).where("kind = 'records'")
+
+
 @pytest.fixture(scope="module")
 def spark():
     session = spark_session("local[2]")
@@ -276,7 +281,7 @@ def test_fuzz_records_stay_out_of_the_conformance_figures(known):
 
 def test_versions_durations_and_fault_checks(known, spark):
     result, out = known
-    records = spark.read.parquet(str(out / "tables" / "records"))
+    records = stored_records(spark, out)
     assert records.count() == 20
     assert json.loads(records.where("case like '%c5'").first()["peers"]) == {"router": {"vendor": "reference"}}
     versions = {(r["target"], r["run_id"]): r["version"] for r in rows(result, "trend")}
@@ -380,7 +385,7 @@ def test_target_from_peers_when_the_record_has_no_cell(spark):
 
 def test_records_keep_details_as_a_map(known, spark):
     _, out = known
-    records = spark.read.parquet(str(out / "tables" / "records"))
+    records = stored_records(spark, out)
     c5 = records.where("case like '%c5'").first()
     assert json.loads(c5["details"]["checks"]) == {"total-queue": {"ok": False, "attempted": 10, "delivered": 9,
                                                                    "lost": 1}}
@@ -390,9 +395,12 @@ def test_records_keep_details_as_a_map(known, spark):
 def test_parquet_tables_are_written(known):
     _, out = known
     names = {p.name for p in (out / "tables").iterdir()}
-    assert {"records", "rejects", "runs", "conformance", "pass_rate", "flaky", "trend", "regressions",
-            "durations", "fault_checks", "checkers", "recovery", "fuzz_sessions", "fuzz_findings"} <= names
-    assert "_lines" not in names
+    assert {"lines", "run_counts", "run_recovery", "run_fuzz", "manifest", "runs", "conformance", "pass_rate",
+            "flaky", "trend", "regressions", "durations", "fault_checks", "checkers", "recovery", "fuzz_sessions",
+            "fuzz_findings"} == names
+    # one partition folder per run and kind of line
+    assert sorted(p.name for p in (out / "tables" / "lines" / "run_folder=run-3").iterdir()) == \
+        ["kind=records", "kind=rejects"]
 
 
 def test_large_fine_counts_keep_their_partitions_and_give_the_same_answers(known, spark, tmp_path, monkeypatch):
@@ -402,7 +410,7 @@ def test_large_fine_counts_keep_their_partitions_and_give_the_same_answers(known
 
     monkeypatch.setattr(job, "SINGLE_PARTITION_ROWS", 0)
     result, _ = known
-    root = Path(result.inputs.results[0].removeprefix("file:")).parent.parent  # the known runs' folder
+    root = Path(result.inputs.runs[0].results.removeprefix("file://")).parent.parent  # the known runs' folder
     again = run_job(spark, known_inputs(root), str(tmp_path / "report"), CATALOG)
     assert again.data.keys() == result.data.keys()
     for name in result.data:  # (rows that tie on a table's sort keys may come in either order)

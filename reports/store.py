@@ -1,0 +1,372 @@
+"""The report's store: every run read once into Parquet, one partition per run, and what depends on one run alone.
+
+A nightly matrix adds one run a night. Re-reading every run's JSON lines each night would make a year's report cost
+365 runs of work to add one, so `interop report` keeps what it has read under `<out>/tables/` and reads a run again
+only when it changed. Each table below is partitioned by `run_folder` (the name of the folder that holds the run's
+results.jsonl: the harness names it by run id), so that one run is one unit, written and replaced as a whole:
+
+  lines         every line of a run's results.jsonl, in partitions `kind=records` (the records, with the columns
+                the aggregates group by) and `kind=rejects` (lines set aside, with the reason)
+  run_counts    outcome counts per run, target, suite, clause list, cell, fault and checker counts: the few hundred
+                rows per run that runs, trend, pass rate, conformance and the fault tables are sums of
+  run_recovery  the run's records with details.resume_s (the recovery table's input)
+  run_fuzz      the run's `interop fuzz` records, their details decoded (the fuzz tables' input)
+  manifest      one row per run: its files with size and modification time, its run.json facts, and the store's
+                format version
+
+A run is read when it is not in the manifest yet, or when its results.jsonl or run.json has another size or time
+than the manifest says (a run interrupted and resumed). Reading it again replaces its partitions (Spark's dynamic
+partition overwrite): the store is idempotent by run. Every row carries the `ingest_id` of the files it was read
+from, and only rows whose ingest_id is the manifest's are read back, so a report killed between writing a run's
+tables and its manifest row leaves no half-replaced run behind: the next report sees the files differ from the
+manifest and reads the run again. Runs stay in the store when their folders are deleted from results/: the store
+is the history. `--rebuild` starts it anew from the inputs given.
+
+Everything here goes through Spark's DataFrame API only (no SparkContext, no JVM gateway), so it runs the same in
+a local session, under spark-submit on a cluster, and through Spark Connect (`interop report --remote`).
+"""
+
+from __future__ import annotations
+
+import glob as globmod
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from urllib.parse import unquote, urlparse
+
+# Bumped when the layout or the meaning of a stored column changes: a store of another version is refused with a
+# request for --rebuild rather than read wrongly (its raw runs may be gone, so it is never dropped silently).
+STORE_VERSION = 1
+RESULTS_FILE = "results.jsonl"
+RUN_META_FILE = "run.json"
+PER_RUN_TABLES = ("lines", "run_counts", "run_recovery", "run_fuzz", "manifest")
+# tables of the layout before the store (one report = one full read): removed when a store is started over them
+OLD_TABLES = ("records", "rejects", "_lines")
+
+
+class StoreError(Exception):
+    """The store cannot be used as it is (another format version, a run found twice): one line for the user."""
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """One run as found among the inputs: its results.jsonl and the run.json beside it (if any)."""
+
+    run_folder: str
+    results: str              # URI
+    size: int
+    mtime_ms: int
+    meta: str | None = None   # URI of run.json
+    meta_size: int = -1
+    meta_mtime_ms: int = -1
+
+    @property
+    def ingest_id(self) -> str:
+        """What the store read: the files' sizes and times. A run whose files changed gets another id."""
+        return f"{self.size}.{self.mtime_ms}.{self.meta_size}.{self.meta_mtime_ms}"
+
+
+@dataclass
+class Found:
+    runs: list[RunFiles] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)     # inputs that named nothing readable
+
+
+@dataclass
+class Plan:
+    """What this report does with each run: read (new, or changed since), or keep as stored."""
+
+    fresh: bool                                 # a new store (none yet, or --rebuild)
+    new: list[RunFiles]
+    changed: list[RunFiles]
+    unchanged: list[str]                        # run folders among the inputs, stored as they are now
+    kept: list[str]                             # run folders in the store that no input names (history)
+    current: dict[str, str]                     # run folder -> ingest id, for every run the report covers
+
+    @property
+    def to_read(self) -> list[RunFiles]:
+        return self.new + self.changed
+
+
+# ---- finding the runs --------------------------------------------------------------------------------------------
+
+
+def _is_local(text: str) -> bool:
+    return "://" not in text and not text.startswith("file:")
+
+
+def _local_path(uri: str) -> str:
+    return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+
+
+def _stat(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns // 1_000_000
+
+
+def _local_run(results_path: str) -> RunFiles | None:
+    found = _stat(results_path)
+    if found is None:
+        return None
+    path = os.path.abspath(results_path)
+    folder = os.path.dirname(path)
+    meta_path = os.path.join(folder, RUN_META_FILE)
+    meta = _stat(meta_path)
+    return RunFiles(os.path.basename(folder), "file://" + path, found[0], found[1],
+                    "file://" + meta_path if meta else None, *(meta or (-1, -1)))
+
+
+def _find_local(given: str) -> list[RunFiles]:
+    runs = []
+    for match in sorted(globmod.glob(os.path.expanduser(given))):
+        if os.path.isfile(match):
+            name = os.path.basename(match)
+            candidates = [os.path.join(os.path.dirname(match), RESULTS_FILE)] if name == RUN_META_FILE else [match]
+        else:
+            direct = os.path.join(match, RESULTS_FILE)
+            candidates = [direct] if os.path.isfile(direct) else sorted(
+                globmod.glob(os.path.join(globmod.escape(match), "*", RESULTS_FILE)))
+        runs += [run for run in map(_local_run, candidates) if run is not None]
+    return runs
+
+
+def _find_remote(spark, given: str) -> list[RunFiles]:
+    """Runs under a URI a Spark reader can list (hdfs://, s3a://, ...): listed by Spark itself, where the data is."""
+    from pyspark.errors import PySparkException
+
+    base = given.rstrip("/")
+    patterns = [base] if base.endswith(".jsonl") else [f"{base}/{RESULTS_FILE}", f"{base}/*/{RESULTS_FILE}"]
+    for pattern in patterns:
+        try:
+            listed = (spark.read.format("binaryFile").load(pattern)
+                      .select("path", "length", F_ms("modificationTime")).collect())
+        except PySparkException as exc:
+            if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
+                continue
+            raise StoreError(f"{given}: cannot list: {str(exc).splitlines()[0][:200]}") from None
+        if listed:
+            metas = {}
+            meta_pattern = pattern.rsplit("/", 1)[0] + "/" + RUN_META_FILE
+            try:
+                metas = {row["path"].rsplit("/", 1)[0]: row for row in spark.read.format("binaryFile")
+                         .load(meta_pattern).select("path", "length", F_ms("modificationTime")).collect()}
+            except PySparkException:
+                pass  # no run.json anywhere: the runs are read without their facts
+            runs = []
+            for row in listed:
+                folder = row["path"].rsplit("/", 1)[0]
+                meta = metas.get(folder)
+                runs.append(RunFiles(folder.rsplit("/", 1)[-1], row["path"], row["length"], row["mtime_ms"],
+                                     meta["path"] if meta else None, meta["length"] if meta else -1,
+                                     meta["mtime_ms"] if meta else -1))
+            return runs
+    return []
+
+
+def F_ms(column: str):  # noqa: N802 - reads as the column it makes
+    from pyspark.sql import functions as F
+
+    return (F.unix_micros(F.col(column)) // 1000).alias("mtime_ms")
+
+
+def find_runs(spark, inputs: list[str]) -> Found:
+    """Each input is a results.jsonl, a run folder (holding one), a results folder (holding run folders), a glob of
+    any of these, or a URI of any of these that Spark can list. Local paths are looked up here (a few stat calls);
+    URIs by Spark, on the file system they name."""
+    found = Found()
+    seen: dict[str, RunFiles] = {}
+    for given in inputs:
+        runs = _find_local(given) if _is_local(given) else (
+            _find_local(_local_path(given)) if given.startswith("file:") else _find_remote(spark, given))
+        if not runs:
+            found.empty.append(given)
+        for run in runs:
+            other = seen.get(run.run_folder)
+            if other is None:
+                seen[run.run_folder] = run
+                found.runs.append(run)
+            elif other.results != run.results:
+                raise StoreError(f"run {run.run_folder} is found twice: {other.results} and {run.results} "
+                                 "(the store keeps one run per folder name: give one of them)")
+    return found
+
+
+# ---- the manifest and the plan -----------------------------------------------------------------------------------
+
+
+def manifest_schema():
+    from pyspark.sql import types as T
+
+    return T.StructType([
+        T.StructField("store_version", T.IntegerType()),
+        T.StructField("ingest_id", T.StringType()),
+        T.StructField("results", T.StringType()),
+        T.StructField("size", T.LongType()),
+        T.StructField("mtime_ms", T.LongType()),
+        T.StructField("meta", T.StringType()),
+        T.StructField("meta_size", T.LongType()),
+        T.StructField("meta_mtime_ms", T.LongType()),
+        T.StructField("ingested_at", T.TimestampType()),
+        # run.json facts (None where the run has none, or it is not JSON)
+        T.StructField("run_id", T.StringType()),
+        T.StructField("meta_started_at", T.StringType()),
+        T.StructField("ended_at", T.StringType()),
+        T.StructField("interrupted", T.BooleanType()),
+        T.StructField("breaks", T.ArrayType(T.StringType())),
+        T.StructField("fuzz_role", T.StringType()),
+        T.StructField("run_folder", T.StringType()),
+    ])
+
+
+def read_manifest(spark, tables_dir: str) -> dict[str, dict] | None:
+    """run folder -> its manifest row; None when there is no store at tables_dir yet."""
+    from pyspark.errors import PySparkException
+
+    try:
+        rows = (spark.read.schema(manifest_schema()).parquet(f"{tables_dir}/manifest")
+                .select("run_folder", "store_version", "ingest_id", "size", "mtime_ms", "meta_size", "meta_mtime_ms")
+                .collect())
+    except PySparkException as exc:
+        if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
+            return None
+        raise
+    versions = {r["store_version"] for r in rows}
+    if versions - {STORE_VERSION}:
+        raise StoreError(f"{tables_dir}: a store of format version {max(v or 0 for v in versions)}, this report "
+                         f"reads version {STORE_VERSION}: run `interop report --rebuild` (it reads the runs again "
+                         "from the inputs; runs whose folders are gone are then dropped)")
+    return {r["run_folder"]: r.asDict() for r in rows}
+
+
+def plan_ingest(found: Found, manifest: dict[str, dict] | None, rebuild: bool) -> Plan:
+    fresh = rebuild or manifest is None
+    stored = {} if fresh else manifest
+    new, changed, unchanged = [], [], []
+    for run in found.runs:
+        before = stored.get(run.run_folder)
+        if before is None:
+            new.append(run)
+        elif before["ingest_id"] != run.ingest_id:
+            changed.append(run)
+        else:
+            unchanged.append(run.run_folder)
+    named = {run.run_folder for run in found.runs}
+    kept = sorted(folder for folder in stored if folder not in named)
+    current = {folder: row["ingest_id"] for folder, row in stored.items()}
+    current.update({run.run_folder: run.ingest_id for run in new + changed})
+    return Plan(fresh, new, changed, unchanged, kept, current)
+
+
+# ---- writing a run's tables --------------------------------------------------------------------------------------
+
+
+def run_folder_of_path(path_column):
+    """The run folder of a line from the file it came from. Spark gives the path as a URI (a space is %20, a '+' is
+    itself), hence '+' is protected before decoding."""
+    from pyspark.sql import functions as F
+
+    folder = F.element_at(F.split(path_column, "/"), -2)
+    return F.url_decode(F.replace(folder, F.lit("+"), F.lit("%2B")))
+
+
+def literal_rows(spark, rows: list[dict], fields: list[tuple[str, object]]):
+    """A small DataFrame from Python values, as an expression (inline of literal structs): no Python worker and
+    no data sent ahead of the query, the same in a local session and through Spark Connect. `fields` are (name,
+    type) pairs, the type a Spark DataType or its SQL name."""
+    from pyspark.sql import functions as F
+
+    if not rows:
+        return spark.range(0).select(*[F.lit(None).cast(kind).alias(name) for name, kind in fields])
+    structs = [F.struct(*[F.lit(row[name]).cast(kind).alias(name) for name, kind in fields]) for row in rows]
+    return spark.range(1).select(F.inline(F.array(*structs)))
+
+
+def write_per_run(df, path: str, fresh: bool) -> None:
+    """Write the runs' partitions of a per-run table: a fresh store replaces the whole table, otherwise only the
+    partitions of the runs in `df` are replaced (dynamic partition overwrite: idempotent by run)."""
+    (df.write.mode("overwrite").option("partitionOverwriteMode", "static" if fresh else "dynamic")
+     .partitionBy("run_folder").parquet(path))
+
+
+def drop_local_partitions(tables_dir: str, folders: list[str], log: Callable[[str], None]) -> None:
+    """Before runs are read again, their old partitions are removed where the store is on this machine: a table in
+    which the new reading has no rows for a run (no rejected line any more, say) would otherwise keep the old ones
+    on disk. They are never read either way (their ingest_id is not the manifest's); this keeps the files honest
+    for whoever reads the tables directly."""
+    if not tables_dir.startswith("file:") and "://" in tables_dir:
+        return
+    root = _local_path(tables_dir)
+    for table in PER_RUN_TABLES:
+        for folder in folders:
+            target = os.path.join(root, table, f"run_folder={escape_partition_value(folder)}")
+            if os.path.isdir(target):
+                shutil.rmtree(target, ignore_errors=True)
+    if folders:
+        log(f"store: old partitions of {len(folders)} changed run(s) removed")
+
+
+def escape_partition_value(value: str) -> str:
+    """Spark's escaping of a partition value in a path (ExternalCatalogUtils.escapePathName)."""
+    special = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0x20)}
+    return "".join(f"%{ord(ch):02X}" if ch in special else ch for ch in value)
+
+
+def remove_old_layout(tables_dir: str) -> None:
+    if "://" in tables_dir and not tables_dir.startswith("file:"):
+        return
+    root = _local_path(tables_dir)
+    for name in OLD_TABLES + PER_RUN_TABLES:
+        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def with_current(df, current: dict[str, str]):
+    """Only the rows read from the files the manifest names (see the module's doc)."""
+    from pyspark.sql import functions as F
+
+    keys = [f"{folder}\x00{ingest}" for folder, ingest in current.items()]
+    return df.where(F.concat(F.col("run_folder"), F.lit("\x00"), F.col("ingest_id")).isin(keys))
+
+
+def manifest_rows(spark, runs: list[RunFiles]):
+    """The manifest rows of runs just read: their files, and the facts of their run.json (read here by Spark, a
+    run.json that is not JSON leaving them null)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    files = literal_rows(spark, [{
+        "run_folder": r.run_folder, "ingest_id": r.ingest_id, "results": r.results, "size": r.size,
+        "mtime_ms": r.mtime_ms, "meta": r.meta, "meta_size": r.meta_size, "meta_mtime_ms": r.meta_mtime_ms}
+        for r in runs], [("run_folder", "string"), ("ingest_id", "string"), ("results", "string"), ("size", "long"),
+                         ("mtime_ms", "long"), ("meta", "string"), ("meta_size", "long"), ("meta_mtime_ms", "long")])
+    meta_files = [r.meta for r in runs if r.meta]
+    if meta_files:
+        schema = T.StructType([
+            T.StructField("run_id", T.StringType()), T.StructField("started_at", T.StringType()),
+            T.StructField("ended_at", T.StringType()), T.StructField("interrupted", T.BooleanType()),
+            T.StructField("breaks", T.ArrayType(T.StringType())),
+            T.StructField("fuzz", T.StructType([T.StructField("role", T.StringType())])),  # `interop fuzz`'s
+            T.StructField("_corrupt", T.StringType())])
+        facts = (spark.read.json(meta_files, schema=schema, multiLine=True, mode="PERMISSIVE",
+                                 columnNameOfCorruptRecord="_corrupt")
+                 .where(F.col("run_id").isNotNull())
+                 .select(run_folder_of_path(F.col("_metadata.file_path")).alias("run_folder"), "run_id",
+                         F.col("started_at").alias("meta_started_at"), "ended_at", "interrupted",
+                         F.coalesce("breaks", F.array().cast("array<string>")).alias("breaks"),
+                         F.col("fuzz.role").alias("fuzz_role"))
+                 .dropDuplicates(["run_folder"]))
+        rows = files.join(facts, "run_folder", "left")
+    else:
+        rows = files.select("*", *[F.lit(None).cast(t).alias(n) for n, t in (
+            ("run_id", "string"), ("meta_started_at", "string"), ("ended_at", "string"),
+            ("interrupted", "boolean"), ("breaks", "array<string>"), ("fuzz_role", "string"))])
+    return rows.select(F.lit(STORE_VERSION).alias("store_version"), F.current_timestamp().alias("ingested_at"),
+                       "*").select(*[f.name for f in manifest_schema().fields])
+
+
+def ingested(plan: Plan) -> Plan:
+    """The plan once its runs are read: nothing left to read."""
+    return replace(plan, new=[], changed=[])
