@@ -1,0 +1,168 @@
+"""A Spark Connect server on this machine, started from the pyspark installation, for `interop report --remote`.
+
+    python -m reports.connect_server [--port 15002] [--host 127.0.0.1] [--log FILE]
+
+A nightly report that starts its own Spark pays for a JVM start and warm-up every time, and on a small machine
+that is most of the cost of adding one run to the store. A long-lived Spark Connect server pays it once: the
+report's Python side then only sends plans to it (`interop report --remote sc://HOST:PORT`). This runs one in the
+foreground until Ctrl-C or SIGTERM, with the report's JVM choices (reports/jvm.py: the JDK, the options and the
+ahead-of-time cache) and the report's SQL settings. A cluster's own Connect server works the same way.
+
+`start()` is the same from Python (the tests and bench/report.py use it): a free loopback port, a deadline for the
+server to answer, its log kept, and a one-line error with the log's last lines when it does not come up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from reports import jvm  # noqa: E402
+from reports.job import SESSION_SQL, ReportError  # noqa: E402
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+DEFAULT_PORT = 15002  # Spark Connect's own default
+START_TIMEOUT_S = 180.0  # a cold JVM on a busy 2-core machine takes 5-30 s; a generous deadline still ends
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _answers(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class ConnectServer:
+    """A running server: `url` for `interop report --remote`, `stop()` (also on leaving a `with` block)."""
+
+    def __init__(self, process: subprocess.Popen, host: str, port: int, log_path: Path):
+        self.process, self.host, self.port, self.log_path = process, host, port, log_path
+        self.url = f"sc://{host}:{port}"
+
+    def __enter__(self) -> ConnectServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def log_tail(self, lines: int = 5) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return " | ".join(line.strip() for line in text[-lines:])
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.process.poll() is not None:
+            return
+        self.process.terminate()  # the JVM's shutdown hooks stop Spark cleanly
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout)
+
+
+def command(host: str, port: int) -> tuple[list[str], dict[str, str]]:
+    """The spark-submit command line and environment of a local server with the report's JVM and SQL settings."""
+    import pyspark
+
+    spark_home = Path(pyspark.__file__).resolve().parent
+    try:
+        jdk = jvm.choose_jdk()
+    except ValueError as exc:
+        raise ReportError(str(exc)) from None
+    env = dict(os.environ, SPARK_HOME=str(spark_home), SPARK_LOCAL_IP="127.0.0.1")
+    if jdk.home:
+        env["JAVA_HOME"] = jdk.home
+    confs = {
+        "spark.connect.grpc.binding.address": host,
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.ui.enabled": "false",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.memory": os.environ.get("INTEROP_REPORT_DRIVER_MEMORY", "4g"),
+        "spark.driver.extraJavaOptions": " ".join(jvm.java_options(jdk)),
+        **SESSION_SQL,
+    }
+    argv = [str(spark_home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", "interop report server",
+            "--master", "local[*]"]
+    for key, value in confs.items():
+        argv += ["--conf", f"{key}={value}"]
+    return argv, env
+
+
+def start(port: int = 0, host: str = "127.0.0.1", log_path: str | Path | None = None,
+          timeout: float = START_TIMEOUT_S) -> ConnectServer:
+    """Start a server (port 0: a free one) and return once it accepts connections; ReportError if it does not
+    within `timeout` or exits first."""
+    port = port or free_port(host)
+    if _answers(host, port):
+        raise ReportError(f"{host}:{port}: something already listens there (choose another --port)")
+    log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="interop-connect-", suffix=".log")[1])
+    argv, env = command(host, port)
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+    server = ConnectServer(process, host, port, log_path)
+    deadline = time.monotonic() + timeout
+    while not _answers(host, port):
+        if process.poll() is not None:
+            raise ReportError(f"Spark Connect server on {host}:{port} exited with status {process.returncode} "
+                              f"before it answered: {server.log_tail()} (log: {log_path})")
+        if time.monotonic() > deadline:
+            server.stop()
+            raise ReportError(f"Spark Connect server on {host}:{port} did not answer within {timeout:.0f}s: "
+                              f"{server.log_tail()} (log: {log_path})")
+        time.sleep(0.1)  # a poll interval under a deadline, not a wait for time to pass
+    return server
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports.connect_server", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"gRPC port (default {DEFAULT_PORT}; 0: a "
+                                                                       "free one)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--log", metavar="FILE", help="the server's log (default: a file in the temporary folder)")
+    args = parser.parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        print(f"connect_server: --port {args.port}: expected 0-65535", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    try:
+        server = start(args.port, args.host, args.log)
+    except ReportError as exc:
+        print(f"connect_server: {exc}", file=sys.stderr)
+        return 1
+    print(f"Spark Connect server up in {time.monotonic() - started:.1f}s: interop report --remote {server.url} "
+          f"(log: {server.log_path}); Ctrl-C stops it", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    try:
+        server.process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    code = server.process.returncode
+    return 0 if code in (0, -signal.SIGTERM, 143) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

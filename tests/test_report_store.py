@@ -1,0 +1,175 @@
+"""The report's store (reports/store.py): a report built run by run over the same runs gives the tables of a full
+rebuild, table by table; unchanged runs are not read again, changed ones are, and the store keeps its history.
+
+One local SparkSession for the module; the runs are small synthetic ones (reports/synthetic.py) plus the known-answer
+runs of test_report.py (rejected lines, run.json facts, fuzz sessions) and records with resume_s.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from reports import store  # noqa: E402
+from reports.job import ReportError, run_job, spark_session  # noqa: E402
+from reports.synthetic import write_runs  # noqa: E402
+
+from tests.test_report import CATALOG, RECOVERY_RUNS, write_known_runs  # noqa: E402
+
+pytestmark = pytest.mark.timeout(900)
+
+AGGREGATES = ("runs", "conformance", "pass_rate", "flaky", "trend", "regressions", "durations", "fault_checks",
+              "checkers", "recovery", "fuzz_sessions", "fuzz_findings")
+PER_RUN = ("lines", "run_counts", "run_recovery", "run_fuzz", "manifest")
+# when a run was read is the only thing that differs between two stores of the same runs
+VOLATILE = {"ingested_at"}
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = spark_session("local[2]")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> Path:
+    """Run folders to add one at a time: synthetic runs with a fuzz session in some, the known-answer runs, and runs
+    whose records carry resume_s."""
+    root = tmp_path_factory.mktemp("all-runs")
+    write_runs(root, runs=3, cases=240, fuzz_every=2, start=datetime(2026, 2, 1, tzinfo=UTC))
+    write_known_runs(root)
+    for run, records in RECOVERY_RUNS.items():
+        folder = root / f"recovery-{run}"
+        folder.mkdir()
+        (folder / "results.jsonl").write_text("".join(json.dumps({**r, "run_id": f"recovery-{run}"}) + "\n"
+                                                      for r in records))
+    return root
+
+
+def table(spark, out: Path, name: str) -> list[str]:
+    """A table's rows as sorted text, columns in name order, without the columns that record when it was made."""
+    df = spark.read.parquet(str(out / "tables" / name))
+    columns = sorted(c for c in df.columns if c not in VOLATILE)
+    return sorted(repr(row) for row in df.select(*columns).collect())
+
+
+def current_lines(spark, out: Path) -> list[str]:
+    """The lines the store reads back (the manifest's ingest ids): a changed run's old rows are not among them."""
+    manifest = spark.read.parquet(str(out / "tables" / "manifest"))
+    df = spark.read.parquet(str(out / "tables" / "lines")).join(
+        manifest.select("run_folder", "ingest_id"), ["run_folder", "ingest_id"], "left_semi")
+    return sorted(repr(row) for row in df.select(*sorted(df.columns)).collect())
+
+
+def assert_same_report(spark, one: tuple, other: tuple) -> None:
+    (result_a, out_a), (result_b, out_b) = one, other
+    for name in AGGREGATES + PER_RUN:
+        if name == "lines":
+            assert current_lines(spark, out_a) == current_lines(spark, out_b), name
+        else:
+            assert table(spark, out_a, name) == table(spark, out_b, name), name
+    assert result_a.data.keys() == result_b.data.keys()
+    for name in result_a.data:  # (rows that tie on a table's sort keys may come in either order)
+        assert sorted(map(repr, result_a.data[name])) == sorted(map(repr, result_b.data[name])), name
+
+
+def test_runs_added_one_at_a_time_give_the_tables_of_a_full_rebuild(spark, source, tmp_path):
+    results, out = tmp_path / "results", tmp_path / "incremental"
+    results.mkdir()
+    folders = sorted(source.iterdir())
+    # the synthetic runs one at a time (a nightly report), then the rest in two batches (a report after a few
+    # nights), so that the test stays within a few reports
+    steps = [[f] for f in folders if f.name.startswith("2026-")]
+    rest = [f for f in folders if not f.name.startswith("2026-")]
+    steps += [rest[: len(rest) // 2], rest[len(rest) // 2:]]
+    added = 0
+    for i, step in enumerate(steps):
+        for folder in step:
+            shutil.copytree(folder, results / folder.name)
+        result = run_job(spark, [str(results)], str(out), CATALOG)
+        assert sorted(r.run_folder for r in result.plan.new) == [f.name for f in step]
+        assert len(result.plan.unchanged) == added and not result.plan.changed and result.plan.fresh == (i == 0)
+        added += len(step)
+    # an interrupted run resumed: its results.jsonl grew, so it is read again and replaces what was stored
+    grown = results / "run-1" / "results.jsonl"
+    extra = json.loads(grown.read_text().splitlines()[0])
+    grown.write_text(grown.read_text() + json.dumps({**extra, "case": extra["case"] + "-resumed",
+                                                     "outcome": "failed", "message": "boom"}) + "\n")
+    result = run_job(spark, [str(results)], str(out), CATALOG)
+    assert [r.run_folder for r in result.plan.changed] == ["run-1"] and not result.plan.new
+
+    rebuilt = run_job(spark, [str(results)], str(tmp_path / "rebuilt"), CATALOG, rebuild=True)
+    assert rebuilt.plan.fresh and len(rebuilt.plan.new) == len(folders)
+    assert_same_report(spark, (result, out), (rebuilt, tmp_path / "rebuilt"))
+    # (and the resumed case is in both, once)
+    assert sum(r["cases"] for r in result.data["runs"] if r["run_id"] == "run-1") == 7
+
+
+def test_an_unchanged_store_reads_nothing_and_gives_the_same_report(spark, source, tmp_path):
+    first = run_job(spark, [str(source)], str(tmp_path / "out"), CATALOG)
+    again = run_job(spark, [str(source)], str(tmp_path / "out"), CATALOG)
+    assert not again.plan.to_read and len(again.plan.unchanged) == len(first.plan.new)
+    assert_same_report(spark, (first, tmp_path / "out"), (again, tmp_path / "out"))
+
+
+def test_the_store_keeps_runs_whose_folders_are_gone_and_rebuild_drops_them(spark, source, tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(source, results)
+    out = str(tmp_path / "out")
+    before = run_job(spark, [str(results)], out, CATALOG)
+    shutil.rmtree(results / "run-2")
+    kept = run_job(spark, [str(results)], out, CATALOG)
+    assert kept.plan.kept == ["run-2"] and not kept.plan.to_read
+    assert {r["run_id"] for r in kept.data["runs"]} == {r["run_id"] for r in before.data["runs"]}
+    rebuilt = run_job(spark, [str(results)], out, CATALOG, rebuild=True)
+    assert "run-2" not in {r["run_id"] for r in rebuilt.data["runs"]}
+    assert not (tmp_path / "out" / "tables" / "lines" / "run_folder=run-2").exists()
+
+
+def test_a_run_folder_name_with_special_characters_is_one_partition_and_matches_its_manifest(spark, tmp_path):
+    name = "run 7+a%b=c"  # a space, '+', '%' and '=': URI and partition-path escaping both apply
+    write_runs(tmp_path / "runs", runs=1, cases=40, fuzz_every=0)
+    (tmp_path / "runs" / next(p.name for p in (tmp_path / "runs").iterdir())).rename(tmp_path / "runs" / name)
+    first = run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"))
+    assert [r.run_folder for r in first.plan.new] == [name]
+    again = run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"))
+    assert again.plan.unchanged == [name] and not again.plan.to_read
+    assert again.data["totals"][0]["records"] == 40
+    stored = spark.read.parquet(str(tmp_path / "out" / "tables" / "lines")).select("run_folder").distinct().collect()
+    assert [r["run_folder"] for r in stored] == [name]
+
+
+def test_a_store_of_another_format_version_is_refused_with_a_one_line_error(spark, tmp_path, monkeypatch):
+    write_runs(tmp_path / "runs", runs=1, cases=20, fuzz_every=0)
+    run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"))
+    monkeypatch.setattr(store, "STORE_VERSION", store.STORE_VERSION + 1)
+    with pytest.raises(ReportError, match=r"format version 1, this report reads version 2: run `interop report "
+                                          r"--rebuild`") as caught:
+        run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"))
+    assert "\n" not in str(caught.value)
+    assert run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"), rebuild=True).plan.fresh
+
+
+def test_a_run_found_twice_is_a_one_line_error(spark, tmp_path):
+    for where in ("a", "b"):
+        write_runs(tmp_path / where, runs=1, cases=10, fuzz_every=0)
+    with pytest.raises(ReportError, match=r"run .* is found twice: file://.*/a/.* and file://.*/b/"):
+        run_job(spark, [str(tmp_path / "a"), str(tmp_path / "b")], str(tmp_path / "out"))
+
+
+def test_tables_of_the_layout_before_the_store_are_replaced(spark, tmp_path):
+    """A report folder written before the store existed (records/, rejects/ of one full read) holds nothing the
+    store could trust: a new store is started there and the old tables go."""
+    write_runs(tmp_path / "runs", runs=1, cases=10, fuzz_every=0)
+    for old in ("records", "rejects"):
+        (tmp_path / "out" / "tables" / old).mkdir(parents=True)
+    result = run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"))
+    assert result.plan.fresh
+    assert not (tmp_path / "out" / "tables" / "records").exists()
