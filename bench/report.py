@@ -1,44 +1,56 @@
-"""The report's Spark job on 1 million synthetic result rows across 100 runs: end to end and per stage.
+"""The report at nightly scale: four ways of making it, measured in one run on the same generated input, and their
+ratios.
 
-    .venv/bin/python bench/report.py [--runs 100] [--cases 10000] [--master local[*]] [--keep DIR]
+    .venv/bin/python bench/report.py [--runs 100] [--cases 10000] [--new-cases 10000] [--repeats 3] [--keep DIR]
 
-Writes the synthetic runs (reports/synthetic.py; not timed), then times, in one process: the Spark session
-start, every stage of the job (resolve inputs, ingest JSON lines into the records Parquet table, aggregates
-written as Parquet tables, collection for the report) and the HTML report, and prints the figures.
-Target on this 2-core machine: under 60 s end to end, session start included.
+Input (reports/synthetic.py; written first, not timed): `--runs` runs of `--cases` records each (1M rows by
+default), and one more run of `--new-cases` records, the night's new run. Then, each as a process of its own timed
+from start to exit (what the user pays: Python, the JVM, Spark and the job), in turn, `--repeats` times:
+
+  (a) bare floor   a Spark job that only reads the runs' JSON lines with the records' schema and writes them as
+                   Parquet, session start included: the floor of any Spark-based report
+  (b) full rebuild `interop report --rebuild` over the runs: the store and every table from scratch
+  (c) incremental  `interop report` over the runs plus the new one, on the store (b) left: one run read
+  (d) warm server  (c) through `--remote` to a local Spark Connect server started once and warmed up beforehand
+                   (reports/connect_server.py)
+
+It prints the median of each, the per-stage lines of the report's own log for (b), (c) and (d), and the ratios
+b/a, c/b and d/c against their targets (1.5, 0.25, 0.5). The machine's speed is printed beside them: a shared
+2-core machine drifts by up to half from one hour to another, which the ratios (taken in turn) mostly cancel.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-from reports import page  # noqa: E402
-from reports.job import WRITERS, run_job, spark_session  # noqa: E402
 from reports.synthetic import write_runs  # noqa: E402
 
-TARGET_S = 60.0
+TARGETS = {"b/a": 1.5, "c/b": 0.25, "d/c": 0.5}
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc), 0 where unknown."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
+def bare_floor(inputs: str, out: str) -> None:
+    """(a): read every results.jsonl with the records' schema, write Parquet; nothing else."""
+    from reports.job import record_schema, spark_session
+
+    spark = spark_session()
+    spark.read.schema(record_schema()).json(f"{inputs}/*/results.jsonl").write.mode("overwrite").parquet(out)
+    spark.stop()
 
 
 def reference_loop_seconds(n: int = 20_000_000) -> float:
-    """CPU seconds of a fixed Python loop: a yardstick of the machine's speed at the moment. A shared virtual
-    machine's speed drifts: this 2-core machine has run the same loop 1.5 times slower at one moment than at
-    another, and the job's figures move with it. Printed beside the figures, taken before and after the job."""
+    """CPU seconds of a fixed Python loop: a yardstick of the machine's speed at the moment."""
     t = time.process_time()
     total = 0
     for i in range(n):
@@ -46,62 +58,114 @@ def reference_loop_seconds(n: int = 20_000_000) -> float:
     return time.process_time() - t
 
 
+def timed(argv: list[str], label: str, log: Path) -> tuple[float, list[str]]:
+    """Run a command to its end; its wall time, and the report's stage lines from its output."""
+    t = time.monotonic()
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.monotonic() - t
+    log.write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+        sys.exit(f"bench/report.py: {label} failed (exit {done.returncode}): {tail} (log: {log})")
+    stages = [line.removeprefix("report: ") for line in done.stdout.splitlines()
+              if line.startswith("report: ") and line.rstrip().endswith("s") and ": " in line
+              and line.split(": ")[-1].rstrip("s").replace(".", "", 1).isdigit()]
+    return seconds, stages
+
+
+def replace_tree(source: Path, target: Path) -> None:
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--cases", type=int, default=10_000, help="records per run")
-    parser.add_argument("--master", default=None, help="Spark master (default local[*])")
-    parser.add_argument("--keep", metavar="DIR", help="write runs and report here and keep them")
+    parser.add_argument("--new-cases", type=int, default=10_000, help="records of the new run of (c) and (d)")
+    parser.add_argument("--repeats", type=int, default=3, help="times each of (a)-(d) runs, in turn")
+    parser.add_argument("--keep", metavar="DIR", help="write the input and reports here and keep them")
+    parser.add_argument("--bare-floor", nargs=2, metavar=("INPUT", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.bare_floor:
+        bare_floor(*args.bare_floor)
+        return 0
+
+    from reports import connect_server
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="interop-bench-report-"))
-    runs_dir, out = work / "runs", work / "report"
+    runs_dir, new_dir = work / "runs", work / "new"
+    report, floor_out, logs = work / "report", work / "floor", work / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
     t = time.monotonic()
-    write_runs(runs_dir, runs=args.runs, cases=args.cases)
+    if not (runs_dir.is_dir() and len(list(runs_dir.iterdir())) == args.runs):
+        shutil.rmtree(runs_dir, ignore_errors=True)
+        write_runs(runs_dir, runs=args.runs, cases=args.cases)
+    shutil.rmtree(new_dir, ignore_errors=True)
+    (new_id,) = write_runs(new_dir, runs=1, cases=args.new_cases, seed=99, fuzz_every=0,
+                           start=datetime(2027, 1, 1, tzinfo=UTC))
     size = sum(p.stat().st_size for p in runs_dir.rglob("results.jsonl"))
-    print(f"synthetic input: {args.runs} runs x {args.cases} records = {args.runs * args.cases:,} rows, "
-          f"{size / 1e6:.0f} MB of JSON lines (written in {time.monotonic() - t:.1f}s, not timed)")
+    print(f"input: {args.runs} runs x {args.cases:,} records = {args.runs * args.cases:,} rows, {size / 1e6:.0f} MB "
+          f"of JSON lines; the new run: {args.new_cases:,} records (written in {time.monotonic() - t:.0f}s, "
+          "not timed)", flush=True)
 
-    yardstick = reference_loop_seconds()
-    load_before = os.getloadavg()[0]
-    python_cpu0 = time.process_time()  # the synthetic input above is not part of the job's CPU
-    t0 = time.monotonic()
-    jvm_line = []
-    spark = spark_session(args.master, log=jvm_line.append)
-    start = time.monotonic() - t0
-    jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    result = run_job(spark, [str(runs_dir)], str(out))
-    t = time.monotonic()
-    page.write(out / "index.html", result.data, title="bench", inputs=[str(runs_dir)], catalog={},
-               timings=result.timings, allure=None)
-    html_s = time.monotonic() - t
-    total = time.monotonic() - t0
-    cpu = _cpu_seconds(jvm_pid) + time.process_time() - python_cpu0
-    spark.stop()
+    python = sys.executable
+    report_cmd = [python, "-m", "reports", str(runs_dir), "--out", str(report), "--no-allure"]
+    snapshot = work / "store-of-the-runs"
+    server = connect_server.start(log_path=logs / "connect-server.log")
+    figures: dict[str, list[float]] = {k: [] for k in "abcd"}
+    stages: dict[str, list[str]] = {}
+    yardstick = [reference_loop_seconds()]
+    try:
+        # the server is warmed up on its own copy, before anything is timed: (d) is "a server that has run before"
+        warm = work / "warm-up"
+        shutil.rmtree(warm, ignore_errors=True)
+        timed([*report_cmd[:4], str(warm), "--no-allure", "--remote", server.url], "server warm-up",
+              logs / "warm-up.log")
+        for repeat in range(args.repeats):
+            if (runs_dir / new_id).exists():  # (a) and (b) read the stored runs only
+                shutil.move(str(runs_dir / new_id), str(new_dir / new_id))
+            seconds, _ = timed([python, __file__, "--bare-floor", str(runs_dir), str(floor_out)], "(a) bare floor",
+                               logs / f"a{repeat}.log")
+            figures["a"].append(seconds)
+            seconds, stages["b"] = timed([*report_cmd, "--rebuild"], "(b) full rebuild", logs / f"b{repeat}.log")
+            figures["b"].append(seconds)
+            replace_tree(report / "tables", snapshot)
+            shutil.move(str(new_dir / new_id), str(runs_dir / new_id))
+            seconds, stages["c"] = timed(report_cmd, "(c) incremental", logs / f"c{repeat}.log")
+            figures["c"].append(seconds)
+            replace_tree(snapshot, report / "tables")
+            seconds, stages["d"] = timed([*report_cmd, "--remote", server.url], "(d) warm server",
+                                         logs / f"d{repeat}.log")
+            figures["d"].append(seconds)
+            print(f"repeat {repeat + 1}: " + ", ".join(f"({k}) {v[-1]:.1f}s" for k, v in figures.items()), flush=True)
+    finally:
+        server.stop()
+    yardstick.append(reference_loop_seconds())
 
-    rows = result.data["totals"][0]["records"]
-    print(f"{'stage':<42} {'seconds':>8}")
-    print(f"{'spark session start':<42} {start:>8.2f}")
-    for name, seconds in result.timings.items():
-        print(f"{name:<42} {seconds:>8.2f}")
-    print(f"  (the tables above run {WRITERS} at a time: each is its own wall time, overlapping the others; "
-          "the aggregates line is their total)")
-    print(f"{'HTML report':<42} {html_s:>8.2f}")
-    print(f"{'end to end (session start included)':<42} {total:>8.2f}")
-    print(f"rows aggregated: {rows:,} in {result.data['totals'][0]['runs']} runs "
-          f"({rows / total:,.0f} rows/s end to end); flaky cases {len(result.data['flaky'])}, "
-          f"rejected lines {result.data['totals'][0]['rejects']}")
-    print(f"CPU: {cpu:.1f}s (JVM and Python) on {os.cpu_count()} cores; load average {load_before:.2f} before, "
-          f"{os.getloadavg()[0]:.2f} after (other processes on the machine slow the wall time down)")
-    print(f"machine speed: a fixed Python loop (20 million additions) took {yardstick:.2f} CPU-s before the job and "
-          f"{reference_loop_seconds():.2f} after (lower is faster; compare runs taken at different times with it)")
-    print(jvm_line[0] if jvm_line else "JVM: started before this session (options unknown)")
-    print(f"target: under {TARGET_S:.0f}s end to end: {'met' if total < TARGET_S else 'MISSED'}")
+    med = {k: statistics.median(v) for k, v in figures.items()}
+    names = {"a": "bare floor (JSON -> Parquet, session included)", "b": "full rebuild (interop report --rebuild)",
+             "c": "incremental (100 runs stored + 1 new)", "d": "incremental on a warm Spark Connect server"}
+    print(f"\n{'':<4}{'':<50} {'median s':>9}  all")
+    for k in "abcd":
+        print(f"({k}) {names[k]:<50} {med[k]:>9.1f}  {' '.join(f'{x:.1f}' for x in figures[k])}")
+    for k in "bcd":
+        print(f"\nreport stages of ({k}), last repeat:")
+        for line in stages.get(k, []):
+            print(f"    {line}")
+    print()
+    for ratio, target in TARGETS.items():
+        top, bottom = ratio.split("/")
+        value = med[top] / med[bottom]
+        print(f"{ratio} = {value:.2f} (target <= {target}): {'met' if value <= target else 'MISSED'}")
+    print(f"machine speed: a fixed Python loop (20 million additions) took {yardstick[0]:.2f} CPU-s before and "
+          f"{yardstick[1]:.2f} after (lower is faster); {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.2f} at the end")
     if not args.keep:
-        import shutil
-
         shutil.rmtree(work, ignore_errors=True)
-    return 0  # figures, not a test: the target line above says whether it was met
+    else:
+        print(f"kept: {work} (logs of every run in {logs})")
+    return 0  # figures, not a test: the lines above say which targets were met
 
 
 if __name__ == "__main__":

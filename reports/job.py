@@ -97,6 +97,11 @@ def spark_session(master: str | None = None, app_name: str = "interop-report",
     if remote:
         if master:
             raise ReportError("--remote and --master exclude each other: a Spark Connect server has its own master")
+        import warnings
+
+        # the runs table numbers every run with one window over all of them, on purpose (a few hundred rows); the
+        # Connect client warns about such windows on every report
+        warnings.filterwarnings("ignore", message=".*No Partition Defined for Window operation.*")
         spark = SparkSession.builder.remote(remote).getOrCreate()
         for key, value in SESSION_SQL.items():
             spark.conf.set(key, value)
@@ -536,16 +541,44 @@ def regressions(records, truns, versions, run_ids: list[str] | None = None):
                     "prev_version", "prev_outcome", "outcome", "message", "config_fault"))
 
 
-def durations(records):
+# Durations are kept per run as a histogram on a log scale: a bucket is 2% wide, so a percentile read from it is
+# within 2% of the exact one, and the buckets of many runs add up (a percentile does not). Each bucket keeps its
+# largest duration, which is the figure given: a value a case really took.
+DURATION_BUCKET_RATIO = 1.02
+ZERO_BUCKET = -(1 << 30)  # cases that took no measurable time
+
+
+def duration_buckets(records):
+    """Per run, target and suite: the case durations in log-scale buckets (count, sum, largest). Stored per run
+    (run_durations); the cases timed are those that ran (passed, failed, error, xfail), fuzz records left out."""
     from pyspark.sql import functions as F
 
-    timed = records.where(F.col("outcome").isin("passed", "failed", "error", "xfail"))
-    pct = F.percentile_approx("duration_s", [0.5, 0.95], 1000)
-    return (timed.groupBy("target", "suite").agg(F.count(F.lit(1)).alias("cases"), pct.alias("p"),
-                                                 F.round(F.avg("duration_s"), 4).alias("mean_s"),
-                                                 F.max("duration_s").alias("max_s"))
-            .select("target", "suite", "cases", F.col("p")[0].alias("p50_s"), F.col("p")[1].alias("p95_s"),
-                    "mean_s", "max_s"))
+    d = F.col("duration_s")
+    bucket = F.when(d > 0, F.ceil(F.log(d) / F.log(F.lit(DURATION_BUCKET_RATIO)))).otherwise(ZERO_BUCKET)
+    timed = records.where(F.col("outcome").isin("passed", "failed", "error", "xfail")
+                          & (F.col("suite") != FUZZ_SUITE))
+    return (timed.groupBy("run_folder", "ingest_id", "run_id", "target", "suite", bucket.cast("int").alias("bucket"))
+            .agg(F.count(F.lit(1)).alias("n"), F.sum(d).alias("total_s"), F.max(d).alias("max_s")))
+
+
+def durations(buckets):
+    """Per target and suite over every run: cases, p50 and p95 (the largest duration of the bucket that holds the
+    case of that rank: at most 2% above the exact percentile), mean and max."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    merged = buckets.groupBy("target", "suite", "bucket").agg(
+        F.sum("n").alias("n"), F.sum("total_s").alias("total_s"), F.max("max_s").alias("max_s"))
+    group = Window.partitionBy("target", "suite")
+    ranked = (merged.withColumn("upto", F.sum("n").over(group.orderBy("bucket")))
+              .withColumn("cases", F.sum("n").over(group)))
+
+    def rank(q: float):  # nearest rank: the ceil(q * N)-th duration in ascending order
+        return F.min(F.when(F.col("upto") >= F.ceil(F.col("cases") * q), F.struct("bucket", "max_s")))["max_s"]
+
+    return (ranked.groupBy("target", "suite").agg(
+        F.first("cases").alias("cases"), rank(0.5).alias("p50_s"), rank(0.95).alias("p95_s"),
+        F.round(F.sum("total_s") / F.first("cases"), 4).alias("mean_s"), F.max("max_s").alias("max_s")))
 
 
 def fault_checks(fine):
@@ -685,6 +718,9 @@ class Result:
 
 
 PARALLEL_LISTING = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+# what depends on one run alone, computed once per run from its records and kept in the store
+PER_RUN_TABLES = {"run_counts": fine_counts, "run_durations": duration_buckets, "run_recovery": recovery_rows,
+                  "run_fuzz": fuzz_rows}
 
 
 def _stored_schemas(spark) -> dict[str, object]:
@@ -696,8 +732,7 @@ def _stored_schemas(spark) -> dict[str, object]:
     empty_lines = literal_rows(spark, [], [(f.name, f.dataType) for f in line_schema().fields])
     lines = checked_lines(empty_lines.withColumn("_metadata", _empty_metadata()), {})
     records = lines.where("kind = 'records'")
-    return {"lines": lines.schema, "run_counts": fine_counts(records).schema,
-            "run_recovery": recovery_rows(records).schema, "run_fuzz": fuzz_rows(records).schema,
+    return {"lines": lines.schema, **{name: make(records).schema for name, make in PER_RUN_TABLES.items()},
             "manifest": manifest_schema()}
 
 
@@ -739,8 +774,7 @@ def ingest_runs(spark, tables_dir: str, plan: Plan, log: Callable[[str], None]) 
     lines = store.with_current(spark.read.schema(schemas["lines"]).parquet(f"{tables_dir}/lines")
                                .where(F.col("run_folder").isin(*ids)), ids)
     records = lines.where(F.col("kind") == "records")
-    per_run = {"run_counts": fine_counts(records), "run_recovery": recovery_rows(records),
-               "run_fuzz": fuzz_rows(records)}
+    per_run = {name: make(records) for name, make in PER_RUN_TABLES.items()}
     with ThreadPoolExecutor(WRITERS, thread_name_prefix="report-store") as pool:
         for future in [pool.submit(store.write_per_run, df, f"{tables_dir}/{name}", plan.fresh)
                        for name, df in per_run.items()]:
@@ -827,9 +861,9 @@ def _aggregate(spark, tables_dir: str, plan: Plan, catalog_ids: list[str], timin
     lines = stored("lines")
     records = lines.where(F.col("kind") == "records").drop("reason", "line", "kind")
     rejects = lines.where(F.col("kind") == "rejects").select("source_file", "reason", "line")
-    # the per-case aggregates read these few columns of the records: Parquet reads no other
+    # flaky and regressions read these few columns of the records: Parquet reads no other
     cases = records.where(F.col("suite") != FUZZ_SUITE).select(
-        "run_id", "target", "suite", "case", "outcome", "duration_s", "started", "config_fault", "message")
+        "run_id", "target", "suite", "case", "outcome", "started", "config_fault", "message")
     metas = run_metas(stored("manifest"))
 
     cached_fine = stored("run_counts").drop("run_folder", "ingest_id").cache()
@@ -861,7 +895,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, catalog_ids: list[str], timin
         "conformance": conformance(fine_cases, runs, catalog_ids),
         "flaky": flaky(cases, versions),
         "regressions": regressions(cases, truns, versions, compared),
-        "durations": durations(cases),
+        "durations": durations(stored("run_durations")),
         "fuzz_sessions": fuzz_sessions(fuzz),
         "fuzz_findings": fuzz_findings(fuzz),
         "recovery": recovery(stored("run_recovery").drop("run_folder", "ingest_id"), runs),

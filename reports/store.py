@@ -9,6 +9,7 @@ results.jsonl: the harness names it by run id), so that one run is one unit, wri
                 the aggregates group by) and `kind=rejects` (lines set aside, with the reason)
   run_counts    outcome counts per run, target, suite, clause list, cell, fault and checker counts: the few hundred
                 rows per run that runs, trend, pass rate, conformance and the fault tables are sums of
+  run_durations the run's case durations per target and suite as a log-scale histogram (the durations table)
   run_recovery  the run's records with details.resume_s (the recovery table's input)
   run_fuzz      the run's `interop fuzz` records, their details decoded (the fuzz tables' input)
   manifest      one row per run: its files with size and modification time, its run.json facts, and the store's
@@ -40,7 +41,7 @@ from urllib.parse import unquote, urlparse
 STORE_VERSION = 1
 RESULTS_FILE = "results.jsonl"
 RUN_META_FILE = "run.json"
-PER_RUN_TABLES = ("lines", "run_counts", "run_recovery", "run_fuzz", "manifest")
+PER_RUN_TABLES = ("lines", "run_counts", "run_durations", "run_recovery", "run_fuzz", "manifest")
 # tables of the layout before the store (one report = one full read): removed when a store is started over them
 OLD_TABLES = ("records", "rejects", "_lines")
 
@@ -63,8 +64,9 @@ class RunFiles:
 
     @property
     def ingest_id(self) -> str:
-        """What the store read: the files' sizes and times. A run whose files changed gets another id."""
-        return f"{self.size}.{self.mtime_ms}.{self.meta_size}.{self.meta_mtime_ms}"
+        """What the store read: the run and its files' sizes and times. A run whose files changed gets another id;
+        no two runs have the same."""
+        return f"{self.run_folder}/{self.size}.{self.mtime_ms}.{self.meta_size}.{self.meta_mtime_ms}"
 
 
 @dataclass
@@ -324,11 +326,11 @@ def remove_old_layout(tables_dir: str) -> None:
 
 
 def with_current(df, current: dict[str, str]):
-    """Only the rows read from the files the manifest names (see the module's doc)."""
+    """Only the rows read from the files the manifest names (see the module's doc). The run folders prune the
+    partitions; the ingest ids (one per run, unique: they start with the run folder) drop any stale row."""
     from pyspark.sql import functions as F
 
-    keys = [f"{folder}\x00{ingest}" for folder, ingest in current.items()]
-    return df.where(F.concat(F.col("run_folder"), F.lit("\x00"), F.col("ingest_id")).isin(keys))
+    return df.where(F.col("run_folder").isin(*current) & F.col("ingest_id").isin(*current.values()))
 
 
 def manifest_rows(spark, runs: list[RunFiles]):

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.timeout(900)
 
 AGGREGATES = ("runs", "conformance", "pass_rate", "flaky", "trend", "regressions", "durations", "fault_checks",
               "checkers", "recovery", "fuzz_sessions", "fuzz_findings")
-PER_RUN = ("lines", "run_counts", "run_recovery", "run_fuzz", "manifest")
+PER_RUN = ("lines", "run_counts", "run_durations", "run_recovery", "run_fuzz", "manifest")
 # when a run was read is the only thing that differs between two stores of the same runs
 VOLATILE = {"ingested_at"}
 
@@ -173,3 +173,29 @@ def test_tables_of_the_layout_before_the_store_are_replaced(spark, tmp_path):
     result = run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"))
     assert result.plan.fresh
     assert not (tmp_path / "out" / "tables" / "records").exists()
+
+
+def test_duration_percentiles_from_the_stored_histograms_are_within_two_percent_of_exact(spark, tmp_path):
+    """The durations table adds up each run's log-scale histogram; its p50 and p95 are durations cases really took,
+    at or at most 2% above the exact nearest-rank percentiles of every run's cases."""
+    import math
+
+    write_runs(tmp_path / "runs", runs=3, cases=400, fuzz_every=0)
+    result = run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"))
+    timed: dict[tuple[str, str], list[float]] = {}
+    for file in (tmp_path / "runs").glob("*/results.jsonl"):
+        for line in file.read_text().splitlines():
+            r = json.loads(line)
+            if r["outcome"] in ("passed", "failed", "error", "xfail"):
+                target = " + ".join(sorted(r["details"]["cell_peers"].split(",")))
+                timed.setdefault((target, r["suite"]), []).append(r["duration_s"])
+    got = {(r["target"], r["suite"]): r for r in result.data["durations"]}
+    assert got.keys() == timed.keys()
+    for key, values in timed.items():
+        values.sort()
+        row = got[key]
+        assert row["cases"] == len(values) and row["max_s"] == values[-1], key
+        assert row["mean_s"] == pytest.approx(sum(values) / len(values), abs=1e-4), key
+        for q, column in ((0.5, "p50_s"), (0.95, "p95_s")):
+            exact = values[math.ceil(q * len(values)) - 1]
+            assert exact <= row[column] <= exact * 1.02 and row[column] in values, (key, column)
