@@ -1,86 +1,270 @@
-"""Message-routing figures: throughput and send-to-receive latency on one router, across a two-router mesh
-and through a waypoint to a broker, in one run.
+"""Message routing, side by side in one run: the reference router, a qdrouterd found on PATH, and the direct
+client-to-client ceiling, with Python clients and with C clients.
 
-    .venv/bin/python bench/routing.py [--messages N] [--peer router=reference] [--peer broker=rabbitmq]
+    .venv/bin/python bench/routing.py [--messages N] [--repeats R] [--clients python,c]
+                                      [--scenario NAME ...] [--results DIR]
 
-For each scenario the topology is started with the chosen vendors, one producer sends N messages and the
-consumers take them; it prints msgs/s and the p50/p99 latency from the moment a message went on the wire to
-the moment a consumer had it (both ends are in this process, on one clock). Clients, routers and brokers
-share this 2-core machine, so the figures are for comparing scenarios, runs and vendors, not absolute limits.
+Scenarios (100-byte messages, 1 sender, window 1000): anycast unsettled, anycast pre-settled, multicast to 2
+receivers, and anycast across a 2-router mesh (producer on R1, consumer on R2). Each client is a process of
+its own (bench/clients/): throughput is messages over the time from the sender's first message to the last
+receiver's last one (and, unsettled, the sender's last outcome); latency is send-to-receive on one clock.
+
+The 2 cores are shared with the clients and whatever else runs, so only ratios taken in one run mean
+anything: every repeat runs every vendor in turn, the order alternating between repeats, and the table gives
+medians and the ratio reference/qdrouterd per scenario and client stack. With --results DIR it writes one
+result record per scenario, vendor and client stack (suite "bench") into DIR/<run_id>/.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.figures import percentile
-from harness.clients import Clients
+from bench.clients import stacks
+from bench.figures import process_cpu_s
+from harness.peers.base import PeerStartError, PeerUnavailable
 from harness.peers.launch import start_topology
-from harness.pytest_plugin import parse_peer_choices
+from harness.results import ResultWriter, current_run_id, make_record, utc_now_iso
 from harness.topology import load_topology
-from harness.wait import wait_for
+from harness.wait import free_port
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
-
-SCENARIOS = [
-    # name, topology, producer client, consumer client, address prefix, consumers, pre-settled
-    ("1 router anycast", "single-router", "producer", "consumer", "balanced.bench.", 1, False),
-    ("1 router pre-settled", "single-router", "producer", "consumer", "balanced.bench.", 1, True),
-    ("1 router 2 consumers", "single-router", "producer", "consumer", "balanced.bench.", 2, False),
-    ("1 router multicast x3", "single-router", "producer", "consumer", "multicast.bench.", 3, False),
-    ("2-router mesh anycast", "two-router-mesh", "producer", "far", "balanced.bench.", 1, False),
-    ("waypoint via broker", "router-broker-waypoint", "producer", "consumer", "queue.orders", 1, False),
-]
+VENDORS = ("reference", "qdrouterd", "direct")
+SIZE = 100
+WINDOW = 1000
 
 
-def run_scenario(producer_url: str, consumer_url: str, prefix: str, consumers: int, presettled: bool,
-                 n: int) -> dict:
-    with Clients() as clients:
-        address = clients.unique(prefix) if prefix.endswith(".") else prefix
-        receivers = [clients.connect(consumer_url).receiver(address, credit=300) for _ in range(consumers)]
-        sender = clients.connect(producer_url).sender(address, presettled=presettled)
-        sender.wait_credit(1, timeout=30)
-        t0 = time.monotonic()
-        sender.send(n)
-        expected = n * consumers if prefix.startswith("multicast") else n
-        wait_for(lambda: sum(r.count for r in receivers) >= expected, 300, f"{expected} messages to arrive")
-        if not presettled:
-            sender.wait_outcomes(n, timeout=300)
-        elapsed = time.monotonic() - t0
-        sent_at = {e.data["seq"]: e.t for e in clients.history.events("send", sender.name)}
-        latencies = [e.t - sent_at[e.data["seq"]] for e in clients.history.events("receive")
-                     if e.data.get("producer") == sender.name]
-    return {"msgs_per_s": n / elapsed, "p50_ms": percentile(latencies, 0.5) * 1000,
-            "p99_ms": percentile(latencies, 0.99) * 1000, "mean_ms": statistics.mean(latencies) * 1000}
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    topology: str
+    consumer_client: str  # the topology's client name the receivers attach to
+    prefix: str
+    receivers: int = 1
+    presettled: bool = False
+    direct: bool = True  # has a client-to-client ceiling (one receiver only)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=5000)
-    parser.add_argument("--peer", action="append", default=[])
-    args = parser.parse_args()
-    choices = parse_peer_choices(args.peer)
-    print(f"peers: {choices}; {args.messages} messages of ~40 B per scenario")
-    print(f"{'scenario':<26}{'msgs/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
-    running = {}
+SCENARIOS = (
+    Scenario("anycast-unsettled", "single-router", "consumer", "balanced.bench"),
+    Scenario("anycast-presettled", "single-router", "consumer", "balanced.bench", presettled=True),
+    Scenario("multicast-x2", "single-router", "consumer", "multicast.bench", receivers=2, direct=False),
+    Scenario("mesh-anycast", "two-router-mesh", "far", "balanced.bench", direct=False),
+)
+
+
+@dataclass
+class Sample:
+    msgs_per_s: float
+    p50_ms: float
+    p99_ms: float
+    cpu_s_per_1000: float | None
+    delivered: float = 1.0  # the fraction that arrived (below 1 only pre-settled)
+
+
+@dataclass
+class Cell:
+    """Every repeat of one (scenario, vendor, client stack)."""
+
+    samples: list[Sample] = field(default_factory=list)
+    error: str | None = None
+    duration_s: float = 0.0  # wall time of its passes, for the records
+
+    def median(self, name: str) -> float | None:
+        values = [getattr(s, name) for s in self.samples if getattr(s, name) is not None]
+        return statistics.median(values) if values else None
+
+
+_addresses = itertools.count()
+
+
+def run_once(scenario: Scenario, stack: str, n: int, producer_url: str | None, consumer_url: str | None,
+             router_pids: list[int]) -> Sample:
+    """One pass: receivers first (attached), then the sender; returns the figures."""
+    address = f"{scenario.prefix}.{next(_addresses)}"
+    option = "presettled" if scenario.presettled else "unsettled"
+    clients = []
     try:
-        for name, topo, producer, consumer, prefix, consumers, presettled in SCENARIOS:
-            if topo not in running:
-                running[topo] = start_topology(load_topology(TOPOLOGIES / f"{topo}.yaml"), choices)
-            rt = running[topo]
-            fig = run_scenario(rt.client_url(producer), rt.client_url(consumer), prefix, consumers, presettled,
-                               args.messages)
-            print(f"{name:<26}{fig['msgs_per_s']:>10.0f}{fig['p50_ms']:>10.2f}{fig['p99_ms']:>10.2f}")
+        if producer_url is None:  # direct: the receiver listens, the sender dials it
+            port = free_port()
+            receivers = [stacks.start(stack, "recv", f"127.0.0.1:{port}", address, n, SIZE, str(WINDOW),
+                                      listen=True)]
+            clients += receivers
+            receivers[0].first_line("listening", 30)
+            sender_at = f"127.0.0.1:{port}"
+        else:
+            receivers = [stacks.start(stack, "recv", _hostport(consumer_url), address, n, SIZE, str(WINDOW))
+                         for _ in range(scenario.receivers)]
+            clients += receivers
+            for receiver in receivers:
+                receiver.first_line("ready", 30)
+            sender_at = _hostport(producer_url)
+        cpu0 = process_cpu_s(router_pids)
+        sender = stacks.start(stack, "send", sender_at, address, n, SIZE, option)
+        clients.append(sender)
+        sent = sender.report(300)
+        got = [r.report(300) for r in receivers]
+        cpu = process_cpu_s(router_pids) - cpu0
+    finally:
+        for client in clients:
+            client.kill()
+    received = min(g["received"] for g in got)
+    # Pre-settled is at-most-once: a router may drop some (qdrouterd does under load); the rate counts those
+    # that arrived. Unsettled, every message must arrive and be settled.
+    if not scenario.presettled and (received != n or sent["settled"] != n):
+        raise stacks.ClientError(f"receivers got {[g['received'] for g in got]} of {n} each, the sender saw "
+                                 f"{sent['settled']} outcomes")
+    if received == 0:
+        raise stacks.ClientError(f"no message of {n} arrived")
+    end = max([g["last_ns"] for g in got] + ([sent["end_ns"]] if not scenario.presettled else []))
+    elapsed = (end - sent["start_ns"]) / 1e9
+    return Sample(msgs_per_s=received / elapsed, p50_ms=max(g["p50_ms"] for g in got),
+                  p99_ms=max(g["p99_ms"] for g in got), cpu_s_per_1000=cpu / n * 1000 if router_pids else None,
+                  delivered=received / n)
+
+
+def _hostport(url: str) -> str:
+    return url.split("://", 1)[-1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=20000, help="messages per pass (default 20000)")
+    parser.add_argument("--repeats", type=int, default=3, help="alternating repeats (default 3)")
+    parser.add_argument("--clients", default="python,c", help="client stacks, comma-separated (python, c)")
+    parser.add_argument("--scenario", action="append", help="run only these scenarios (repeatable)")
+    parser.add_argument("--results", help="write result records into DIR/<run_id>/")
+    args = parser.parse_args(argv)
+    names = {s.name for s in SCENARIOS}
+    wanted = args.scenario or [s.name for s in SCENARIOS]
+    bad = [w for w in wanted if w not in names]
+    if bad:
+        parser.error(f"unknown scenario {bad[0]!r}: expected one of {', '.join(sorted(names))}")
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    if not clients or any(c not in stacks.STACKS for c in clients):
+        parser.error(f"--clients: expected a comma list of {', '.join(stacks.STACKS)}, got {args.clients!r}")
+    if args.messages <= 0 or args.repeats <= 0:
+        parser.error("--messages and --repeats must be > 0")
+    scenarios = [s for s in SCENARIOS if s.name in wanted]
+    started_at = utc_now_iso()
+    running: dict = {}
+    cells: dict[tuple, Cell] = {}
+    versions: dict[str, str] = {}
+    try:
+        for topo in sorted({s.topology for s in scenarios}):
+            for vendor in ("reference", "qdrouterd"):
+                try:
+                    rt = start_topology(load_topology(TOPOLOGIES / f"{topo}.yaml"), {"router": vendor})
+                    running[(topo, vendor)] = rt
+                    versions[vendor] = next(iter(rt.peers.values())).info.version
+                except (PeerUnavailable, PeerStartError) as exc:
+                    running[(topo, vendor)] = str(exc).splitlines()[0]
+        print(f"{args.messages} x {SIZE}-byte messages per pass, window {WINDOW}, {args.repeats} alternating "
+              f"repeats; clients {', '.join(clients)}", flush=True)
+        for repeat in range(args.repeats):
+            order = VENDORS if repeat % 2 == 0 else tuple(reversed(VENDORS))
+            for scenario in scenarios:
+                for stack in clients:
+                    for vendor in order:
+                        if vendor == "direct" and not scenario.direct:
+                            continue
+                        cell = cells.setdefault((scenario.name, vendor, stack), Cell())
+                        _run_cell(cell, scenario, vendor, stack, args.messages, running)
+            print(f"repeat {repeat + 1} of {args.repeats} done", flush=True)
     finally:
         for rt in running.values():
-            rt.stop()
+            if not isinstance(rt, str):
+                rt.stop()
+    _print_table(scenarios, clients, cells)
+    if args.results:
+        _write_records(Path(args.results), scenarios, clients, cells, versions, args, started_at)
     return 0
+
+
+def _run_cell(cell: Cell, scenario: Scenario, vendor: str, stack: str, n: int, running: dict) -> None:
+    if cell.error:
+        return
+    t0 = time.monotonic()
+    try:
+        if vendor == "direct":
+            cell.samples.append(run_once(scenario, stack, n, None, None, []))
+            return
+        rt = running[(scenario.topology, vendor)]
+        if isinstance(rt, str):
+            raise stacks.ClientError(rt)
+        pids = [pid for peer in rt.peers.values() for pid in peer.pids]
+        cell.samples.append(run_once(scenario, stack, n, rt.client_url("producer"),
+                                     rt.client_url(scenario.consumer_client), pids))
+    except (stacks.ClientError, OSError, KeyError) as exc:
+        cell.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    finally:
+        cell.duration_s += time.monotonic() - t0
+
+
+def _ratio(cells: dict, scenario: str, stack: str) -> float | None:
+    ref, qdr = cells.get((scenario, "reference", stack)), cells.get((scenario, "qdrouterd", stack))
+    if not ref or not qdr or not ref.samples or not qdr.samples:
+        return None
+    return ref.median("msgs_per_s") / qdr.median("msgs_per_s")
+
+
+def _print_table(scenarios, clients, cells) -> None:
+    print(f"\n{'scenario':<20}{'clients':<8}{'vendor':<11}{'msgs/s':>10}{'p50 ms':>9}{'p99 ms':>9}"
+          f"{'cpu s/1k':>10}{'ref/qdr':>9}")
+    for scenario in scenarios:
+        for stack in clients:
+            for vendor in VENDORS:
+                cell = cells.get((scenario.name, vendor, stack))
+                if cell is None:
+                    continue
+                if cell.error:
+                    print(f"{scenario.name:<20}{stack:<8}{vendor:<11}  error: {cell.error}")
+                    continue
+                cpu = cell.median("cpu_s_per_1000")
+                ratio = _ratio(cells, scenario.name, stack) if vendor == "reference" else None
+                print(f"{scenario.name:<20}{stack:<8}{vendor:<11}{cell.median('msgs_per_s'):>10.0f}"
+                      f"{cell.median('p50_ms'):>9.2f}{cell.median('p99_ms'):>9.2f}"
+                      f"{'' if cpu is None else f'{cpu:.3f}':>10}{'' if ratio is None else f'{ratio:.2f}':>9}")
+
+
+def _write_records(results: Path, scenarios, clients, cells, versions, args, started_at) -> None:
+    run_id = current_run_id()
+    with ResultWriter(results / run_id) as writer:
+        for scenario in scenarios:
+            for stack in clients:
+                for vendor in VENDORS:
+                    cell = cells.get((scenario.name, vendor, stack))
+                    if cell is None:
+                        continue
+                    details = {"bench": "routing", "scenario": scenario.name, "clients": stack,
+                               "repeats": len(cell.samples), "ratio_to": "qdrouterd",
+                               "ratio": _ratio(cells, scenario.name, stack) if vendor == "reference" else None}
+                    if cell.samples:
+                        details.update(msgs_per_s=cell.median("msgs_per_s"), p50_ms=cell.median("p50_ms"),
+                                       p99_ms=cell.median("p99_ms"))
+                        details["delivered"] = min(s.delivered for s in cell.samples)
+                        if cell.median("cpu_s_per_1000") is not None:
+                            details["cpu_s_per_1000"] = cell.median("cpu_s_per_1000")
+                    peers = {"router": {"vendor": vendor, "version": versions.get(vendor, ""),
+                                        "provider": "native" if vendor == "qdrouterd" else "subprocess"}} \
+                        if vendor != "direct" else {}
+                    writer.write(make_record(
+                        run_id=run_id, case=f"BENCH-routing/{scenario.name}/{vendor}/{stack}", suite="bench",
+                        spec=[], topology=None if vendor == "direct" else scenario.topology, peers=peers,
+                        outcome="error" if cell.error else "passed", duration_s=round(cell.duration_s, 3),
+                        details=details, message=cell.error))
+        writer.write_run_meta({"run_id": run_id, "started_at": started_at, "ended_at": utc_now_iso(),
+                               "peers": {"router": list(VENDORS)},
+                               "bench": {"name": "routing", "messages": args.messages, "repeats": args.repeats,
+                                         "clients": clients, "size": SIZE, "window": WINDOW}})
+    print(f"result records: {results / run_id / 'results.jsonl'}")
 
 
 if __name__ == "__main__":
