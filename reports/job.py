@@ -97,8 +97,19 @@ def spark_session(master: str | None = None, app_name: str = "interop-report",
     if remote:
         if master:
             raise ReportError("--remote and --master exclude each other: a Spark Connect server has its own master")
+        import socket
         import warnings
+        from urllib.parse import urlparse
 
+        # The Connect client retries a refused connection for minutes; a server that is not there is said at once.
+        where = urlparse(remote.split(";", 1)[0])
+        if where.scheme != "sc" or not where.hostname:
+            raise ReportError(f"--remote {remote}: expected sc://HOST:PORT")
+        try:
+            socket.create_connection((where.hostname, where.port or 15002), timeout=10).close()
+        except OSError as exc:
+            raise ReportError(f"--remote {remote}: cannot reach a Spark Connect server there: "
+                              f"{exc.strerror or exc}") from None
         # the runs table numbers every run with one window over all of them, on purpose (a few hundred rows); the
         # Connect client warns about such windows on every report
         warnings.filterwarnings("ignore", message=".*No Partition Defined for Window operation.*")
