@@ -57,6 +57,21 @@ MAX_LISTED = 500  # rows of a per-case list (flaky, regressions, rejects) collec
 # one seed and not the next, as a flaky one. So every conformance aggregate leaves them out, a run counts them apart
 # (runs.fuzz_records), and they have tables of their own: fuzz_sessions and fuzz_findings.
 FUZZ_SUITE = "fuzz"
+# The suite of benchmark records (bench/routing.py --results): figures of a scenario, not a case that conforms or
+# not. Kept out of every conformance aggregate like fuzz records, counted apart (runs.bench_records), and shown in
+# a table of their own (benchmarks).
+BENCH_SUITE = "bench"
+NOT_CASES = (FUZZ_SUITE, BENCH_SUITE)
+# The suite of type interop cases (suites/types): they are conformance cases like any other, and their details
+# (type family, section, sender and receiver client stack) also make a table of their own (type_interop).
+TYPES_SUITE = "types"
+
+
+def is_case():
+    """A record of a suite's case (not a fuzz session's or a benchmark's)."""
+    from pyspark.sql import functions as F
+
+    return ~F.col("suite").isin(*NOT_CASES)
 
 
 class ReportError(Exception):
@@ -407,12 +422,14 @@ def runs_table(cubed, metas):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    fuzz = F.col("suite") == FUZZ_SUITE
+    fuzz, bench = F.col("suite") == FUZZ_SUITE, F.col("suite") == BENCH_SUITE
     counts = ["cases", *[o.replace("-", "_") for o in OUTCOMES]]
     cubed = cubed.withColumns({"fuzz_records": F.when(fuzz, F.col("cases")).otherwise(0),
-                               **{n: F.when(fuzz, 0).otherwise(F.col(n)) for n in counts}})
+                               "bench_records": F.when(bench, F.col("cases")).otherwise(0),
+                               **{n: F.when(fuzz | bench, 0).otherwise(F.col(n)) for n in counts}})
     runs = _pass_rate(_sum_counts(cubed, ["run_id"], extra=(
         F.sum("fuzz_records").cast("long").alias("fuzz_records"),
+        F.sum("bench_records").cast("long").alias("bench_records"),
         F.min("first_case").alias("first_case"), F.max("last_case").alias("last_case"),
         F.array_sort(F.collect_set("target")).alias("targets"),
         F.array_sort(F.collect_set("config_fault")).alias("config_faults"),
@@ -566,8 +583,7 @@ def duration_buckets(records):
 
     d = F.col("duration_s")
     bucket = F.when(d > 0, F.ceil(F.log(d) / F.log(F.lit(DURATION_BUCKET_RATIO)))).otherwise(ZERO_BUCKET)
-    timed = records.where(F.col("outcome").isin("passed", "failed", "error", "xfail")
-                          & (F.col("suite") != FUZZ_SUITE))
+    timed = records.where(F.col("outcome").isin("passed", "failed", "error", "xfail") & is_case())
     return (timed.groupBy("run_folder", "ingest_id", "run_id", "target", "suite", bucket.cast("int").alias("bucket"))
             .agg(F.count(F.lit(1)).alias("n"), F.sum(d).alias("total_s"), F.max(d).alias("max_s")))
 
@@ -626,7 +642,7 @@ def recovery_rows(records):
     from pyspark.sql import functions as F
 
     d = F.col("details")
-    return (records.where(F.col("resume_s").isNotNull() & (F.col("suite") != FUZZ_SUITE))
+    return (records.where(F.col("resume_s").isNotNull() & is_case())
             .select("run_folder", "ingest_id", "run_id", "target", "suite", "outcome",
                     F.coalesce(d["fault"], F.col("fault_name")).alias("fault"),
                     F.col("resume_s").cast("double").alias("resume_s"),
@@ -716,6 +732,70 @@ def fuzz_findings(fuzz):
         .drop("latest"))
 
 
+def bench_rows(records):
+    """A run's benchmark records (BENCH_SUITE): `BENCH-<bench>/<scenario>/<vendor>/<client stack>` with the figures
+    in details. Stored per run (run_bench)."""
+    from pyspark.sql import functions as F
+
+    d = F.col("details")
+    parts = F.split(F.col("case"), "/")
+    return (records.where(F.col("suite") == BENCH_SUITE)
+            .select("run_folder", "ingest_id", "run_id", "started", "outcome", "message",
+                    F.coalesce(d["bench"], F.regexp_extract("case", r"^BENCH-([^/]+)", 1)).alias("bench"),
+                    F.coalesce(d["scenario"], F.element_at(parts, 2)).alias("scenario"),
+                    F.element_at(parts, 3).alias("vendor"),
+                    F.coalesce(d["clients"], F.element_at(parts, 4)).alias("clients"),
+                    *[d[name].cast("double").alias(name)
+                      for name in ("msgs_per_s", "p50_ms", "p99_ms", "ratio", "cpu_s_per_1000")],
+                    d["ratio_to"].alias("ratio_to"), d["repeats"].cast("int").alias("repeats")))
+
+
+def benchmarks(rows, runs):
+    """Per benchmark, scenario, vendor and client stack: the latest run's figures (throughput, latency, the ratio to
+    the vendor it is compared with, CPU per 1000 messages), the previous run's throughput and the best seen."""
+    from pyspark.sql import functions as F
+
+    rows = rows.join(F.broadcast(runs.select("run_id", "run_index")), "run_id", "left")
+    order = F.struct("run_index", "started")
+    figures = F.struct("msgs_per_s", "p50_ms", "p99_ms", "ratio", "ratio_to", "cpu_s_per_1000", "outcome",
+                       "message", "run_id")
+    return (rows.groupBy("bench", "scenario", "vendor", "clients").agg(
+        F.count(F.lit(1)).alias("runs"),
+        F.max_by(figures, order).alias("latest"),
+        F.max("msgs_per_s").alias("best_msgs_per_s"),
+        F.sort_array(F.collect_list(F.struct(order.alias("o"), F.col("msgs_per_s"))), asc=False).alias("history"))
+        .select("bench", "scenario", "vendor", "clients", "runs", "latest.*", "best_msgs_per_s",
+                F.col("history")[1]["msgs_per_s"].alias("previous_msgs_per_s")))
+
+
+def type_rows(records):
+    """A run's type interop cases (TYPES_SUITE) with their type family, section, client stacks and peer role.
+    Stored per run (run_types)."""
+    from pyspark.sql import functions as F
+
+    d = F.col("details")
+    return (records.where((F.col("suite") == TYPES_SUITE) & d["type"].isNotNull())
+            .select("run_folder", "ingest_id", "run_id", "target", "outcome", "message",
+                    d["type"].alias("type"), d["section"].alias("section"),
+                    d["sender_stack"].alias("sender_stack"), d["receiver_stack"].alias("receiver_stack"),
+                    d["via"].alias("via"), d["values"].cast("int").alias("values"),
+                    F.size(F.from_json(d["failures"], "array<string>")).alias("values_differing")))
+
+
+def type_interop(rows, truns):
+    """Type family x section x (sender stack -> peer -> receiver stack), from each target's latest run that ran type
+    interop cases: the outcome, and how many of the values differed."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    indexed = rows.join(F.broadcast(truns.select("target", "run_id", "run_index")), ["target", "run_id"], "left")
+    latest = F.max("run_index").over(Window.partitionBy("target"))
+    return (indexed.withColumn("latest_index", latest).where(F.col("run_index") == F.col("latest_index"))
+            .select("target", "via", "sender_stack", "receiver_stack", "type", "section", "outcome",
+                    "values", F.greatest(F.coalesce("values_differing", F.lit(0)), F.lit(0)).alias("values_differing"),
+                    "message", "run_id"))
+
+
 # ---- the job ---------------------------------------------------------------------------------------------------------
 
 
@@ -731,7 +811,7 @@ class Result:
 PARALLEL_LISTING = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 # what depends on one run alone, computed once per run from its records and kept in the store
 PER_RUN_TABLES = {"run_counts": fine_counts, "run_durations": duration_buckets, "run_recovery": recovery_rows,
-                  "run_fuzz": fuzz_rows}
+                  "run_fuzz": fuzz_rows, "run_bench": bench_rows, "run_types": type_rows}
 
 
 def _stored_schemas(spark) -> dict[str, object]:
@@ -869,11 +949,16 @@ def _aggregate(spark, tables_dir: str, plan: Plan, catalog_ids: list[str], timin
     def stored(name: str):
         return store.with_current(spark.read.schema(schemas[name]).parquet(f"{tables_dir}/{name}"), plan.current)
 
+    def small(name: str):
+        """A per-run table of a few rows per run, read through one partition: its aggregates then need no
+        shuffle (one partition is grouped by any key), and each shuffle is a stage of fixed cost."""
+        return stored(name).drop("run_folder", "ingest_id").coalesce(1)
+
     lines = stored("lines")
     records = lines.where(F.col("kind") == "records").drop("reason", "line", "kind")
     rejects = lines.where(F.col("kind") == "rejects").select("source_file", "reason", "line")
     # flaky and regressions read these few columns of the records: Parquet reads no other
-    cases = records.where(F.col("suite") != FUZZ_SUITE).select(
+    cases = records.where(is_case()).select(
         "run_id", "target", "suite", "case", "outcome", "started", "config_fault", "message")
     metas = run_metas(stored("manifest"))
 
@@ -885,13 +970,13 @@ def _aggregate(spark, tables_dir: str, plan: Plan, catalog_ids: list[str], timin
     # partitions, so that a cluster aggregates them in parallel.
     fine = cached_fine.coalesce(1) if cached_fine.count() <= SINGLE_PARTITION_ROWS else cached_fine
     cubed = cube(fine).cache()
-    # every aggregate but the runs table reads the suites' cases only (see FUZZ_SUITE)
-    suites = cubed.where(F.col("suite") != FUZZ_SUITE)
-    fine_cases = fine.where(F.col("suite") != FUZZ_SUITE)
+    # every aggregate but the runs table reads the suites' cases only (see FUZZ_SUITE and BENCH_SUITE)
+    suites = cubed.where(is_case())
+    fine_cases = fine.where(is_case())
     versions = run_versions(suites).cache()
     runs = runs_table(cubed, metas).cache()
     truns = target_runs(suites, runs).cache()
-    fuzz = fuzz_records(stored("run_fuzz").drop("run_folder", "ingest_id"), runs).cache()
+    fuzz = fuzz_records(small("run_fuzz"), runs).cache()
     for df in (cubed, versions, runs, truns, fuzz):
         df.count()  # materialised here, one after another, before the tables built on them run side by side
     # the runs regressions compare, known before its query is planned: a filter on them skips the other runs'
@@ -906,15 +991,17 @@ def _aggregate(spark, tables_dir: str, plan: Plan, catalog_ids: list[str], timin
         "conformance": conformance(fine_cases, runs, catalog_ids),
         "flaky": flaky(cases, versions),
         "regressions": regressions(cases, truns, versions, compared),
-        "durations": durations(stored("run_durations")),
+        "durations": durations(small("run_durations")),
         "fuzz_sessions": fuzz_sessions(fuzz),
         "fuzz_findings": fuzz_findings(fuzz),
-        "recovery": recovery(stored("run_recovery").drop("run_folder", "ingest_id"), runs),
+        "recovery": recovery(small("run_recovery"), runs),
+        "benchmarks": benchmarks(small("run_bench"), runs),
+        "type_interop": type_interop(small("run_types"), truns),
     }
     tables["fault_checks"], tables["checkers"] = fault_checks(fine_cases)
     data = _write_and_collect(tables, rejects, tables_dir, timings, log)
     stage("aggregates (-> Parquet tables, collected for the report)", t)
-    data["totals"] = [{"records": sum(r["cases"] + r["fuzz_records"] for r in data["runs"]),
+    data["totals"] = [{"records": sum(r["cases"] + r["fuzz_records"] + r["bench_records"] for r in data["runs"]),
                        "rejects": data["reject_count"][0]["n"],
                        "files": len(plan.current), "runs": len(data["runs"])}]
     # dependents first: uncaching a base would re-cache what was built on it
@@ -946,6 +1033,8 @@ def _report_order() -> dict[str, tuple[list[str], int | None]]:
         "fuzz_sessions": (["target", "mode", "role", "deliberate_break"], None),
         "fuzz_findings": (["-last_run_index", "-sessions", "signature", "target"], None),
         "recovery": (["target", "suite", "fault"], None),
+        "benchmarks": (["bench", "scenario", "clients", "vendor"], None),
+        "type_interop": (["target", "via", "sender_stack", "receiver_stack", "type", "section"], None),
     }
 
 

@@ -363,6 +363,8 @@ def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict
     out.append(recovery(data["recovery"]))
 
     out.append(fuzzing(data["fuzz_sessions"], data["fuzz_findings"]))
+    out.append(type_interop(data.get("type_interop", [])))
+    out.append(benchmarks(data.get("benchmarks", [])))
 
     out.append("<h2>Rejected result lines</h2>")
     if totals["rejects"]:
@@ -383,6 +385,8 @@ def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict
                        e("; ".join(filter(None, ["interrupted" if r.get("interrupted") else "",
                                                  f"{r['fuzz_records']} fuzz record(s)" if r.get("fuzz_records")
                                                  else "",
+                                                 f"{r['bench_records']} benchmark record(s)"
+                                                 if r.get("bench_records") else "",
                                                  "break: " + ", ".join(_faults(r)) if _faults(r) else ""])))]
                       for r in runs]))
 
@@ -429,6 +433,64 @@ def recovery(rows: list[dict]) -> str:
                        number(r.get("recovered")), seconds(r.get("resume_p50_s")), seconds(r.get("resume_max_s")),
                        f"<code>{e(r['last_run'])}</code>"] for r in rows],
                      empty="no record says how long recovery took after a fault (details.resume_s)"))
+    return "".join(out)
+
+
+def type_interop(rows: list[dict]) -> str:
+    """The "Type interop" section: type family and section x (sender stack -> peer -> receiver stack), from each
+    target's latest run, showing only the pairs and types where something differed (suites/types)."""
+    out = ["<h2>Type interop: where client stacks differ</h2>"]
+    if not rows:
+        out.append('<p class="empty">no type interop cases (suites/types) among the runs</p>')
+        return "".join(out)
+
+    def route(r: dict) -> str:
+        return f"{r['sender_stack']} \u2192 {r['via']} ({r['target']}) \u2192 {r['receiver_stack']}"
+
+    bad = [r for r in rows if r["outcome"] != "passed"]
+    routes = sorted({route(r) for r in bad})
+    kinds = sorted({(r["type"], r["section"]) for r in bad})
+    out.append(f'<p class="sub">{len(rows)} type x section x stack-pair cases in the latest runs; '
+               f'{len(rows) - len(bad)} passed. Below, only the types and stack pairs where a case did not pass: '
+               "each cell is the outcome and how many of its values came back different (value or AMQP type).</p>")
+    if not bad:
+        out.append('<p class="empty">every value came back as it was sent, type included, for every pair</p>')
+        return "".join(out)
+    cells = {(r["type"], r["section"], route(r)): r for r in rows}
+
+    def cell(kind: tuple[str, str], where: str) -> str:
+        r = cells.get((*kind, where))
+        if r is None:
+            return "<td></td>"
+        differing = f" {r['values_differing']}/{r['values']}" if r.get("values_differing") else ""
+        return f'<td title="{e(r.get("message") or "")}">{badge(r["outcome"])}{e(differing)}</td>'
+
+    head = "".join(f"<th>{e(w)}</th>" for w in routes)
+    body = "".join(f"<tr><td>{e(t)}</td><td>{e(sec)}</td>{''.join(cell((t, sec), w) for w in routes)}</tr>"
+                   for t, sec in kinds)
+    out.append(f'<table class="matrix"><thead><tr><th>type</th><th>section</th>{head}</tr></thead>'
+               f"<tbody>{body}</tbody></table>")
+    return "".join(out)
+
+
+def benchmarks(rows: list[dict]) -> str:
+    """The "Benchmarks" section: benchmark records (bench/*.py --results), latest figures per scenario, vendor and
+    client stack."""
+    out = ["<h2>Benchmarks</h2>"]
+
+    def number(value, fmt: str) -> str:
+        return "" if value is None else format(value, fmt)
+
+    out.append(table(["benchmark", "scenario", "clients", "vendor", "msgs/s", "previous", "best", "p50 ms",
+                      "p99 ms", "ratio", "CPU s / 1000 msgs", "runs", "latest run"],
+                     [[e(r["bench"]), e(r["scenario"]), e(r["clients"]), e(r["vendor"]),
+                       number(r.get("msgs_per_s"), ",.0f"), number(r.get("previous_msgs_per_s"), ",.0f"),
+                       number(r.get("best_msgs_per_s"), ",.0f"), number(r.get("p50_ms"), ".2f"),
+                       number(r.get("p99_ms"), ".2f"),
+                       "" if r.get("ratio") is None else f"{r['ratio']:.2f}x {e(r.get('ratio_to') or '')}",
+                       number(r.get("cpu_s_per_1000"), ".3f"), str(r["runs"]), f"<code>{e(r['run_id'])}</code>"]
+                      for r in rows],
+                     empty="no benchmark records (bench/routing.py --results DIR writes them)"))
     return "".join(out)
 
 

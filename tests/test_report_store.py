@@ -201,3 +201,61 @@ def test_duration_percentiles_from_the_stored_histograms_are_within_two_percent_
         for q, column in ((0.5, "p50_s"), (0.95, "p95_s")):
             exact = values[math.ceil(q * len(values)) - 1]
             assert exact <= row[column] <= exact * 1.02 and row[column] in values, (key, column)
+
+
+def bench_record(run_id: str, scenario: str, vendor: str, stack: str, msgs: float, ratio: float | None,
+                 day: int) -> dict:
+    """A record as bench/routing.py --results writes it."""
+    peers = {} if vendor == "direct" else {"router": {"vendor": vendor, "version": "1", "provider": "native"}}
+    return {"schema": 1, "run_id": run_id, "case": f"BENCH-routing/{scenario}/{vendor}/{stack}", "suite": "bench",
+            "spec": [], "topology": "single-router", "peers": peers, "fault": None, "outcome": "passed",
+            "duration_s": 3.0, "started_at": f"2026-03-0{day}T00:00:00.000Z", "message": None,
+            "details": {"bench": "routing", "scenario": scenario, "clients": stack, "repeats": 3,
+                        "ratio_to": "qdrouterd", "ratio": ratio, "msgs_per_s": msgs, "p50_ms": 1.5, "p99_ms": 9.0}}
+
+
+def type_record(run_id: str, sender: str, receiver: str, kind: str, section: str, outcome: str, failures: list,
+                day: int) -> dict:
+    """A record as suites/types writes it (details trimmed to what the report reads)."""
+    return {"schema": 1, "run_id": run_id, "case": f"suites/types/test_types.py::test_value_round_trips[{sender}-"
+            f"{receiver}-{kind}-{section}]", "suite": "types", "spec": ["TYPES-PRIMITIVE-1"], "topology": "t",
+            "peers": {"broker": {"vendor": "rabbitmq", "version": "3"}}, "fault": None, "outcome": outcome,
+            "duration_s": 0.1, "started_at": f"2026-03-0{day}T00:00:01.000Z", "message": None,
+            "details": {"type": kind, "section": section, "sender_stack": sender, "receiver_stack": receiver,
+                        "via": "broker", "values": 12, "failures": failures}}
+
+
+def test_benchmark_and_type_interop_records_have_tables_of_their_own(spark, tmp_path):
+    runs = {
+        "b-1": [bench_record("b-1", "anycast", "reference", "c", 1000.0, 0.5, 1),
+                bench_record("b-1", "anycast", "qdrouterd", "c", 2000.0, None, 1),
+                type_record("b-1", "rhea", "cpp", "floating", "body", "failed", [{"value": "nan"}], 1)],
+        "b-2": [bench_record("b-2", "anycast", "reference", "c", 1500.0, 0.75, 2),
+                bench_record("b-2", "anycast", "qdrouterd", "c", 2000.0, None, 2),
+                type_record("b-2", "rhea", "cpp", "floating", "body", "failed",
+                            [{"value": "nan"}, {"value": "-0.0"}], 2),
+                type_record("b-2", "cpp", "rhea", "floating", "body", "passed", [], 2)],
+    }
+    for run_id, records in runs.items():
+        (tmp_path / "runs" / run_id).mkdir(parents=True)
+        (tmp_path / "runs" / run_id / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"))
+    bench = {(r["vendor"], r["clients"]): r for r in result.data["benchmarks"]}
+    ref = bench[("reference", "c")]
+    assert (ref["msgs_per_s"], ref["previous_msgs_per_s"], ref["best_msgs_per_s"], ref["ratio"], ref["runs"],
+            ref["run_id"]) == (1500.0, 1000.0, 1500.0, 0.75, 2, "b-2")
+    # benchmark records are no cases: no pass rate, no clause, no target of their own
+    assert [(r["run_id"], r["cases"], r["bench_records"]) for r in result.data["runs"]] == [("b-1", 1, 2),
+                                                                                           ("b-2", 2, 2)]
+    assert {r["target"] for r in result.data["pass_rate"]} == {"broker=rabbitmq"}
+    types = {(r["sender_stack"], r["receiver_stack"]): r for r in result.data["type_interop"]}
+    assert types.keys() == {("rhea", "cpp"), ("cpp", "rhea")}  # the latest run of the target only
+    assert (types[("rhea", "cpp")]["outcome"], types[("rhea", "cpp")]["values_differing"]) == ("failed", 2)
+    assert result.data["totals"][0]["records"] == 7
+
+    from reports import page
+
+    html = page.render(result.data, title="t", inputs=[], catalog={}, timings={}, allure=None)
+    assert "rhea \u2192 broker (broker=rabbitmq) \u2192 cpp" in html  # the pair that differed is a column
+    assert "cpp \u2192 broker (broker=rabbitmq) \u2192 rhea" not in html  # the one that did not is left out
+    assert "0.75x qdrouterd" in html and "1,500" in html
