@@ -147,9 +147,15 @@ def _training_job(folder: str) -> None:
     from reports.job import run_job, spark_session
     from reports.synthetic import write_runs
 
-    write_runs(Path(folder) / "runs", runs=TRAINING_RUNS, cases=TRAINING_CASES)
+    from datetime import UTC, datetime
+
+    runs = Path(folder) / "runs"
+    write_runs(runs, runs=TRAINING_RUNS, cases=TRAINING_CASES)
     spark = spark_session()
-    result = run_job(spark, [str(Path(folder) / "runs")], str(Path(folder) / "report"))
+    # both ways a report is made: a new store over every run, then one more run added to it (the nightly case)
+    run_job(spark, [str(runs)], str(Path(folder) / "report"))
+    write_runs(runs, runs=1, cases=TRAINING_CASES, seed=11, start=datetime(2027, 1, 1, tzinfo=UTC))
+    result = run_job(spark, [str(runs)], str(Path(folder) / "report"))
     page.write(Path(folder) / "report" / "index.html", result.data, title="training", inputs=[], catalog={},
                timings=result.timings, allure=None)
     spark.stop()
