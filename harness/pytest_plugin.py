@@ -4,6 +4,8 @@ Options
   --peer ROLE=VENDOR[,ROLE=VENDOR]   which vendor plays each role (default: router=reference); repeatable
   --results DIR                      where run folders go (default: results/); each run writes
                                      DIR/<run_id>/results.jsonl and run.json
+  --client python|cpp|rhea           the client stack of the cases that run through harness/drivers.py (default
+                                     python); the `stacks` fixture starts one shim process per stack per session
 Markers
   @pytest.mark.spec("ROUTING-MULTICAST-1", ...)   clauses of suites/spec/catalog.yaml a case checks
   @pytest.mark.requires("distribution.closest")   capabilities a case needs; a vendor without them makes
@@ -27,6 +29,7 @@ import yaml
 
 from .catalog import coverage, format_coverage, load_catalog
 from .clients import Clients
+from .drivers import DEFAULT_STACK, STACKS, Stacks
 from .history import History
 from .peers.base import PeerUnavailable
 from .peers.launch import RunningTopology, start_topology
@@ -58,6 +61,9 @@ def pytest_addoption(parser):
     group.addoption("--results", default=default_results_dir(), metavar="DIR",
                     help="folder for run results (DIR/<run_id>/results.jsonl, run.json); default: $INTEROP_RESULTS, "
                          "else results")
+    group.addoption("--client", choices=STACKS, default=DEFAULT_STACK,
+                    help="client stack of the cases that run through a stack driver (harness/drivers.py): "
+                         f"{', '.join(STACKS)}; default: {DEFAULT_STACK}")
     group.addoption("--peer-probe-timeout", type=positive_seconds, default=PROBE_TIMEOUT, metavar="SECONDS",
                     help="after a failed case, a peer that does not answer an AMQP protocol header within this "
                          f"long is taken as hung and replaced before the next case; default: {PROBE_TIMEOUT:g}")
@@ -219,12 +225,15 @@ def _load_expected(choices: dict[str, str]) -> dict[str, tuple[str, bool]]:
     """nodeid (or nodeid without parameters) -> (reason, strict), for every vendor in use.
 
     An entry is strict unless it says `strict: false`, which is only for a difference the vendor shows
-    intermittently (a strict xfail would then fail the runs where it happens to behave). An entry with
+    intermittently (a strict xfail would then fail the runs where it happens to behave). The files of the
+    client stacks (client-<stack>.yaml) are read whatever the peers. An entry with
     `peers: {ROLE: VENDOR, ...}` applies only when those roles are played by those vendors: a difference that
     shows only in front of one product (qdrouterd's link routes to RabbitMQ, say) is not expected elsewhere."""
     expected: dict[str, tuple[str, bool]] = {}
     vendors = {role: vendor(n, role).vendor for role, n in choices.items()}
-    for name in set(vendors.values()):
+    # A client stack's differences (suites/expected/client-<stack>.yaml) name cases whose ids carry the stack (the
+    # type suite's `python-to-rhea`), so every stack's file is read: an entry matches only its own cases.
+    for name in [*sorted(set(vendors.values())), *(f"client-{stack}" for stack in STACKS)]:
         path = EXPECTED / f"{name}.yaml"
         if not path.exists():
             continue
@@ -283,6 +292,21 @@ def topology(request, interop):
         request.node.stash[_topology_key] = running
         return running
     return get
+
+
+@pytest.fixture(scope="session")
+def stacks():
+    """The client stacks' shims (harness/drivers.py): one process per stack, started on first use, stopped at the
+    end of the session."""
+    running = Stacks()
+    yield running
+    running.close()
+
+
+@pytest.fixture(scope="session")
+def client_stack(request) -> str:
+    """The client stack chosen with --client (python, cpp or rhea)."""
+    return request.config.getoption("--client")
 
 
 @pytest.fixture

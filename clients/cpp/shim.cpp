@@ -19,6 +19,7 @@
 #include <proton/receiver_options.hpp>
 #include <proton/sender.hpp>
 #include <proton/sender_options.hpp>
+#include <proton/session.hpp>
 #include <proton/source_options.hpp>
 #include <proton/target_options.hpp>
 #include <proton/tracker.hpp>
@@ -172,7 +173,8 @@ static json decode_one(decoder& d) {
     proton::type_id t = d.next_type();
     const std::string name = name_of(t);
     switch (t) {
-    case proton::NULL_TYPE: { proton::null n; d >> n; return {{"t", name}}; }
+    // proton C++ 0.37's `decoder >> proton::null` does not move past the null: read it as a value instead
+    case proton::NULL_TYPE: { proton::value skip; d >> skip; return {{"t", name}}; }
     case proton::BOOLEAN: { bool b; d >> b; return {{"t", name}, {"v", b}}; }
     case proton::UBYTE: { uint8_t x; d >> x; return {{"t", name}, {"v", std::to_string(x)}}; }
     case proton::USHORT: return number<uint16_t>("ushort", d);
@@ -344,14 +346,24 @@ struct conn_state : proton::messaging_handler {
         std::lock_guard<std::mutex> g(lock);
         conn = c; queue = &c.work_queue(); open = true; changed.notify_all();
     }
+    void lost(const std::string& why) {  // lock held: every link of the connection ends with it
+        for (auto& kv : by_name) if (!kv.second->closed) { kv.second->closed = true; kv.second->error = why; }
+        changed.notify_all();
+    }
     void on_connection_close(proton::connection&) override {
-        std::lock_guard<std::mutex> g(lock); closed = true; changed.notify_all();
+        std::lock_guard<std::mutex> g(lock); closed = true; lost("the connection closed");
     }
     void on_connection_error(proton::connection& c) override {
-        std::lock_guard<std::mutex> g(lock); error = c.error().what(); closed = true; changed.notify_all();
+        std::lock_guard<std::mutex> g(lock); error = c.error().what(); closed = true; lost(error);
     }
     void on_transport_error(proton::transport& t) override {
-        std::lock_guard<std::mutex> g(lock); error = t.error().what(); closed = true; changed.notify_all();
+        std::lock_guard<std::mutex> g(lock); error = t.error().what(); closed = true; lost(error);
+    }
+    void on_session_close(proton::session&) override {
+        std::lock_guard<std::mutex> g(lock); lost("the peer ended the session");
+    }
+    void on_session_error(proton::session& s) override {
+        std::lock_guard<std::mutex> g(lock); lost("the peer ended the session: " + s.error().what());
     }
     void on_sender_open(proton::sender& s) override { opened(s); }
     void on_receiver_open(proton::receiver& r) override { opened(r); }

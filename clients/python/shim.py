@@ -223,7 +223,20 @@ class Shim(MessagingHandler):
         with self.cond:
             if (c := self._conn(event)) is not None:
                 c["closed"], c["error"] = True, error
+                self._links_lost(c, error or "the connection closed")
             self.cond.notify_all()
+
+    def on_session_remote_close(self, event):
+        # A peer that ends the session (RabbitMQ does, on an error) ends its links with it, without a detach.
+        with self.cond:
+            if (c := self._conn(event)) is not None:
+                self._links_lost(c, f"the peer ended the session: {event.session.remote_condition}")
+            self.cond.notify_all()
+
+    def _links_lost(self, c, error):
+        for st in self.links.values():
+            if st.get("conn") is c and not st["closed"]:
+                st["closed"], st["error"] = True, error
 
     def on_link_opened(self, event):
         with self.cond:
@@ -324,7 +337,7 @@ class Shim(MessagingHandler):
         conn = self.conns[req["conn"]]
         st = {"open": False, "closed": False, "error": None, "presettled": req.get("settle") == "presettled",
               "pending": [], "trackers": {}, "outcomes": [], "incoming": [], "unsettled": [],
-              "auto": req.get("settle") == "auto"}
+              "auto": req.get("settle") == "auto", "conn": conn}
         self.links[req["link"]] = st
 
         def do():

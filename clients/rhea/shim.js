@@ -216,7 +216,17 @@ const ops = {
         const url = new URL(req.url);
         const conn = container.connect({host: url.hostname, port: Number(url.port), reconnect: false});
         conn.on('error', () => {});
-        conn.on('disconnected', () => {});
+        // A peer that ends the session or the connection (RabbitMQ does, on an error) ends every link on it:
+        // whatever waits on one of them is told so at once.
+        conn.lost = new Promise((_, reject) => {
+            for (const ev of ['disconnected', 'connection_close', 'connection_error', 'session_close', 'session_error']) {
+                conn.on(ev, (ctx) => {
+                    const err = ctx && ((ctx.session && ctx.session.error) || (ctx.connection && ctx.connection.error) || ctx.error);
+                    reject(new Error('the connection was lost (' + ev + (err ? ': ' + (err.condition || '') + ' ' + (err.description || err.message || '') : '') + ')'));
+                });
+            }
+        });
+        conn.lost.catch(() => {});
         conns.set(req.conn, conn);
         await Promise.race([once(conn, 'connection_open', 'connection_error'),
                             once(conn, 'connection_open', 'disconnected')]);
@@ -228,7 +238,7 @@ const ops = {
         const options = {name: req.link, target: {address: req.address}};
         if (req.settle === 'presettled') options.snd_settle_mode = 1;
         const sender = conn.open_sender(options);
-        const state = {sender, outcomes: new Map()};
+        const state = {sender, outcomes: new Map(), conn};
         for (const outcome of ['accepted', 'rejected', 'released', 'modified']) {
             sender.on(outcome, (ctx) => {
                 const w = state.outcomes.get(ctx.delivery);
@@ -266,7 +276,7 @@ const ops = {
         const sender = state.sender;
         const pending = [];
         for (const m of req.messages) {
-            while (!sender.sendable()) await once(sender, 'sendable', 'sender_close');
+            while (!sender.sendable()) await Promise.race([once(sender, 'sendable', 'sender_close'), state.conn.lost]);
             const msg = encodeMessage(m);
             const delivery = sender.send(msg);
             if (sender.snd_settle_mode === 1 || delivery.settled) {
@@ -275,7 +285,7 @@ const ops = {
                 pending.push(new Promise((resolve) => state.outcomes.set(delivery, resolve)));
             }
         }
-        return {outcomes: await Promise.all(pending)};
+        return {outcomes: await Promise.race([Promise.all(pending), state.conn.lost])};
     },
 
     async receive(req) {
@@ -317,7 +327,7 @@ const ops = {
         const conn = conns.get(req.conn);
         conns.delete(req.conn);
         conn.close();
-        await once(conn, 'connection_close', 'disconnected').catch(() => {});
+        await Promise.race([once(conn, 'connection_close', 'disconnected'), conn.lost]).catch(() => {});
         return {};
     },
 };

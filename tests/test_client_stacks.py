@@ -1,0 +1,59 @@
+"""The client axis: the stack drivers' typed-value comparison and the client stacks' expected differences."""
+
+import pytest
+
+from harness import pytest_plugin
+from harness.drivers import STACKS, ClientStackError, Stacks
+from harness.pytest_plugin import _load_expected
+from suites.types.values import FAMILIES, f32, f64, mp, n, s, same
+
+
+@pytest.fixture
+def expected_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(pytest_plugin, "EXPECTED", tmp_path)
+    return tmp_path
+
+
+def test_a_client_stacks_file_applies_whatever_the_peers(expected_dir):
+    (expected_dir / "client-rhea.yaml").write_text(
+        "client: rhea\ncases:\n  - {case: 'suites/types/t.py::test_x[router-python-to-rhea-a-body]', reason: r}\n")
+    for peers in ({"router": "reference", "broker": "reference"}, {"router": "qdrouterd", "broker": "rabbitmq"}):
+        assert _load_expected(peers) == {"suites/types/t.py::test_x[router-python-to-rhea-a-body]": ("client-rhea: r", True)}
+
+
+def test_same_compares_type_and_value():
+    assert same(n("ubyte", 1), n("ubyte", 1))
+    assert not same(n("ubyte", 1), n("uint", 1)), "the type is part of the value"
+    assert not same(f64(-0.0), f64(0.0)), "-0.0 is its own value"
+    assert same({"t": "double", "v": "7ff8000000000001"}, f64(float("nan"))), "any NaN equals any NaN"
+    assert not same(f32(1.5), f64(1.5))
+    assert same(mp((s("a"), n("int", 1)), (s("b"), n("int", 2))), mp((s("b"), n("int", 2)), (s("a"), n("int", 1))))
+    assert not same(mp((s("a"), n("int", 1))), mp((s("a"), n("int", 1)), (s("b"), n("int", 2))))
+
+
+def test_the_type_table_names_every_value_once_per_family():
+    for family, values in FAMILIES.items():
+        names = [name for name, _ in values]
+        assert len(names) == len(set(names)), family
+
+
+def test_an_unknown_stack_is_a_one_line_error():
+    with pytest.raises(ClientStackError) as exc:
+        Stacks().get("cobol")
+    assert "cobol" in str(exc.value) and "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_each_stack_answers_hello_or_says_why_not(stack):
+    stacks = Stacks()
+    try:
+        shim = stacks.get(stack)
+    except ClientStackError as exc:
+        pytest.skip(str(exc))
+    try:
+        assert shim.stack == stack and "types.described" in shim.capabilities
+        with pytest.raises(ClientStackError) as exc:
+            shim.request("connect", 5.0, conn="c1", url="amqp://127.0.0.1:1")  # nothing listens on port 1
+        assert str(exc.value).startswith(f"{stack} client: connect:") and "\n" not in str(exc.value)
+    finally:
+        stacks.close()
