@@ -179,3 +179,157 @@ def redelivered(data: bytes, delivery_count: int) -> bytes | None:
     fields += (b"\x40" if ttl is None else b"\x70" + _U32.pack(ttl & 0xFFFFFFFF))
     fields += b"\x42" + b"\x70" + _U32.pack(delivery_count & 0xFFFFFFFF)  # first-acquirer false, delivery-count
     return b"\x00\x53" + bytes([_HEADER, 0xC0, len(fields) + 1, 5]) + fields + rest
+
+
+# ---- message annotations: read a few, and splice some in without re-encoding the message -------------------------
+
+_MAP8, _MAP32 = 0xC1, 0xD1
+_SYM8, _SYM32, _STR8, _STR32 = 0xA3, 0xB3, 0xA1, 0xB1
+
+
+def annotations(data: bytes, keys: tuple[str, ...]) -> dict | None:
+    """The values of `keys` in the message-annotations section ({} when there is none, a key absent when it is
+    not there): strings, and lists of strings. None when a wanted value is of another type or the section is
+    not in a form this module walks (callers decode)."""
+    try:
+        found = {}
+        for key_at, value_at, _ in _annotation_entries(data):
+            key = _symbol_at(data, key_at)
+            if key in keys:
+                found[key] = _string_or_list(data, value_at)
+        return found
+    except (_Unknown, IndexError, struct.error, UnicodeDecodeError):
+        return None
+
+
+@dataclass(frozen=True)
+class Annotations:
+    """Message annotations encoded once, to be spliced into many messages (`with_annotations`)."""
+
+    values: dict  # symbol key -> string or list of strings, as given
+    entries: bytes  # the encoded map entries
+    count: int  # how many entries
+
+    @property
+    def keys(self):
+        return self.values.keys()
+
+
+def encode_annotations(values: dict) -> Annotations:
+    """`values`: symbol key -> string or list of strings."""
+    entries = b"".join(_symbol(key) + _value(value) for key, value in values.items())
+    return Annotations(dict(values), entries, len(values))
+
+
+def with_annotations(data: bytes, values: dict | Annotations, drop: tuple[str, ...] = ()) -> bytes | None:
+    """The message with `values` (an Annotations, or symbol key -> string or list of strings) set in its
+    message-annotations section and the `drop` keys removed: the other annotations and every other section keep
+    their bytes, so a router that adds its annotations does not re-encode the message (AMQP 1.0 §3.2: the
+    section goes after the header and delivery-annotations). None when the message is not in a form this
+    module walks."""
+    added = values if isinstance(values, Annotations) else encode_annotations(values)
+    try:
+        parts = sections(data)
+        if parts is None:
+            return None
+        replaced = [(start, end) for code, start, end in parts if code == _MESSAGE_ANN]
+        kept = []
+        if replaced:
+            start, end = replaced[0]
+            for key_at, _value_at, entry_end in _annotation_entries(data):
+                key = _symbol_at(data, key_at)
+                if key not in added.keys and key not in drop:
+                    kept.append(data[key_at:entry_end])
+        else:
+            start = end = next((s for code, s, _ in parts if code > _DELIVERY_ANN), len(data))
+        body = b"".join(kept) + added.entries
+        count = 2 * (len(kept) + added.count)
+        section = b"\x00\x53\x72" + bytes([_MAP32]) + _U32.pack(len(body) + 4) + _U32.pack(count) + body
+        return bytes(data[:start]) + section + bytes(data[end:])
+    except (_Unknown, IndexError, struct.error, UnicodeDecodeError):
+        return None
+
+
+def _annotation_entries(data: bytes):
+    """(key start, value start, entry end) of each entry of the message-annotations map, if there is one.
+    Walks only the sections that may come before it (header, delivery-annotations)."""
+    start, end = 0, len(data)
+    while start < end:
+        if data[start] != 0x00 or data[start + 1] != 0x53:
+            raise _Unknown
+        code = data[start + 2]
+        if code > _MESSAGE_ANN:
+            return
+        if code != _MESSAGE_ANN:
+            start = _skip(data, start)
+            continue
+        pos = start + 3
+        ctor = data[pos]
+        if ctor == _MAP8:
+            count, pos = data[pos + 2], pos + 3
+        elif ctor == _MAP32:
+            count, pos = _U32.unpack_from(data, pos + 5)[0], pos + 9
+        else:
+            raise _Unknown
+        for _ in range(count // 2):
+            value_at = _skip(data, pos)
+            entry_end = _skip(data, value_at)
+            yield pos, value_at, entry_end
+            pos = entry_end
+        return
+
+
+def _symbol_at(data: bytes, pos: int) -> str | None:
+    """A symbol or string key; None for a key of another type (ulong keys are allowed too, §3.2.3)."""
+    c = data[pos]
+    if c in (_SYM8, _STR8):
+        return data[pos + 2:pos + 2 + data[pos + 1]].decode()
+    if c in (_SYM32, _STR32):
+        n = _U32.unpack_from(data, pos + 1)[0]
+        return data[pos + 5:pos + 5 + n].decode()
+    return None
+
+
+def _string_or_list(data: bytes, pos: int):
+    c = data[pos]
+    if c in (_SYM8, _STR8, _SYM32, _STR32):
+        return _symbol_at(data, pos)
+    if c == 0x45:
+        return []
+    if c == 0xC0:
+        count, pos = data[pos + 2], pos + 3
+    elif c == 0xD0:
+        count, pos = _U32.unpack_from(data, pos + 5)[0], pos + 9
+    else:
+        raise _Unknown
+    items = []
+    for _ in range(count):
+        item = _symbol_at(data, pos)
+        if item is None:
+            raise _Unknown
+        items.append(item)
+        pos = _skip(data, pos)
+    return items
+
+
+def _sized(small: int, large: int, raw: bytes) -> bytes:
+    if len(raw) < 256:
+        return bytes([small, len(raw)]) + raw
+    return bytes([large]) + _U32.pack(len(raw)) + raw
+
+
+def _symbol(name: str) -> bytes:
+    return _sized(_SYM8, _SYM32, name.encode())
+
+
+def _value(value) -> bytes:
+    if isinstance(value, str):
+        return _sized(_STR8, _STR32, value.encode())
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return b"\x45"
+        items = b"".join(_value(str(v)) for v in value)
+        if len(items) + 1 < 256 and len(value) < 256:
+            return bytes([0xC0, len(items) + 1, len(value)]) + items
+        return b"\xd0" + _U32.pack(len(items) + 4) + _U32.pack(len(value)) + items
+    raise TypeError(f"annotation values are strings or lists of strings, not {type(value).__name__}")
