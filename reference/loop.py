@@ -38,7 +38,6 @@ import time
 from dataclasses import dataclass, field
 
 from cproton import (
-    isnull,
     pn_event_connection as _event_connection,
     pn_collector_peek,
     pn_collector_pop,
@@ -49,6 +48,7 @@ from cproton import (
     pn_event_transport,
     pn_event_type,
 )
+from cproton_ffi import ffi
 from proton import Collector, Condition, Connection, Delivery, Endpoint, Event, EventType, Link, Session, Transport
 
 from .attach_caps import AttachTap
@@ -59,6 +59,7 @@ log = logging.getLogger("SERVER")
 _BACKLOG = 128
 _READ_CHUNK = 65536
 _TRANSPORT_CLOSED = Event.TRANSPORT_CLOSED.number
+_NULL = ffi.NULL
 
 
 @dataclass
@@ -77,6 +78,12 @@ class EngineEvent:
 
     def __init__(self, impl, etype: EventType):
         self._impl, self.type = impl, etype
+
+    @property
+    def raw(self):
+        """The engine's event (pn_event_t), for a handler that calls proton-C on the message path without
+        wrapping the delivery and link in Python objects (reference/router/raw.py)."""
+        return self._impl
 
     @property
     def delivery(self) -> Delivery | None:
@@ -144,7 +151,7 @@ class EngineLoop:
         self._peers: dict[socket.socket, _Peer] = {}
         self._timers: list[_Timer] = []
         self._timer_seq = itertools.count()
-        self._methods: dict[int, object] = {}  # event type number -> bound handler method (or None)
+        self._methods: dict[int, tuple] = {}  # event type number -> (bound handler method or None, EventType)
         self._stopped = False
         self._loop_errors = 0  # exceptions from loop-wide handlers (not tied to one connection), for the log
 
@@ -247,25 +254,29 @@ class EngineLoop:
                 log.exception("Error in %s (%d so far); the loop goes on", method, self._loop_errors)
 
     def _dispatch_events(self) -> None:
-        collector, methods, closed = self.collector._impl, self._methods, _TRANSPORT_CLOSED
+        # Runs for every engine event (several per message): the handler method and the event type are looked
+        # up once per type number, and the end of the queue is a pointer comparison, not a call.
+        collector, methods, closed, null = self.collector._impl, self._methods, _TRANSPORT_CLOSED, _NULL
         while True:
             impl = pn_collector_peek(collector)
-            if isnull(impl):
+            if impl == null:
                 return
             number = pn_event_type(impl)
-            fn = methods.get(number, False)
-            if fn is False:
-                etype = EventType.TYPES.get(number)
-                fn = methods[number] = getattr(self.handler, etype.method, None) if etype else None
+            fn, etype = methods.get(number) or self._method_for(number)
             if fn is not None:
                 try:
-                    fn(EngineEvent(impl, EventType.TYPES[number]))
+                    fn(EngineEvent(impl, etype))
                 except Exception as exc:  # noqa: BLE001 - one connection's failure must not stop the process
-                    self._handler_failed(impl, EventType.TYPES[number], exc)
+                    self._handler_failed(impl, etype, exc)
             gone = pn_event_transport(impl) if number == closed else None
             pn_collector_pop(collector)
             if gone is not None:
                 self._drop_transport(gone)
+
+    def _method_for(self, number: int) -> tuple:
+        etype = EventType.TYPES.get(number)
+        found = self._methods[number] = (getattr(self.handler, etype.method, None) if etype else None, etype)
+        return found
 
     def _injected(self, injector) -> None:
         os.read(injector.fileno(), 512)

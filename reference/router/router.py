@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from proton import Condition, Delivery, Endpoint, Link, Message, Terminus, symbol
 
 from ..links import forget_state, read_message, refuse, terminus_symbols
-from ..peek import Peek, peek
+from ..peek import Peek, annotations, encode_annotations, peek, with_annotations
+from . import raw
 from .addressing import AddressTable
 from .config import AddressSection, RouterConfig
 from .connectors import Connectors
@@ -59,6 +60,7 @@ _TERMINAL = {
     Delivery.MODIFIED: MODIFIED,
 }
 _STATE_OF = {name: state for state, name in _TERMINAL.items()}
+_OUTCOME_OF = {state.value: name for state, name in _TERMINAL.items()}  # remote state number -> outcome
 
 
 @dataclass(eq=False)
@@ -69,8 +71,12 @@ class Producer:
     undelivered: int = 0  # inbound deliveries with copies not yet sent on: they hold back credit
     closed: bool = False
     from_neighbour: bool = False  # the data link from a neighbour router
+    neighbour: object = None  # that router (interrouter.Neighbour), once a message came
     route_key: str | None = None  # where its messages go; the address, or a phase-1 key for in-autolinks
     allow_fallback: bool = True  # in-autolinks must not send back to a fallback destination
+
+    def __post_init__(self):
+        self.impl = self.link._impl  # the engine's link, for the per-message calls (raw.py)
 
 
 @dataclass(eq=False)
@@ -85,6 +91,11 @@ class Consumer:
     neighbour: bool = False  # the data link to a neighbour router, not a client
     edge: bool = False  # stands for an edge router's consumers of this address (interior side)
 
+    def __post_init__(self):
+        self.impl = self.link._impl  # the engine's link, for the per-message calls (raw.py)
+        # Read once: a sending link's settle mode is fixed when it is attached, which is before it is a consumer.
+        self.at_most_once = self.link.snd_settle_mode == Link.SND_SETTLED
+
     @property
     def outstanding(self) -> int:
         return len(self.pending) + len(self.in_flight)
@@ -92,7 +103,7 @@ class Consumer:
 
 @dataclass(eq=False)
 class Inbound:
-    delivery: Delivery
+    delivery: object  # the engine's delivery (a pointer, held until settled: raw.hold / raw.release)
     producer: Producer
     presettled: bool
     multicast: bool
@@ -109,7 +120,7 @@ class Outbound:
     data: bytes
     priority: int
     seq: int
-    delivery: Delivery | None = None
+    delivery: object = None  # the engine's delivery once sent unsettled (a key of Router.outbound_of)
     dests: tuple = ()  # remote routers this copy is for (copies sent to a neighbour)
 
 
@@ -119,6 +130,7 @@ class PriorityPending:
 
     def __init__(self):
         self._queues: dict[int, deque] = {}  # priority -> copies, highest priority first
+        self._size = 0  # asked for on every pump, so counted rather than summed
 
     def append(self, out: Outbound) -> None:
         queue = self._queues.get(out.priority)
@@ -126,6 +138,7 @@ class PriorityPending:
             queue = self._queues[out.priority] = deque()
             self._queues = dict(sorted(self._queues.items(), reverse=True))
         queue.append(out)
+        self._size += 1
 
     def _head_queue(self) -> deque:
         for queue in self._queues.values():
@@ -134,7 +147,9 @@ class PriorityPending:
         raise IndexError("no copy waiting")
 
     def popleft(self) -> Outbound:
-        return self._head_queue().popleft()
+        out = self._head_queue().popleft()
+        self._size -= 1
+        return out
 
     def __getitem__(self, index: int) -> Outbound:
         if index != 0:
@@ -142,10 +157,10 @@ class PriorityPending:
         return self._head_queue()[0]
 
     def __len__(self) -> int:
-        return sum(len(q) for q in self._queues.values())
+        return self._size
 
     def __bool__(self) -> bool:
-        return any(self._queues.values())
+        return self._size > 0
 
     def __iter__(self):
         for queue in self._queues.values():
@@ -153,6 +168,7 @@ class PriorityPending:
 
     def clear(self) -> None:
         self._queues.clear()
+        self._size = 0
 
 
 @dataclass(eq=False)
@@ -198,6 +214,10 @@ class Router:
         self._reachable_remote: set[str] = set()
         self.link_router = LinkRouter(self, config.link_routes)
         self.autolinks = AutoLinks(self, config.auto_links)
+        # The message path finds its state by the engine's pointers (raw.py), not through proton's wrappers:
+        self.message_links: dict = {}  # link pointer -> Producer or Consumer
+        self.outbound_of: dict = {}  # pointer of a copy sent unsettled -> Outbound
+        self._encoded_annotations: dict = {}  # (key, router ids) -> peek.Annotations for copies to neighbours
 
     def on_reactor_init(self, event):
         self.connectors.start(event.container)
@@ -407,6 +427,7 @@ class Router:
         conn_state = _state_of(link.connection, create=True)
         consumer = Consumer(link=link, address=key, conn=conn_state)
         link.router_consumer = consumer
+        self.message_links[consumer.impl] = consumer
         conn_state.consumers.add(consumer)
         first = key not in self.consumers
         self.consumers.setdefault(key, []).append(consumer)
@@ -438,6 +459,7 @@ class Router:
         producer = Producer(link=link, address=key, capacity=self.link_capacity, route_key=key,
                             allow_fallback=allow_fallback)
         link.router_producer = producer
+        self.message_links[producer.impl] = producer
         conn_state.producers.add(producer)
         if key is not None:
             self.producers.setdefault(key, set()).add(producer)
@@ -478,6 +500,8 @@ class Router:
         if consumer.closed:
             return
         consumer.closed = True
+        if self.message_links.get(consumer.impl) is consumer:
+            del self.message_links[consumer.impl]
         consumer.conn.consumers.discard(consumer)
         remaining = self.consumers.get(consumer.address, [])
         if consumer in remaining:
@@ -493,6 +517,7 @@ class Router:
             self._copy_sent_or_dropped(out.inbound)
             self._copy_final(out, RELEASED)
         for out in in_doubt:
+            self.outbound_of.pop(out.delivery, None)
             self._copy_final(out, MODIFIED)
         log.info("%s detached from %r: %d released, %d modified (in doubt)",
                  "Neighbour data link" if consumer.neighbour else "Consumer", consumer.address, len(stranded),
@@ -502,6 +527,8 @@ class Router:
         if producer.closed:
             return
         producer.closed = True
+        if self.message_links.get(producer.impl) is producer:
+            del self.message_links[producer.impl]
         if producer.address is not None:
             peers = self.producers.get(producer.address)
             if peers is not None:
@@ -551,6 +578,7 @@ class Router:
             consumer.edge = True
             neighbour.edge_consumers[key] = consumer
         neighbour.data_consumer.link.router_consumer = neighbour.data_consumer
+        self.message_links[neighbour.data_consumer.impl] = neighbour.data_consumer
 
     def reach_for_edge(self, neighbour) -> set:
         """Addresses an edge reaches through us: consumers anywhere but on that edge itself."""
@@ -580,6 +608,7 @@ class Router:
         state = _state_of(conn, create=True)
         consumer = Consumer(link=link, address="", conn=state, neighbour=True, pending=PriorityPending())
         link.router_consumer = consumer
+        self.message_links[consumer.impl] = consumer
         state.consumers.add(consumer)
         return consumer
 
@@ -588,23 +617,27 @@ class Router:
         state = _state_of(link.connection, create=True)
         producer = Producer(link=link, address=None, capacity=self.link_capacity, from_neighbour=True)
         link.router_producer = producer
+        self.message_links[producer.impl] = producer
         state.producers.add(producer)
         link.open()
         self._top_up(producer)
 
     def _top_up(self, producer: Producer):
         """Keep a producer's credit window full while its address can be delivered to."""
-        link = producer.link
-        if producer.closed or not link.state & Endpoint.LOCAL_ACTIVE:
+        link = producer.impl
+        credit = raw.credit(link)
+        want = producer.capacity - producer.undelivered - credit
+        # Grant in batches (a quarter window at least) unless the producer ran dry. Asked after every message,
+        # so what decides that no grant is due comes first, and is cheap.
+        if want <= 0 or credit and want * 4 < producer.capacity:
+            return
+        if producer.closed or not raw.link_active(link):
             return
         if producer.route_key is not None and not self._reachable(producer.route_key, producer.allow_fallback):
             return
-        want = producer.capacity - producer.undelivered - link.credit
-        # Grant in batches (a quarter window at least) unless the producer ran dry.
-        if want > 0 and (link.credit == 0 or want * 4 >= producer.capacity):
-            if link.drain_mode:
-                link.drain_mode = False
-            link.flow(want)
+        if raw.drain_mode(link):
+            raw.set_drain_mode(link, False)
+        raw.flow(link, want)
 
     def _revoke_one(self, producer: Producer):
         """No destination left: ask the producer to give back unused credit (drain), so none is sent on."""
@@ -631,6 +664,21 @@ class Router:
     # ---- deliveries ----------------------------------------------------------------------------------------
 
     def on_delivery(self, event):
+        # The message path first, on the engine's pointers (raw.py): a complete message from a producer, or an
+        # outcome for a copy. Whatever it does not take (partial or aborted transfers, other links) goes on below.
+        role = self.message_links.get(raw.event_link(event.raw))
+        if role is not None:
+            impl = raw.event_delivery(event.raw)
+            if role.__class__ is Producer:
+                data = raw.read_complete(role.impl, impl)
+                if data is not None:
+                    self._route(role, impl, data)
+                    return
+            else:
+                out = self.outbound_of.get(impl)
+                if out is not None:
+                    self._consumer_disposition(out, impl)
+                    return
         dlv, link = event.delivery, event.link
         if getattr(link, "control_from", False):
             self._control(link, dlv)
@@ -642,40 +690,45 @@ class Router:
         if producer is not None:
             self._receive(producer, dlv)
             return
-        out = getattr(dlv, "router_outbound", None)
-        if out is not None:
-            self._consumer_disposition(out, dlv)
-        elif dlv.settled:
+        if dlv.settled:
             dlv.settle()  # a copy we had already let go of: just free it
 
     def _receive(self, producer: Producer, dlv: Delivery):
+        data = read_message(producer.link, dlv)
+        if data is not None:
+            self._route(producer, dlv._impl, data)
+
+    def _route(self, producer: Producer, dlv, data):
+        """Route one complete message (`dlv` is the engine's delivery, see raw.py)."""
         link = producer.link
-        data = read_message(link, dlv)
-        if data is None:
-            return
-        # Most messages need only `to` and the priority: read those without a full decode (reference/peek.py).
-        fields = None if producer.from_neighbour else peek(data)
+        # Most messages need only `to` and the priority, and from a neighbour the two annotations it added: read
+        # those without a full decode (reference/peek.py).
+        fields = peek(data)
+        routing = annotations(data, _ROUTING_KEYS) if producer.from_neighbour and fields is not None else {}
         message = None
-        if fields is None:
+        if fields is None or routing is None:
             message = Message()
             try:
                 message.decode(data)
             except Exception as exc:  # a malformed message is refused, the link carries on
-                _finish(dlv, REJECTED, condition=Condition("amqp:decode-error", f"cannot decode message: {exc}"))
+                _finish(dlv, REJECTED, condition=Condition("amqp:decode-error", f"cannot decode message: {exc}"),
+                        held=False)
                 self._top_up(producer)
                 return
             fields = Peek(priority=message.priority, to=message.address)
-        presettled = dlv.settled
+            routing = {str(k): v for k, v in (message.annotations or {}).items() if k in _ROUTING_KEYS}
+        presettled = raw.settled_by_peer(dlv)
         dests = None
         exclude = None
         if producer.from_neighbour:  # routed to us by a neighbour: the annotations say where it goes
-            annotations = message.annotations or {}
-            key = annotations.get(TO)
-            neighbour = getattr(link.connection, "router_neighbour", None)
+            key = routing.get(TO)
+            neighbour = producer.neighbour
+            if neighbour is None:  # looked up once per link: it is the same for every message
+                neighbour = producer.neighbour = getattr(link.connection, "router_neighbour", None)
             if neighbour is not None and neighbour.edge:
                 exclude = _state_of(link.connection)  # from an edge: route it anew, but not back to that edge
-            elif DESTS in annotations:
-                dests = set(annotations.get(DESTS) or ())
+            elif DESTS in routing:
+                dests = set(routing.get(DESTS) or ())
             else:
                 dests = {self.router_id}  # from our interior uplink (we are an edge): deliver here
         else:
@@ -683,9 +736,9 @@ class Router:
         if not key:
             if not presettled:
                 _finish(dlv, REJECTED, condition=Condition(
-                    "amqp:invalid-field", "anonymous link: the message has no 'to' address"))
+                    "amqp:invalid-field", "anonymous link: the message has no 'to' address"), held=False)
             else:
-                dlv.settle()
+                raw.settle(dlv)
             self._top_up(producer)
             return
         address = plain_address(key)
@@ -701,14 +754,16 @@ class Router:
             # No route: a router stores nothing, so an unsettled message goes back released.
             self.stats["no_route"] += 1
             if presettled:
-                dlv.settle()
+                raw.settle(dlv)
             else:
-                _finish(dlv, RELEASED)
+                _finish(dlv, RELEASED, held=False)
             self._top_up(producer)
             return
         inbound = Inbound(delivery=dlv, producer=producer, presettled=presettled, multicast=multicast)
         if presettled:
-            dlv.settle()  # the router settles pre-settled deliveries itself (§12.1.1.4)
+            raw.settle(dlv)  # the router settles pre-settled deliveries itself (§12.1.1.4)
+        else:
+            raw.hold(dlv)  # kept until its outcome is known: _finish lets go
         inbound.copies = len(local) + len(remote) + unroutable
         inbound.unsent = len(local) + len(remote)
         inbound.outcomes.extend([RELEASED] * unroutable)  # destinations gone meanwhile: reached none there
@@ -716,21 +771,13 @@ class Router:
         for consumer in local:
             payload = data
             if consumer.edge:  # an edge's consumers sit behind one anonymous link: say where it goes
-                if message is None:
-                    message = Message()
-                    message.decode(data)
-                message.annotations = {**(message.annotations or {}), TO: key}
-                message.annotations.pop(DESTS, None)
-                payload = message.encode()
+                payload = _annotated(data, {TO: key}, drop=(DESTS,))
             consumer.pending.append(Outbound(inbound, consumer, payload, priority, next(self._seq)))
             self._dirty.add(consumer.conn)
         for next_hop, routers in remote.items():
             neighbour = self.mesh.neighbours[next_hop].data_consumer
-            if message is None:
-                message = Message()
-                message.decode(data)
-            message.annotations = {**(message.annotations or {}), TO: key, DESTS: sorted(routers)}
-            neighbour.pending.append(Outbound(inbound, neighbour, message.encode(), priority, next(self._seq),
+            payload = _annotated(data, self._annotations_for(key, routers))
+            neighbour.pending.append(Outbound(inbound, neighbour, payload, priority, next(self._seq),
                                               dests=tuple(routers)))
             for rid in routers:
                 self.remote_paths[rid].outstanding += 1
@@ -740,6 +787,17 @@ class Router:
         if msglog.isEnabledFor(logging.DEBUG):
             msglog.debug("Routed %r (%s, priority %d): %d local, %d via neighbours", key, distribution,
                          priority, len(local), len(remote))
+
+    def _annotations_for(self, key: str, routers: list[str]):
+        """The annotations a copy for `routers` carries, encoded once per destination (not per message)."""
+        cache_key = (key, *routers)
+        found = self._encoded_annotations.get(cache_key)
+        if found is None:
+            if len(self._encoded_annotations) >= 10000:  # addresses come and go: keep it bounded
+                self._encoded_annotations.clear()
+            found = self._encoded_annotations[cache_key] = encode_annotations({str(TO): key,
+                                                                                str(DESTS): sorted(routers)})
+        return found
 
     def _has_destinations(self, key: str) -> bool:
         return bool(self.consumers.get(key)) or (self.mesh is not None and bool(self.mesh.state.routers_with(key)))
@@ -753,6 +811,12 @@ class Router:
         them and splits the rest by next hop, so every destination router gets exactly one copy.
         """
         consumers = [c for c in self.consumers.get(address, ()) if not c.closed and c.conn is not exclude]
+        if self.mesh is None:  # a standalone router: local consumers are all there is
+            if not consumers:
+                return [], {}, 0
+            if distribution == MULTICAST or len(consumers) == 1:
+                return consumers, {}, 0
+            return [pick_anycast(distribution, consumers, self._ties.setdefault(address, RoundRobin()))], {}, 0
         ties = self._ties.setdefault(address, RoundRobin())
         routes = self.mesh.routes() if self.mesh is not None else {}
         if dests is None:
@@ -760,7 +824,7 @@ class Router:
             candidates = consumers + [self.remote_paths[r] for r in sorted(remote_ids) if r in self.remote_paths]
             if not candidates:
                 return [], {}, 0
-            if distribution == MULTICAST:
+            if distribution == MULTICAST or len(candidates) == 1:
                 chosen = candidates
             else:
                 chosen = [pick_anycast(distribution, candidates, ties)]
@@ -769,7 +833,8 @@ class Router:
         else:
             local = []
             if self.router_id in dests and consumers:
-                local = consumers if distribution == MULTICAST else [pick_anycast(distribution, consumers, ties)]
+                local = consumers if distribution == MULTICAST or len(consumers) == 1 else [
+                    pick_anycast(distribution, consumers, ties)]
             targets = sorted(dests - {self.router_id})
         remote: dict[str, list[str]] = {}
         unroutable = 0 if dests is None or self.router_id not in dests or consumers else 1
@@ -792,18 +857,21 @@ class Router:
         message.decode(data)
         self.mesh.control_message(link, message)
 
-    def _consumer_disposition(self, out: Outbound, dlv: Delivery):
-        state = dlv.remote_state
-        if state in _TERMINAL:
-            outcome = _TERMINAL[state]
-        elif dlv.settled:
+    def _consumer_disposition(self, out: Outbound, dlv):
+        """A consumer's disposition for a copy (`dlv` is the engine's delivery)."""
+        state = raw.remote_state(dlv)
+        outcome = _OUTCOME_OF.get(state)
+        if outcome is None:
+            if not raw.settled_by_peer(dlv):
+                return  # a non-terminal state (received): wait for the outcome
             outcome = MODIFIED  # settled with no outcome: it reached the consumer, we cannot say more
-        else:
-            return  # a non-terminal state (received): wait for the outcome
         consumer = out.consumer
         consumer.in_flight.discard(out)
-        self._copy_final(out, outcome, remote=dlv.remote)
-        dlv.settle()
+        del self.outbound_of[dlv]
+        # The consumer's details (modified's flags, rejected's error) travel only with those outcomes.
+        remote = Delivery.wrap(dlv).remote if outcome in (MODIFIED, REJECTED) else None
+        self._copy_final(out, outcome, remote=remote)
+        raw.settle(dlv)
         if not consumer.closed:
             self._dirty.add(consumer.conn)  # balanced choice and drain may depend on this
 
@@ -821,8 +889,8 @@ class Router:
         while True:
             best, best_key, held = None, None, False
             for consumer in consumers:
-                if consumer.pending and consumer.link.credit > 0:
-                    if consumer.neighbour and _output_backed_up(consumer.link):
+                if consumer.pending and raw.credit(consumer.impl) > 0:
+                    if consumer.neighbour and _output_backed_up(consumer.impl):
                         held = True  # let it wait here, where a later higher-priority copy can overtake it
                         continue
                     head = consumer.pending[0]
@@ -842,20 +910,17 @@ class Router:
                 link.drained()
 
     def _send(self, consumer: Consumer, out: Outbound):
-        link = consumer.link
-        dlv = link.delivery(str(next(self._tags)))
-        link.stream(out.data)
-        link.advance()
+        dlv = raw.send_copy(consumer.impl, b"%x" % next(self._tags), out.data)
         self._copy_sent_or_dropped(out.inbound)
         if out.inbound.presettled:
-            dlv.settle()
-        elif link.snd_settle_mode == Link.SND_SETTLED:
+            raw.settle(dlv)
+        elif consumer.at_most_once:
             # The consumer asked for at-most-once: the copy is settled on sending and counts as delivered.
-            dlv.settle()
+            raw.settle(dlv)
             self._copy_final(out, ACCEPTED)
         else:
             out.delivery = dlv
-            dlv.router_outbound = out
+            self.outbound_of[dlv] = out
             consumer.in_flight.add(out)
 
     def _copy_sent_or_dropped(self, inbound: Inbound):
@@ -882,6 +947,7 @@ class Router:
             outcome, remote = combine_multicast(inbound.outcomes), None
         inbound.done = True
         if inbound.producer.closed:
+            raw.release(inbound.delivery)
             return  # nobody left to tell
         _finish(inbound.delivery, outcome, remote=remote)
 
@@ -889,9 +955,29 @@ class Router:
 # ---- helpers --------------------------------------------------------------------------------------------------
 
 
-def _output_backed_up(link: Link) -> bool:
-    """Is more of the link's session output waiting to be written than an inter-router link may queue?"""
-    return link.session.outgoing_bytes >= OUTPUT_HOLD_BYTES
+_ROUTING_KEYS = (str(TO), str(DESTS))
+
+
+def _annotated(data, values, drop: tuple = ()) -> bytes:
+    """The message with the router's annotations (a dict, or peek.Annotations) set and `drop` removed, its other
+    bytes as they came (reference/peek.py); a message peek cannot walk is decoded and encoded whole."""
+    if isinstance(values, dict):
+        values = encode_annotations({str(k): v for k, v in values.items()})
+    spliced = with_annotations(data, values, tuple(str(k) for k in drop))
+    if spliced is not None:
+        return spliced
+    message = Message()
+    message.decode(data)
+    message.annotations = {**(message.annotations or {}), **{symbol(k): v for k, v in values.values.items()}}
+    for key in drop:
+        message.annotations.pop(key, None)
+    return message.encode()
+
+
+def _output_backed_up(link) -> bool:
+    """Is more of the link's session output waiting to be written than an inter-router link may queue?
+    (`link`: the engine's, see raw.py)"""
+    return raw.session_outgoing_bytes(link) >= OUTPUT_HOLD_BYTES
 
 
 def _effective_priority(section: AddressSection | None, priority: int | None) -> int:
@@ -900,8 +986,21 @@ def _effective_priority(section: AddressSection | None, priority: int | None) ->
     return DEFAULT_MESSAGE_PRIORITY if priority is None else priority
 
 
-def _finish(dlv: Delivery, outcome: str, remote=None, condition: Condition | None = None):
-    """Set a terminal outcome on an inbound delivery (copying the consumer's details) and settle it."""
+def _finish(impl, outcome: str, remote=None, condition: Condition | None = None, held: bool = True):
+    """Set a terminal outcome on an inbound delivery (the engine's, see raw.py), copying the consumer's details,
+    and settle it; let go of the router's reference on it (raw.hold) when it `held` one."""
+    if outcome == ACCEPTED:
+        raw.accept_and_settle(impl)
+    elif outcome == RELEASED:
+        raw.update(impl, raw.RELEASED)
+        raw.settle(impl)
+    else:
+        _finish_with_details(Delivery.wrap(impl), outcome, remote, condition)
+    if held:
+        raw.release(impl)
+
+
+def _finish_with_details(dlv: Delivery, outcome: str, remote, condition: Condition | None):
     local = dlv.local
     if outcome == MODIFIED:
         if remote is not None:
