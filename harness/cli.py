@@ -45,6 +45,7 @@ import pytest
 
 from . import matrix as matrix_plugin
 from .catalog import CatalogError, coverage, format_coverage, load_catalog
+from .drivers import STACKS
 from .faults.server import DEFAULT_HOST as PROXY_HOST
 from .fuzz import command as fuzz_command
 from .faults.server import DEFAULT_PORT as PROXY_PORT
@@ -132,6 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--break", dest="breaks", action="append", default=[], metavar="[ROLE[=VENDOR]:]FAULT",
                      help="deliberately start matching peers with a faulty setting, to see the suites catch it "
                           f"(faults: {', '.join(matrix_plugin.CONFIG_FAULTS)}); repeatable")
+    run.add_argument("--client", choices=STACKS, default=None,
+                     help="client stack of the cases that run through a stack driver (harness/drivers.py), in every "
+                          "cell: python (default), cpp or rhea; records of cpp and rhea cells name it "
+                          "(details.cell_peers client=STACK)")
     run.add_argument("--results", default=default_results_dir(), metavar="DIR",
                      help="folder for run results; this run writes DIR/<run_id>/results.jsonl (default: $INTEROP_RESULTS, else results)")
     run.add_argument("--suite", action="extend", nargs="+", default=[], metavar="NAME",
@@ -420,6 +425,10 @@ def _matrix_for(args: argparse.Namespace, suites: dict[str, Path]) -> Matrix:
             if not matrix.cells:
                 raise UsageError(f"--suite {', '.join(suites)}: no cell of {matrix.source} runs that suite")
     for cell in matrix.cells:
+        if args.client and args.client != cell.client:
+            cell.client = args.client
+            if cell.name == matrix_plugin.cell_name(cell.peers, cell.breaks):
+                cell.name = matrix_plugin.cell_name(cell.peers, cell.breaks, args.client)
         extra = [b for b in breaks if any(b.applies_to(r, v) for r, v in cell.peers.items())]
         if extra:
             cell.breaks = cell.breaks + extra
@@ -435,6 +444,8 @@ def _cell_pytest_args(cell: Cell, suites: dict[str, Path], args: argparse.Namesp
     paths = [str(known[name]) for name in cell.suites]
     pytest_args = paths + _pytest_base_args()
     pytest_args += ["--results", str(results_dir), "--peer", cell.peer_option()]
+    if cell.client != "python":
+        pytest_args += ["--client", cell.client]
     pytest_args += (["-qq"] if args.quiet else ["-q"]) if single else ["-q", "-rfE"]
     if args.keyword is not None:
         pytest_args += ["-k", args.keyword]

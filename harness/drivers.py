@@ -9,7 +9,8 @@ request per line on its stdin, one answer per line on its stdout, in order:
                                                              or  {"id": 7, "error": "what went wrong"}
 
 Operations: hello (stack, version, capabilities), connect, sender (settle: unsettled | presettled), receiver
-(credit, settle: manual | auto), send, receive (count, timeout), settle (outcome, count), detach, close, exit. AMQP values travel as
+(credit, settle: manual | auto), send, receive (count, timeout), flow (credit), settle (outcome, count),
+detach, close, exit. AMQP values travel as
 typed JSON, so that a value's AMQP type survives the trip: {"t": "ubyte", "v": "255"} (clients/README.md).
 
 Every request has a deadline; a shim that does not answer in time, answers an error or dies gives a
@@ -309,6 +310,11 @@ class StackReceiver(_StackLink):
                 self.history.record(self.name, h.SETTLE, seq=self.received, outcome="accept", stack=self.shim.stack)
             self.received += 1
         return messages
+
+    def flow(self, credit: int, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Grant `credit` more (a manual receiver's credit is what it was opened with plus what flow() adds)."""
+        self.shim.request("flow", timeout, link=self.name, credit=credit)
+        self.history.record(self.name, h.CREDIT, credit=credit, stack=self.shim.stack)
 
     def settle(self, outcome: str = "accept", count: int | None = None, timeout: float = DEFAULT_TIMEOUT) -> int:
         """Settle the oldest `count` unsettled messages (all when None) with an outcome."""

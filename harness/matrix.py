@@ -9,6 +9,7 @@ A matrix file (`matrix.yaml` at the repository root by default):
       - peers: {router: qdrouterd}    # a real product: probed; left out, with the reason, when it cannot run here
       - name: reference-broken        # optional; default made from peers and breaks
         peers: {router: reference}
+        client: rhea                      # optional: the client stack of driver-based cases (default python)
         breaks: ["router:no-priority"]    # deliberately broken settings (see CONFIG_FAULTS)
         suites: [routing]                 # overrides the file's suites for this cell
 
@@ -46,6 +47,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
+
+from .drivers import STACKS as CLIENT_STACKS
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MATRIX = ROOT / "matrix.yaml"
@@ -166,6 +169,7 @@ class Cell:
     peers: dict[str, str]
     suites: list[str]
     breaks: list[Break] = field(default_factory=list)
+    client: str = "python"  # the client stack (harness/drivers.py) of the cases that run through a stack driver
 
     @property
     def products(self) -> frozenset[str]:
@@ -177,7 +181,7 @@ class Cell:
 
     def as_dict(self) -> dict:
         return {"name": self.name, "peers": dict(self.peers), "suites": list(self.suites),
-                "breaks": [str(b) for b in self.breaks]}
+                "breaks": [str(b) for b in self.breaks], "client": self.client}
 
 
 @dataclass
@@ -192,9 +196,9 @@ class Matrix:
                 "not_used": [{"what": w, "why": y} for w, y in self.not_used]}
 
 
-def cell_name(peers: dict[str, str], breaks: list[Break]) -> str:
+def cell_name(peers: dict[str, str], breaks: list[Break], client: str = "python") -> str:
     name = "-".join(f"{role}-{vendor}" for role, vendor in peers.items())
-    return name + "".join(f"+{b.fault}" for b in breaks)
+    return name + ("" if client == "python" else f"+client-{client}") + "".join(f"+{b.fault}" for b in breaks)
 
 
 def load_matrix(path: str | Path, suites: list[str], check_vendor: Callable[[str, str], None],
@@ -223,9 +227,12 @@ def load_matrix(path: str | Path, suites: list[str], check_vendor: Callable[[str
         where = f"{shown}: cells[{i}]"
         if not isinstance(raw, dict):
             raise MatrixError(f"{where}: expected a mapping with 'peers'")
-        extra = sorted(set(raw) - {"name", "peers", "suites", "breaks"})
+        extra = sorted(set(raw) - {"name", "peers", "suites", "breaks", "client"})
         if extra:
-            raise MatrixError(f"{where}: unknown field {extra[0]!r} (expected name, peers, suites, breaks)")
+            raise MatrixError(f"{where}: unknown field {extra[0]!r} (expected name, peers, suites, breaks, client)")
+        client = raw.get("client", "python")
+        if client not in CLIENT_STACKS:
+            raise MatrixError(f"{where}.client: expected one of {', '.join(CLIENT_STACKS)}, got {client!r}")
         peers = raw.get("peers")
         if not isinstance(peers, dict) or not peers:
             raise MatrixError(f"{where}.peers: expected a mapping of role to vendor, e.g. {{router: reference}}")
@@ -241,12 +248,12 @@ def load_matrix(path: str | Path, suites: list[str], check_vendor: Callable[[str
         breaks = [parse_break(b, f"{where}.breaks[{j}]:") for j, b in enumerate(raw_breaks)]
         cell_suites = (_suite_list(raw["suites"], suites, f"{where}.suites") if "suites" in raw
                        else default_suites)
-        name = raw.get("name") or cell_name(peers, breaks)
+        name = raw.get("name") or cell_name(peers, breaks, client)
         if not isinstance(name, str) or not _CELL_NAME.match(name):
             raise MatrixError(f"{where}.name: expected letters, digits and . _ + = - , got {name!r}")
         if any(c.name == name for c in cells):
             raise MatrixError(f"{where}.name: {name!r} is used by an earlier cell (names must be unique)")
-        cells.append(Cell(name, peers, cell_suites, breaks))
+        cells.append(Cell(name, peers, cell_suites, breaks, client))
     return _probed(Matrix(cells, source=shown, timeout=float(timeout)), probe)
 
 
@@ -604,16 +611,21 @@ def pytest_runtest_setup(item):
 
 
 def _chosen_peers(config) -> str:
-    """`router=reference,broker=rabbitmq`: this session's vendor per role, defaults included."""
+    """`router=reference,broker=rabbitmq`: this session's vendor per role, defaults included (and `client=rhea` when
+    --client chose a stack other than python)."""
     plugin = sys.modules.get("harness.pytest_plugin")
     values = config.getoption("--peer", default=[]) or []
     try:
         choices = plugin.parse_peer_choices(values) if plugin else None
     except pytest.UsageError:
         choices = None
+    # A client stack other than the default is part of what the cell chose (the report's target name is built from
+    # this): `client=rhea`. The default adds nothing, so records from before the client axis keep their names.
+    client = config.getoption("--client", default="python") or "python"
+    tail = "" if client == "python" else f",client={client}"
     if choices is None:
-        return ",".join(v for v in values)
-    return ",".join(f"{role}={name}" for role, name in choices.items())
+        return ",".join(v for v in values) + tail
+    return ",".join(f"{role}={name}" for role, name in choices.items()) + tail
 
 
 def _details_of(item) -> dict | None:

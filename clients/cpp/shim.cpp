@@ -545,11 +545,16 @@ static json handle(const json& req) {
             if (!st->autosettle) st->unsettled.push_back(front.first);
             st->incoming.pop_front();
         }
-        // keep the window the receiver opened: what was taken is credited again
-        proton::receiver r = st->rcv;
-        if (!st->autosettle) for (auto& kv : conns) if (kv.second->by_name.count(req.at("link").get<std::string>()))
-            kv.second->queue->add(proton::make_work([r, count]() mutable { r.add_credit(count); }));
         return {{"messages", messages}};
+    }
+    if (op == "flow") {
+        auto st = link_of(req);
+        const int credit = req.at("credit").get<int>();
+        for (auto& kv : conns) if (kv.second->by_name.count(req.at("link").get<std::string>())) {
+            proton::receiver r = st->rcv;
+            run_on(*kv.second, [r, credit]() mutable { r.add_credit(credit); });
+        }
+        return json::object();
     }
     if (op == "settle") {
         auto st = link_of(req);

@@ -385,8 +385,12 @@ class Shim(MessagingHandler):
                 raise ValueError(decoded["error"])
         if not st["auto"]:
             st["unsettled"].extend(dlv for dlv, _ in got if not dlv.settled)
-            self.call(lambda: st["link"].flow(n))  # keep the window the receiver opened
         return {"messages": [decoded for _, decoded in got]}
+
+    def op_flow(self, req):
+        st = self.links[req["link"]]
+        self.call(lambda: st["link"].flow(req["credit"]))
+        return {}
 
     def op_settle(self, req):
         st = self.links[req["link"]]

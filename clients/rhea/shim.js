@@ -296,10 +296,14 @@ const ops = {
         }
         const got = state.incoming.splice(0, req.count);
         if (!state.auto) {
-            state.receiver.add_credit(got.length);  // keep the window the receiver opened
             for (const g of got) if (!g.delivery.remote_settled) state.unsettled.push(g.delivery);
         }
         return {messages: got.map((g) => decodeMessage(g.msg))};
+    },
+
+    async flow(req) {
+        links.get(req.link).receiver.add_credit(req.credit);
+        return {};
     },
 
     async settle(req) {
