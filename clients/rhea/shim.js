@@ -311,7 +311,7 @@ const ops = {
         const n = req.count || state.unsettled.length;
         for (const d of state.unsettled.splice(0, n)) {
             if (req.outcome === 'reject') d.reject();
-            else if (req.outcome === 'release') d.release({delivery_failed: false});
+            else if (req.outcome === 'release') d.release();  // released (with params rhea sends modified)
             else if (req.outcome === 'modify') d.release({delivery_failed: true});
             else d.accept();
         }
