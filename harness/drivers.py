@@ -303,7 +303,7 @@ class StackReceiver(_StackLink):
         """Wait for `count` more messages (typed JSON); they stay unsettled until `settle()`."""
         answer = self.shim.request("receive", timeout, link=self.name, count=count)
         messages = list(answer.get("messages", []))
-        for m in messages:
+        for _ in messages:
             self.history.record(self.name, h.RECEIVE, seq=self.received, address=self.address,
                                 stack=self.shim.stack)
             if self.auto:

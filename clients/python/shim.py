@@ -380,7 +380,7 @@ class Shim(MessagingHandler):
             if len(st["incoming"]) < n:
                 raise ConnectionError(f"receive: the link closed: {st['error']}")
             got, st["incoming"] = st["incoming"][:n], st["incoming"][n:]
-        for dlv, decoded in got:
+        for _, decoded in got:
             if "error" in decoded:
                 raise ValueError(decoded["error"])
         if not st["auto"]:

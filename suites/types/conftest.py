@@ -122,7 +122,7 @@ class _Sender:
                 ex.outcomes[i] = f"error ({exc})"
             self.close()
             return False
-        for i, outcome in zip(indexes, outcomes):
+        for i, outcome in zip(indexes, outcomes, strict=False):
             ex.outcomes[i] = outcome
         return True
 
@@ -141,7 +141,7 @@ def _receive(ex: Exchange, rcv) -> None:
             got = rcv.receive(len(missing), timeout=timeout)
         except ClientStackError:
             return  # what has not come is recorded as not received
-        for position, m in enumerate(got):
+        for m in got:
             seq = _seq_of(m, -1)
             if 0 <= seq < len(ex.sent):
                 ex.received[seq] = m

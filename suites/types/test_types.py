@@ -79,7 +79,7 @@ def test_value_round_trips(exchange, via, sender, receiver, family, section, det
     values = values_for(family, section)
     checks = []
     if section == "body":
-        for (name, value), i in zip(values, indexes):
+        for (name, value), i in zip(values, indexes, strict=True):
             note = _not_delivered(ex, i)
             checks.append((name, value, None if note else ex.received[i].get("body"), note))
     else:
@@ -114,7 +114,7 @@ def test_header_and_properties_round_trip(exchange, via, sender, receiver, detai
     ex = exchange(via, sender, receiver)
     indexes = [i for i, (f, _, _) in enumerate(ex.sent) if f == "header-properties"]
     checks = []
-    for (name, message), i in zip(HEADER_PROPERTIES, indexes):
+    for (name, message), i in zip(HEADER_PROPERTIES, indexes, strict=True):
         note = _not_delivered(ex, i)
         got = ex.received[i] if not note else {}
         for part, fields in (("header", HEADER_FIELDS), ("properties", PROPERTY_FIELDS)):

@@ -185,10 +185,10 @@ def same(sent: dict | None, got: dict | None) -> bool:
     if t in ("float", "double"):
         return (is_nan(sent) and is_nan(got)) or sent["v"].lower() == got["v"].lower()
     if t == "list":
-        return len(sent["v"]) == len(got["v"]) and all(same(a, b) for a, b in zip(sent["v"], got["v"]))
+        return len(sent["v"]) == len(got["v"]) and all(same(a, b) for a, b in zip(sent["v"], got["v"], strict=True))
     if t == "array":
         return (sent.get("e") == got.get("e") and len(sent["v"]) == len(got["v"])
-                and all(same(a, b) for a, b in zip(sent["v"], got["v"])))
+                and all(same(a, b) for a, b in zip(sent["v"], got["v"], strict=True)))
     if t == "map":
         left = list(got["v"])
         for k, v in sent["v"]:
