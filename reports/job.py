@@ -206,6 +206,9 @@ def record_schema():
     ])
 
 
+INGEST_ID_FIELDS = [("run_folder", "string"), ("ingest_id", "string")]
+
+
 def line_schema():
     from pyspark.sql import types as T
 
@@ -218,24 +221,26 @@ def ingest(spark, files: list[str], ingest_ids: dict[str, str]):
     ingest id of the store (reports/store.py) it is kept under."""
 
 
+    from reports.store import literal_rows
+
     parsed = (spark.read.schema(line_schema())
               .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt")
               .json(files))
-    return checked_lines(parsed, ingest_ids)
+    ids = literal_rows(spark, [{"run_folder": k, "ingest_id": v} for k, v in ingest_ids.items()], INGEST_ID_FIELDS)
+    return checked_lines(parsed, ids)
 
 
-def checked_lines(parsed, ingest_ids: dict[str, str]):
+def checked_lines(parsed, ingest_ids):
     """The checks and derived columns of `ingest` on parsed lines (also applied to an empty relation, for the
-    store's schema)."""
+    store's schema). `ingest_ids` is a small DataFrame of run_folder -> ingest_id: joined by a broadcast hash join
+    (a literal map would be searched key by key on every line)."""
     from pyspark.sql import functions as F
 
     from reports.store import run_folder_of_path
 
-    folder = run_folder_of_path(F.col("_metadata.file_path"))
-    ids = F.create_map(*[F.lit(x) for pair in ingest_ids.items() for x in pair]) if ingest_ids else None
-    parsed = (parsed.withColumn("run_folder", folder)
-              .withColumn("ingest_id", F.element_at(ids, F.col("run_folder")) if ids is not None
-                          else F.lit(None).cast("string"))
+    parsed = (parsed.select("*", F.col("_metadata.file_path").alias("_file"))
+              .withColumn("run_folder", run_folder_of_path(F.col("_file")))
+              .join(F.broadcast(ingest_ids), "run_folder", "left")
               # parsed once: the check below and the aggregates' `started` column
               .withColumn("started", F.col("started_at").cast("timestamp")))
     c = F.col
@@ -259,12 +264,12 @@ def checked_lines(parsed, ingest_ids: dict[str, str]):
     # the file a line came from is kept for rejected lines only: a record names its run, and copying the path
     # into every row costs a tenth of the parse
     checked = _derive(parsed.withColumn("reason", reason)
-                      .withColumn("source_file", F.when(c("reason").isNotNull(), c("_metadata.file_path"))))
+                      .withColumn("source_file", F.when(c("reason").isNotNull(), c("_file"))))
     # `line` keeps the text of a rejected line (up to 300 characters; the raw `_corrupt` column is not kept)
     line = F.substring(F.coalesce("_corrupt", F.to_json(F.struct(*RECORD_FIELDS))), 1, 300)
     return (checked.withColumn("line", F.when(F.col("reason").isNotNull(), line))
             .withColumn("kind", F.when(F.col("reason").isNull(), "records").otherwise("rejects"))
-            .drop("_corrupt"))
+            .drop("_corrupt", "_file"))
 
 
 PEERS_MAP = "map<string, struct<vendor: string, version: string, provider: string>>"
@@ -821,7 +826,8 @@ def _stored_schemas(spark) -> dict[str, object]:
     from reports.store import literal_rows, manifest_schema
 
     empty_lines = literal_rows(spark, [], [(f.name, f.dataType) for f in line_schema().fields])
-    lines = checked_lines(empty_lines.withColumn("_metadata", _empty_metadata()), {})
+    lines = checked_lines(empty_lines.withColumn("_metadata", _empty_metadata()),
+                          literal_rows(spark, [], INGEST_ID_FIELDS))
     records = lines.where("kind = 'records'")
     return {"lines": lines.schema, **{name: make(records).schema for name, make in PER_RUN_TABLES.items()},
             "manifest": manifest_schema()}
@@ -858,19 +864,24 @@ def ingest_runs(spark, tables_dir: str, plan: Plan, log: Callable[[str], None]) 
               .partitionBy("run_folder", "kind"))
     for column in UNIQUE_COLUMNS:
         writer = writer.option(f"parquet.enable.dictionary#{column}", "false")
+    t = time.monotonic()
     writer.parquet(f"{tables_dir}/lines")
-    log(f"store: {len(runs)} run(s) read into {tables_dir}/lines")
+    log(f"  store: {len(runs)} run(s) read into {tables_dir}/lines: {time.monotonic() - t:.2f}s")
 
     schemas = _stored_schemas(spark)
     lines = store.with_current(spark.read.schema(schemas["lines"]).parquet(f"{tables_dir}/lines")
                                .where(F.col("run_folder").isin(*ids)), ids)
     records = lines.where(F.col("kind") == "records")
     per_run = {name: make(records) for name, make in PER_RUN_TABLES.items()}
+    t = time.monotonic()
     with ThreadPoolExecutor(WRITERS, thread_name_prefix="report-store") as pool:
         for future in [pool.submit(store.write_per_run, df, f"{tables_dir}/{name}", plan.fresh)
                        for name, df in per_run.items()]:
             future.result()
+    log(f"  store: per-run tables ({', '.join(per_run)}): {time.monotonic() - t:.2f}s")
+    t = time.monotonic()
     store.write_per_run(store.manifest_rows(spark, runs), f"{tables_dir}/manifest", plan.fresh)
+    log(f"  store: manifest: {time.monotonic() - t:.2f}s")
 
 
 @contextmanager
