@@ -170,9 +170,6 @@ def spark_session(master: str | None = None, app_name: str = "interop-report",
 # ---- ingest -----------------------------------------------------------------------------------------------------
 
 
-# the columns of a record the aggregates read (records.parquet has them all)
-USED_COLUMNS = ("run_id", "target", "peers", "suite", "case", "spec", "outcome", "duration_s", "started", "cell",
-                "config_fault", "fault_name", "checks", "message")
 # columns whose values hardly repeat: a Parquet dictionary for them is built only to be thrown away (measured: a
 # tenth of the ingest's write)
 UNIQUE_COLUMNS = ("started_at", "started", "duration_s")
@@ -501,23 +498,32 @@ def conformance(fine, runs, catalog_ids: list[str]):
     return counted
 
 
-def flaky(records, versions):
+def bad_cases(records):
+    """A run's (target, case) pairs that failed or errored: the only cases that can be flaky. Stored per run
+    (run_bad_cases): a few percent of its records."""
+    from pyspark.sql import functions as F
+
+    return (records.where(is_case() & F.col("outcome").isin(*BAD))
+            .select("run_folder", "ingest_id", "target", "case").distinct())
+
+
+def flaky(records, versions, bad):
     """Same target, version and case both passing and failing across runs; `flips` counts the changes between
     consecutive runs of the case (in start order).
 
-    Two passes. A hash aggregation over every record finds the (target, case) pairs that both passed and failed
-    in some runs (a case flaky within one version is among them). Only their records are then given their version
-    and aggregated per (target, version, case), each case's history kept as a list of (start, passed) that is
-    sorted and walked for the flips. The candidates are broadcast to that second pass, so the other records are
-    dropped where they are read. (Measured on a million records: a window in start order instead of the list
-    shuffles every record whole and cost a fifth more.)"""
+    The candidates are the (target, case) pairs that failed or errored in some run: the union of the runs'
+    run_bad_cases, a few percent of the cases. Only their records are then given their version and aggregated
+    per (target, version, case), each case's history kept as a list of (start, passed) that is sorted and walked
+    for the flips; a candidate that never passed (with that version) is dropped there. The candidates are
+    broadcast, so the other records are dropped where they are read: one pass over the records' few columns.
+    (Measured on a million records: a window in start order instead of the list shuffles every record whole and
+    cost a fifth more.)"""
     from pyspark.sql import functions as F
 
     keys = ["target", "version", "case"]
     judged = records.where(F.col("outcome").isin("passed", *BAD)).withColumn(
         "p", (F.col("outcome") == "passed").cast("int"))
-    candidates = (judged.groupBy("target", "case").agg(F.sum("p").alias("passes"), F.count(F.lit(1)).alias("runs"))
-                  .where((F.col("passes") > 0) & (F.col("passes") < F.col("runs"))).select("target", "case"))
+    candidates = bad.select("target", "case").distinct()
     history = with_versions(judged.join(F.broadcast(candidates), ["target", "case"], "left_semi"), versions)
     found = history.groupBy(*keys).agg(
         F.first("suite").alias("suite"),
@@ -816,7 +822,8 @@ class Result:
 PARALLEL_LISTING = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 # what depends on one run alone, computed once per run from its records and kept in the store
 PER_RUN_TABLES = {"run_counts": fine_counts, "run_durations": duration_buckets, "run_recovery": recovery_rows,
-                  "run_fuzz": fuzz_rows, "run_bench": bench_rows, "run_types": type_rows}
+                  "run_fuzz": fuzz_rows, "run_bench": bench_rows, "run_types": type_rows,
+                  "run_bad_cases": bad_cases}
 
 
 def _stored_schemas(spark) -> dict[str, object]:
@@ -1000,7 +1007,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, catalog_ids: list[str], timin
         "trend": trend(suites, truns, versions),
         "pass_rate": _pass_rate(_sum_counts(suites, ["target", "suite"])),
         "conformance": conformance(fine_cases, runs, catalog_ids),
-        "flaky": flaky(cases, versions),
+        "flaky": flaky(cases, versions, small("run_bad_cases")),
         "regressions": regressions(cases, truns, versions, compared),
         "durations": durations(small("run_durations")),
         "fuzz_sessions": fuzz_sessions(fuzz),

@@ -14,6 +14,7 @@ results.jsonl: the harness names it by run id), so that one run is one unit, wri
   run_fuzz      the run's `interop fuzz` records, their details decoded (the fuzz tables' input)
   run_bench     the run's benchmark records (bench/routing.py --results), their figures decoded
   run_types     the run's type interop cases (suites/types), with type, section and client stacks
+  run_bad_cases the run's (target, case) pairs that failed or errored: the flaky table's candidates
   manifest      one row per run: its files with size and modification time, its run.json facts, and the store's
                 format version
 
@@ -44,7 +45,7 @@ STORE_VERSION = 1
 RESULTS_FILE = "results.jsonl"
 RUN_META_FILE = "run.json"
 PER_RUN_TABLES = ("lines", "run_counts", "run_durations", "run_recovery", "run_fuzz", "run_bench", "run_types",
-                  "manifest")
+                  "run_bad_cases", "manifest")
 # tables of the layout before the store (one report = one full read): removed when a store is started over them
 OLD_TABLES = ("records", "rejects", "_lines")
 

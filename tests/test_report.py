@@ -395,8 +395,9 @@ def test_records_keep_details_as_a_map(known, spark):
 def test_parquet_tables_are_written(known):
     _, out = known
     names = {p.name for p in (out / "tables").iterdir()}
-    assert {"lines", "run_counts", "run_durations", "run_recovery", "run_fuzz", "manifest", "runs", "conformance",
-            "pass_rate", "flaky", "trend", "regressions", "durations", "fault_checks", "checkers", "recovery", "fuzz_sessions",
+    assert {"lines", "run_counts", "run_durations", "run_recovery", "run_fuzz", "run_bench", "run_types",
+            "run_bad_cases", "manifest", "runs", "conformance", "pass_rate", "flaky", "benchmarks", "type_interop",
+            "trend", "regressions", "durations", "fault_checks", "checkers", "recovery", "fuzz_sessions",
             "fuzz_findings"} == names
     # one partition folder per run and kind of line
     assert sorted(p.name for p in (out / "tables" / "lines" / "run_folder=run-3").iterdir()) == \

@@ -54,4 +54,4 @@ def test_a_broken_run_shows_as_regression_and_flaky_in_the_report(tmp_path):
     assert "test_address_priority_takes_precedence_over_message_priority" in flaky
     assert "test_multicast_gives_each_consumer_one_copy" not in flaky   # unaffected by the break
     assert "deliberately broke a peer" in page
-    assert (results / "report" / "tables" / "records").is_dir()
+    assert (results / "report" / "tables" / "lines").is_dir() and (results / "report" / "tables" / "manifest").is_dir()

@@ -26,7 +26,8 @@ pytestmark = pytest.mark.timeout(900)
 
 AGGREGATES = ("runs", "conformance", "pass_rate", "flaky", "trend", "regressions", "durations", "fault_checks",
               "checkers", "recovery", "fuzz_sessions", "fuzz_findings")
-PER_RUN = ("lines", "run_counts", "run_durations", "run_recovery", "run_fuzz", "manifest")
+PER_RUN = ("lines", "run_counts", "run_durations", "run_recovery", "run_fuzz", "run_bench", "run_types",
+           "run_bad_cases", "manifest")
 # when a run was read is the only thing that differs between two stores of the same runs
 VOLATILE = {"ingested_at"}
 
