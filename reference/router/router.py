@@ -68,7 +68,7 @@ class Producer:
     link: Link
     address: str | None  # None: anonymous sender, routed per message by its `to`
     capacity: int
-    undelivered: int = 0  # inbound deliveries with copies not yet sent on: they hold back credit
+    undelivered: int = 0  # inbound deliveries not finished (copies unsent, or unsettled ones not yet settled)
     closed: bool = False
     from_neighbour: bool = False  # the data link from a neighbour router
     neighbour: object = None  # that router (interrouter.Neighbour), once a message came
@@ -924,9 +924,13 @@ class Router:
             consumer.in_flight.add(out)
 
     def _copy_sent_or_dropped(self, inbound: Inbound):
-        """One copy left the router's queues; once all have, the producer's credit window reopens."""
+        """One copy left the router's queues. Once all have, a pre-settled delivery gives its producer's credit
+        back; an unsettled one does when its outcome is known too (_copy_final). So at most a window of a
+        producer's messages is in flight per producer, as with qdrouterd: returning it on sending let a fast
+        producer fill the consumer's whole window and wait there (p50 ~280 ms against qdrouterd's ~50 ms with
+        Python clients)."""
         inbound.unsent -= 1
-        if inbound.unsent == 0:
+        if inbound.unsent == 0 and (inbound.presettled or inbound.done):
             inbound.producer.undelivered -= 1
             self._top_up(inbound.producer)
 
@@ -946,6 +950,9 @@ class Router:
                 return
             outcome, remote = combine_multicast(inbound.outcomes), None
         inbound.done = True
+        if inbound.unsent == 0:  # every copy is out and the outcome known: the producer's credit comes back
+            inbound.producer.undelivered -= 1
+            self._top_up(inbound.producer)
         if inbound.producer.closed:
             raw.release(inbound.delivery)
             return  # nobody left to tell
