@@ -821,6 +821,13 @@ class Result:
 
 PARALLEL_LISTING = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 # what depends on one run alone, computed once per run from its records and kept in the store
+# the per-run tables made from the few records whose details they decode, and those records' suites (the recovery
+# table's records are found by their resume_s column)
+DECODED_TABLES = ("run_recovery", "run_fuzz", "run_bench", "run_types")
+DECODED_SUITES = (FUZZ_SUITE, BENCH_SUITE, TYPES_SUITE)
+# the columns the other per-run tables read
+COUNTED_COLUMNS = ("run_folder", "ingest_id", "run_id", "target", "suite", "case", "spec", "cell", "config_fault",
+                   "peers", "fault_name", "checks", "outcome", "started", "duration_s")
 PER_RUN_TABLES = {"run_counts": fine_counts, "run_durations": duration_buckets, "run_recovery": recovery_rows,
                   "run_fuzz": fuzz_rows, "run_bench": bench_rows, "run_types": type_rows,
                   "run_bad_cases": bad_cases}
@@ -879,12 +886,20 @@ def ingest_runs(spark, tables_dir: str, plan: Plan, log: Callable[[str], None]) 
     lines = store.with_current(spark.read.schema(schemas["lines"]).parquet(f"{tables_dir}/lines")
                                .where(F.col("run_folder").isin(*ids)), ids)
     records = lines.where(F.col("kind") == "records")
-    per_run = {name: make(records) for name, make in PER_RUN_TABLES.items()}
+    # Two reads of the new lines, not one per table: the columns the counting tables read, and the few records
+    # whose details other tables decode (recovery, fuzz, benchmark and type records), each cached for its tables.
     t = time.monotonic()
+    counted = records.select(*COUNTED_COLUMNS).cache()
+    decoded = records.where(F.col("resume_s").isNotNull() | F.col("suite").isin(*DECODED_SUITES)).cache()
+    for df in (counted, decoded):
+        df.count()
+    per_run = {name: make(decoded if name in DECODED_TABLES else counted) for name, make in PER_RUN_TABLES.items()}
     with ThreadPoolExecutor(WRITERS, thread_name_prefix="report-store") as pool:
         for future in [pool.submit(store.write_per_run, df, f"{tables_dir}/{name}", plan.fresh)
                        for name, df in per_run.items()]:
             future.result()
+    for df in (counted, decoded):
+        df.unpersist()
     log(f"  store: per-run tables ({', '.join(per_run)}): {time.monotonic() - t:.2f}s")
     t = time.monotonic()
     store.write_per_run(store.manifest_rows(spark, runs), f"{tables_dir}/manifest", plan.fresh)

@@ -20,7 +20,7 @@ pytest.importorskip("pyspark")
 
 from reports import cli as report_cli  # noqa: E402
 from reports import page as html  # noqa: E402
-from reports.job import ReportError, run_job, spark_session  # noqa: E402
+from reports.job import ReportError, run_job  # noqa: E402
 from reports.synthetic import write_runs  # noqa: E402
 
 # A Spark session and job take well under a minute alone, but several minutes when other JVMs share the two
@@ -124,12 +124,6 @@ def stored_records(spark, out: Path):
     """The records as the store keeps them: the lines of kind `records`."""
     return spark.read.parquet(str(out / "tables" / "lines")).where("kind = 'records'")
 
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from reports import connect_server  # noqa: E402
-from reports.job import run_job, spark_session  # noqa: E402
+from reports.job import run_job  # noqa: E402
 
 from tests.test_report import CATALOG, write_known_runs  # noqa: E402
 from tests.test_report_store import AGGREGATES, PER_RUN, current_lines, table  # noqa: E402
@@ -33,12 +33,6 @@ def server(tmp_path_factory):
     yield started
     started.stop()
 
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]")
-    yield session
-    session.stop()
 
 
 def report(*args: str) -> subprocess.CompletedProcess:

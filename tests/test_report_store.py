@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from reports import store  # noqa: E402
-from reports.job import ReportError, run_job, spark_session  # noqa: E402
+from reports.job import ReportError, run_job  # noqa: E402
 from reports.synthetic import write_runs  # noqa: E402
 
 from tests.test_report import CATALOG, RECOVERY_RUNS, write_known_runs  # noqa: E402
@@ -31,12 +31,6 @@ PER_RUN = ("lines", "run_counts", "run_durations", "run_recovery", "run_fuzz", "
 # when a run was read is the only thing that differs between two stores of the same runs
 VOLATILE = {"ingested_at"}
 
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")
