@@ -12,8 +12,9 @@
               [--list] [--report]
                                        run the matrix (suites x peers) under one run id, then print a summary
                                        read back from the run's results.jsonl (and build the report)
-  interop report [INPUTS ...] [--out DIR] [--master URL] [--no-allure]
-                                       Spark aggregation of any number of runs, HTML vendor comparison report
+  interop report [INPUTS ...] [--out DIR] [--master URL | --remote sc://HOST:PORT] [--rebuild] [--no-allure]
+                                       Spark aggregation of any number of runs into an incremental store (only
+                                       new and changed runs are read), HTML vendor comparison report
   interop catalog [--catalog PATH] [--strict] [-v]
                                        spec catalog coverage by the suite cases (collected, not run)
   interop fuzz [--frames] [--peer ROLE=VENDOR ...] [--role ROLE] [--budget 5m] [--seed N] [--cases N]
@@ -138,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "cell: python (default), cpp or rhea; records of cpp and rhea cells name it "
                           "(details.cell_peers client=STACK)")
     run.add_argument("--results", default=default_results_dir(), metavar="DIR",
-                     help="folder for run results; this run writes DIR/<run_id>/results.jsonl (default: $INTEROP_RESULTS, else results)")
+                     help="folder for run results; this run writes DIR/<run_id>/results.jsonl "
+                          "(default: $INTEROP_RESULTS, else results)")
     run.add_argument("--suite", action="extend", nargs="+", default=[], metavar="NAME",
                      help="suite folder(s) under suites/ to run (default: all that contain tests)")
     run.add_argument("-k", dest="keyword", metavar="EXPR", help="only cases matching this pytest -k expression")

@@ -50,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser, break_faults: list[str]) -> N
                         help="start matching peers with a faulty setting, to see the session catch it "
                              f"(faults: {', '.join(break_faults)}); repeatable")
     parser.add_argument("--results", default=default_results_dir(), metavar="DIR",
-                        help="results folder; the session writes DIR/<run_id>/results.jsonl (default: $INTEROP_RESULTS, else results)")
+                        help="results folder; the session writes DIR/<run_id>/results.jsonl "
+                             "(default: $INTEROP_RESULTS, else results)")
 
 
 class FuzzUsageError(Exception):
