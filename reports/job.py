@@ -44,8 +44,6 @@ from reports.store import Found, Plan  # noqa: E402
 
 OUTCOMES = ("passed", "failed", "error", "skipped", "not-applicable", "xfail")
 BAD = ("failed", "error")
-RESULTS_FILE = "results.jsonl"
-RUN_META_FILE = "run.json"
 SHUFFLE_PARTITIONS = 4
 CONFORMANCE_ORDER = ("failed", "xfail", "passed", "not-applicable", "not run")
 SINGLE_PARTITION_ROWS = 1_000_000  # fine counts up to this many rows are read through one partition (run_job)
@@ -853,7 +851,12 @@ def _empty_metadata():
     return F.struct(F.lit("").alias("file_path"))
 
 
-def ingest_runs(spark, tables_dir: str, plan: Plan, log: Callable[[str], None]) -> None:
+def store_tables() -> tuple[str, ...]:
+    """Every table of the store, one partition per run (reports/store.py)."""
+    return ("lines", *PER_RUN_TABLES, "manifest")
+
+
+def ingest_runs(spark, tables_dir: str, plan: Plan, schemas: dict, log: Callable[[str], None]) -> None:
     """Read the plan's new and changed runs into the store: their lines, then their per-run tables from those lines
     (the Parquet just written: each reads only its columns), then their manifest rows, last, so that a run is in
     the manifest only once all its tables are (see reports/store.py)."""
@@ -865,9 +868,9 @@ def ingest_runs(spark, tables_dir: str, plan: Plan, log: Callable[[str], None]) 
 
     runs = plan.to_read
     if plan.fresh:
-        store.remove_old_layout(tables_dir)
+        store.remove_old_layout(tables_dir, store_tables())
     else:
-        store.drop_local_partitions(tables_dir, [r.run_folder for r in plan.changed], log)
+        store.drop_local_partitions(tables_dir, store_tables(), [r.run_folder for r in plan.changed], log)
     ids = {r.run_folder: r.ingest_id for r in runs}
     files = [r.results for r in runs]
     with _listed_by_driver(spark, files):
@@ -882,7 +885,6 @@ def ingest_runs(spark, tables_dir: str, plan: Plan, log: Callable[[str], None]) 
     writer.parquet(f"{tables_dir}/lines")
     log(f"  store: {len(runs)} run(s) read into {tables_dir}/lines: {time.monotonic() - t:.2f}s")
 
-    schemas = _stored_schemas(spark)
     lines = store.with_current(spark.read.schema(schemas["lines"]).parquet(f"{tables_dir}/lines")
                                .where(F.col("run_folder").isin(*ids)), ids)
     records = lines.where(F.col("kind") == "records")
@@ -961,23 +963,22 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
     if local_store:
         spark.conf.set(PARALLEL_LISTING, str(LOCAL_STORE_LISTING))
     try:
+        schemas = _stored_schemas(spark)  # planned once, for the writing and the reading of the store
         if plan.to_read:
-            ingest_runs(spark, tables_dir, plan, log)
+            ingest_runs(spark, tables_dir, plan, schemas, log)
         t = stage("ingest (new and changed runs -> the store)", t)
-        result = _aggregate(spark, tables_dir, plan, catalog_ids or [], timings, stage, t, log)
+        result = _aggregate(spark, tables_dir, plan, schemas, catalog_ids or [], timings, stage, t, log)
     finally:
         spark.conf.set(PARALLEL_LISTING, listing_before)
     return Result(result[0], result[1], timings, found, plan)
 
 
-def _aggregate(spark, tables_dir: str, plan: Plan, catalog_ids: list[str], timings: dict[str, float], stage, t,
-               log: Callable[[str], None]):
+def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: list[str], timings: dict[str, float],
+               stage, t, log: Callable[[str], None]):
     """Every aggregate over every run the store holds for this report (plan.current)."""
     from pyspark.sql import functions as F
 
     from reports import store
-
-    schemas = _stored_schemas(spark)
 
     def stored(name: str):
         return store.with_current(spark.read.schema(schemas[name]).parquet(f"{tables_dir}/{name}"), plan.current)

@@ -36,7 +36,7 @@ import glob as globmod
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
 # Bumped when the layout or the meaning of a stored column changes: a store of another version is refused with a
@@ -44,8 +44,6 @@ from urllib.parse import unquote, urlparse
 STORE_VERSION = 1
 RESULTS_FILE = "results.jsonl"
 RUN_META_FILE = "run.json"
-PER_RUN_TABLES = ("lines", "run_counts", "run_durations", "run_recovery", "run_fuzz", "run_bench", "run_types",
-                  "run_bad_cases", "manifest")
 # tables of the layout before the store (one report = one full read): removed when a store is started over them
 OLD_TABLES = ("records", "rejects", "_lines")
 
@@ -300,7 +298,8 @@ def write_per_run(df, path: str, fresh: bool) -> None:
      .partitionBy("run_folder").parquet(path))
 
 
-def drop_local_partitions(tables_dir: str, folders: list[str], log: Callable[[str], None]) -> None:
+def drop_local_partitions(tables_dir: str, tables: tuple[str, ...], folders: list[str],
+                          log: Callable[[str], None]) -> None:
     """Before runs are read again, their old partitions are removed where the store is on this machine: a table in
     which the new reading has no rows for a run (no rejected line any more, say) would otherwise keep the old ones
     on disk. They are never read either way (their ingest_id is not the manifest's); this keeps the files honest
@@ -308,7 +307,7 @@ def drop_local_partitions(tables_dir: str, folders: list[str], log: Callable[[st
     if not tables_dir.startswith("file:") and "://" in tables_dir:
         return
     root = _local_path(tables_dir)
-    for table in PER_RUN_TABLES:
+    for table in tables:
         for folder in folders:
             target = os.path.join(root, table, f"run_folder={escape_partition_value(folder)}")
             if os.path.isdir(target):
@@ -323,11 +322,11 @@ def escape_partition_value(value: str) -> str:
     return "".join(f"%{ord(ch):02X}" if ch in special else ch for ch in value)
 
 
-def remove_old_layout(tables_dir: str) -> None:
+def remove_old_layout(tables_dir: str, tables: tuple[str, ...]) -> None:
     if "://" in tables_dir and not tables_dir.startswith("file:"):
         return
     root = _local_path(tables_dir)
-    for name in OLD_TABLES + PER_RUN_TABLES:
+    for name in OLD_TABLES + tables:
         shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
 
@@ -403,14 +402,7 @@ def manifest_rows(spark, runs: list[RunFiles]):
                          F.col("fuzz.role").alias("fuzz_role"))
                  .dropDuplicates(["run_folder"]))
         rows = files.join(facts, "run_folder", "left")
-    else:
-        rows = files.select("*", *[F.lit(None).cast(t).alias(n) for n, t in (
-            ("run_id", "string"), ("meta_started_at", "string"), ("ended_at", "string"),
-            ("interrupted", "boolean"), ("breaks", "array<string>"), ("fuzz_role", "string"))])
+    else:  # no run.json at all: the facts are null
+        rows = files.join(literal_rows(spark, [], META_FIELDS), "run_folder", "left")
     return rows.select(F.lit(STORE_VERSION).alias("store_version"), F.current_timestamp().alias("ingested_at"),
                        "*").select(*[f.name for f in manifest_schema().fields])
-
-
-def ingested(plan: Plan) -> Plan:
-    """The plan once its runs are read: nothing left to read."""
-    return replace(plan, new=[], changed=[])
