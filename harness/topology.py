@@ -17,6 +17,19 @@ from typing import Any
 
 import yaml
 
+from .topology_security import (
+    LinkTls,
+    ListenerTls,
+    NodeAccess,
+    Permission,
+    parse_cas,
+    parse_link_tls,
+    parse_mechanisms,
+    parse_node_security,
+)
+
+__all__ = ["LinkTls", "ListenerTls", "NodeAccess", "Permission"]  # security model, re-exported for renderers
+
 ROLES = ("router", "broker")
 MODES = ("standalone", "interior", "edge")
 DISTRIBUTIONS = ("balanced", "closest", "multicast")
@@ -196,6 +209,12 @@ class Node:
     settings: BrokerSettings = field(default_factory=BrokerSettings)
     broker_connections: list[BrokerConnection] = field(default_factory=list)
     network_connectors: list[NetworkConnector] = field(default_factory=list)
+    # Security (harness/topology_security.py): PLAIN users and their passwords, the doors of the client
+    # listeners, and (brokers) roles and Artemis-style permissions.
+    users: dict[str, str] = field(default_factory=dict)
+    access: NodeAccess = field(default_factory=NodeAccess)
+    roles: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    permissions: tuple[Permission, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -207,6 +226,10 @@ class Link:
     role: str
     via: str | None = None
     cost: int = 1
+    tls: LinkTls | None = None
+    mechanisms: tuple[str, ...] = ("ANONYMOUS",)  # what the dialler authenticates with
+    user: str | None = None
+    password: str | None = None
 
     @property
     def name(self) -> str:
@@ -221,6 +244,7 @@ class Topology:
     links: list[Link]
     clients: dict[str, str]
     path: Path | None = None
+    cas: tuple[str, ...] = ()  # test CAs (harness/tlsca.py makes them per run)
 
     def node(self, name: str) -> Node:
         try:
@@ -261,6 +285,34 @@ class Topology:
         if self.node(link.to).role != "router" or link.role == "normal":
             return CLIENT_LISTENER
         return link.from_ if link.role == "route-container" else link.role
+
+    def links_into_listener(self, node_name: str, listener_name: str) -> list[Link]:
+        """The links whose dialler lands on `listener_name` of `node_name`."""
+        return [link for link in self.links_to(node_name) if self.listener_for_link(link) == listener_name]
+
+    def _own_listener(self, node_name: str, listener_name: str) -> bool:
+        """True for the listeners configured by the node's `access` (clients and declared ones), False for
+        the ones a kind of inbound link implies (inter-router, edge, route-container on routers)."""
+        return listener_name == CLIENT_LISTENER or any(
+            ls.name == listener_name for ls in self.node(node_name).listeners)
+
+    def listener_tls(self, node_name: str, listener_name: str) -> ListenerTls | None:
+        """TLS on a listener of a node: the node's `access.tls` for its own listeners, the `tls` of the links
+        landing there (they agree, parsing checks it) for an implied one; None means plain TCP."""
+        if self._own_listener(node_name, listener_name):
+            return self.node(node_name).access.tls
+        links = self.links_into_listener(node_name, listener_name)
+        return links[0].tls.listener_side() if links and links[0].tls else None
+
+    def listener_mechanisms(self, node_name: str, listener_name: str) -> tuple[bool, tuple[str, ...]]:
+        """(authenticate, SASL mechanisms offered) on a listener: the node's `access` for its own listeners,
+        the mechanisms of the links landing there for an implied one (authenticated unless ANONYMOUS)."""
+        if self._own_listener(node_name, listener_name):
+            access = self.node(node_name).access
+            return access.authenticate, access.mechanisms
+        links = self.links_into_listener(node_name, listener_name)
+        mechanisms = links[0].mechanisms if links else ("ANONYMOUS",)
+        return "ANONYMOUS" not in mechanisms, mechanisms
 
 
 def topology_path(name_or_path: str | Path) -> Path:
@@ -427,15 +479,16 @@ def _prefix_or_pattern(w: _Where, data: dict, label: str) -> tuple[str | None, s
 
 # ------------------------------------------------------------------------------------------- parsing
 
-_TOP_FIELDS = ("name", "description", "nodes", "links", "clients")
-_ROUTER_FIELDS = ("role", "mode", "addresses", "autolinks", "link_routes", "listeners")
-_BROKER_FIELDS = ("role", "queues", "listeners", "settings", "broker_connections", "network_connectors")
+_TOP_FIELDS = ("name", "description", "cas", "nodes", "links", "clients")
+_ROUTER_FIELDS = ("role", "mode", "addresses", "autolinks", "link_routes", "listeners", "users", "access")
+_BROKER_FIELDS = ("role", "queues", "listeners", "settings", "broker_connections", "network_connectors", "users",
+                  "access", "roles", "permissions")
 _SETTINGS_FIELDS = ("dead_letter_address", "expiry_address", "max_delivery_attempts", "redelivery_delay_ms",
                     "auto_create")
 _ADDRESS_FIELDS = ("prefix", "pattern", "distribution", "priority", "waypoint", "enable_fallback")
 _AUTOLINK_FIELDS = ("address", "direction", "connection", "phase", "fallback")
 _LINK_ROUTE_FIELDS = ("prefix", "pattern", "direction", "connection")
-_LINK_FIELDS = ("from", "to", "role", "via", "cost")
+_LINK_FIELDS = ("from", "to", "role", "via", "cost", "tls", "mechanisms", "user", "password")
 _CONNECTION_FIELDS = ("name", "to", "auto_start", "reconnect_attempts", "retry_interval_ms", "user", "password",
                       "elements")
 _MIRROR_FIELDS = ("type", "queue_creation", "queue_removal", "message_acknowledgements")
@@ -466,17 +519,20 @@ def parse_topology(data: Any, path: str | Path | None = None) -> Topology:
             )
     # Nodes first without cross-references, links next, then what refers to links (autolinks, routes,
     # broker connections, network connectors).
-    nodes = {n: _parse_node(top.at(f"node {n}"), n, raw, tuple(raw_nodes)) for n, raw in raw_nodes.items()}
-    links = _parse_links(top, data, nodes)
+    cas = parse_cas(top, data)
+    nodes = {n: _parse_node(top.at(f"node {n}"), n, raw, tuple(raw_nodes), cas) for n, raw in raw_nodes.items()}
+    links = _parse_links(top, data, nodes, cas)
     for node_name, node in nodes.items():
         _check_connections(top.at(f"node {node_name}"), node, links)
         _check_broker_connections(top.at(f"node {node_name}"), node, nodes, links)
         _check_network_connectors(top.at(f"node {node_name}"), node, nodes, links)
     clients = _parse_clients(top, data, nodes)
-    return Topology(name, description, nodes, links, clients, Path(path) if path is not None else None)
+    topology = Topology(name, description, nodes, links, clients, Path(path) if path is not None else None, cas)
+    _check_shared_listeners(top, topology)
+    return topology
 
 
-def _parse_node(w: _Where, name: str, raw: Any, node_names: tuple[str, ...]) -> Node:
+def _parse_node(w: _Where, name: str, raw: Any, node_names: tuple[str, ...], cas: tuple[str, ...] = ()) -> Node:
     if not isinstance(raw, dict):
         raise w.expected(None, "a mapping of node fields", raw)
     if "role" not in raw:
@@ -489,6 +545,9 @@ def _parse_node(w: _Where, name: str, raw: Any, node_names: tuple[str, ...]) -> 
             raise w.error(key, f"not a field of a {role} node")
     w.mapping(raw, None, allowed)
     node = Node(name=name, role=role)
+    security = parse_node_security(w, raw, role, cas)
+    node.users, node.access = security.users, security.access
+    node.roles, node.permissions = security.roles, security.permissions
     if role == "router":
         node.mode = w.one_of(raw, "mode", MODES, "standalone")
         node.addresses = [
@@ -791,7 +850,7 @@ def _optional_string(w: _Where, raw: dict, key: str, label: str) -> str | None:
     return w.string(raw, key, label)
 
 
-def _parse_links(top: _Where, data: dict, nodes: dict[str, Node]) -> list[Link]:
+def _parse_links(top: _Where, data: dict, nodes: dict[str, Node], cas: tuple[str, ...] = ()) -> list[Link]:
     links: list[Link] = []
     pairs: dict[tuple[str, str], int] = {}  # (from, to) -> index of the link
     names = tuple(nodes)
@@ -819,8 +878,52 @@ def _parse_links(top: _Where, data: dict, nodes: dict[str, Node]) -> list[Link]:
                                 "only two brokers may have a link each way")
         pairs[(src, dst)] = i
         _check_link_ends(w, role, nodes[src], nodes[dst])
-        links.append(Link(from_=src, to=dst, role=role, via=via, cost=cost))
+        links.append(Link(from_=src, to=dst, role=role, via=via, cost=cost, **_link_security(w, raw, cas)))
     return links
+
+
+def _link_security(w: _Where, raw: dict, cas: tuple[str, ...]) -> dict:
+    """A link's `tls`, `mechanisms`, `user` and `password`, as keyword arguments of Link."""
+    tls = parse_link_tls(w, raw["tls"], cas) if raw.get("tls") is not None else None
+    mechanisms = parse_mechanisms(w, raw, "mechanisms", ["ANONYMOUS"])
+    if len(mechanisms) != 1:
+        raise w.error("mechanisms", f"a dialler uses one mechanism; got {', '.join(mechanisms)}")
+    user, password = (_optional_string(w, raw, key, key) for key in ("user", "password"))
+    if password is not None and user is None:
+        raise w.error("password", "given without 'user'")
+    if mechanisms == ("PLAIN",) and (user is None or password is None):
+        raise w.error("mechanisms", "PLAIN needs 'user' and 'password' on the link")
+    if mechanisms == ("EXTERNAL",) and tls is None:
+        raise w.error("mechanisms", "EXTERNAL needs 'tls' on the link (the identity is the dialler's certificate)")
+    return {"tls": tls, "mechanisms": mechanisms, "user": user, "password": password}
+
+
+def _check_shared_listeners(top: _Where, topology: Topology) -> None:
+    """Links landing on one listener share its configuration, so they must agree on it; a link with TLS onto
+    a node's own listener (clients) needs that listener to speak TLS with the same CA and name."""
+    first: dict[tuple[str, str], tuple[int, Link]] = {}
+    for i, link in enumerate(topology.links):
+        listener = topology.listener_for_link(link)
+        w = top.at(f"links[{i}]")
+        if topology._own_listener(link.to, listener):
+            own = topology.node(link.to).access.tls
+            if link.tls is not None and own is None:
+                raise w.error("tls", f"it lands on the {listener} listener of {link.to}, which has no TLS "
+                                     f"(add access.tls to node {link.to})")
+            if link.tls is not None and (link.tls.ca, link.tls.hostname) != (own.ca, own.hostname):
+                raise w.error("tls", f"ca/hostname must be those of {link.to}'s access.tls ({own.ca}, {own.hostname}): "
+                                     "it is the certificate that listener presents")
+            continue
+        key = (link.to, listener)
+        if key not in first:
+            first[key] = (i, link)
+            continue
+        j, other = first[key]
+        mine = (link.tls.listener_side() if link.tls else None, link.mechanisms)
+        theirs = (other.tls.listener_side() if other.tls else None, other.mechanisms)
+        if mine != theirs:
+            raise w.error("tls", f"it shares the {listener} listener of {link.to} with links[{j}], so its tls "
+                                 "(ca, hostname) and mechanisms must be the same")
 
 
 def _check_link_ends(w: _Where, role: str, src: Node, dst: Node) -> None:
