@@ -1,8 +1,9 @@
 """The broker.xml parser of the reference broker (reference/broker/config.py).
 
 * A full stock `broker.xml`, as `artemis create` writes it for Artemis 2.3x, and what the reference does
-  with each of its elements. It runs unchanged but for one line: Artemis's security is on by default and the
-  reference has none, so the file must say `<security-enabled>false</security-enabled>` (`security_off`).
+  with each of its elements. It runs unchanged: Artemis's security is on by default, and so is the reference's
+  (its security-settings are read; `load_config` also reads the login files beside it). Most cases here turn it
+  off with one line (`security_off`) so that they compare the rest.
 * Every error path, each with the exact line it names and on one line.
 * Address-setting merge by specificity, and Artemis's match syntax, checked against a transcription of
   Artemis's own `Match` / `MatchComparator` (artemis-server, core/settings/impl) as an oracle.
@@ -25,9 +26,12 @@ from reference.broker.config import (
     ANYCAST,
     DEFAULT_SETTINGS,
     MULTICAST,
+    PERMISSION_TYPES,
+    AcceptorTls,
     AddressDef,
     ConfigError,
     QueueDef,
+    SecuritySetting,
     load_config,
     match_address,
     parse_config,
@@ -262,12 +266,10 @@ STOCK_ACCEPTED = [
      "same; its anycastPrefix / multicastPrefix concern HornetQ and STOMP clients only"),
     ("mqtt-acceptor", '<acceptor name="mqtt">', "skipped", "same"),
     ("security-settings", "<security-settings>", "ignored",
-     "permissions mean nothing with <security-enabled>false</security-enabled>, which the reference requires"),
+     "permissions mean nothing with <security-enabled>false</security-enabled>, as in Artemis"),
     ("max-read-page", "<max-read-page-messages>", "ignored",
      "paging knobs (2.28+), like max-size-bytes; the reference does not page"),
 ]
-SECURITY_MESSAGE = ("security is not supported yet: set <security-enabled>false</security-enabled> "
-                    "(Artemis's default is true)")
 
 _STOCK_KEYS = [key for key, _ in _STOCK_PARTS if key]
 
@@ -304,12 +306,14 @@ def error_of(text: str, path: str = "broker.xml") -> ConfigError:
 # ---- the stock file ----------------------------------------------------------------------------------------------
 
 
-def test_stock_file_is_refused_only_because_security_is_on_by_default():
-    """A stock Artemis broker.xml has no <security-enabled>, so Artemis runs it with security ON; the reference
-    has no security, so it refuses the file at its <core> line, saying what to add."""
+def test_stock_file_runs_with_security_on_by_default():
+    """A stock Artemis broker.xml has no <security-enabled>, so Artemis runs it with security ON, and so does the
+    reference: its one security-setting (`#`, every permission to role amq) is read."""
     text = stock()
-    err = error_of(text)
-    assert (err.path, err.line, err.message) == ("broker.xml", line_of(text, "<core xmlns="), SECURITY_MESSAGE)
+    cfg = parse_config(text)
+    assert cfg.security_enabled is True and cfg.security_line == line_of(text, "<core xmlns=")
+    assert [(s.match, s.line) for s in cfg.security_settings] == [("#", line_of(text, '<security-setting match="#">'))]
+    assert cfg.security_settings[0].roles == {kind: frozenset({"amq"}) for kind in PERMISSION_TYPES}
 
 
 def test_stock_file_with_security_off_runs_unchanged_otherwise():
@@ -377,19 +381,25 @@ def test_stock_file_without_security_settings_parses_with_stock_values():
     }
 
 
-def test_missing_security_enabled_is_refused_like_artemis_default_true():
+def test_missing_security_enabled_means_true_like_artemis():
     text = stock(without=["security-settings"])
-    err = error_of(text)
-    assert "security" in err.message
-    assert (err.line, err.message) == (line_of(text, "<core xmlns="), SECURITY_MESSAGE)
+    cfg = parse_config(text)
+    assert cfg.security_enabled is True and cfg.security_settings == []  # nobody may do anything
 
 
-def test_stock_file_from_disk_names_the_file(tmp_path):
+def test_stock_file_from_disk_needs_the_login_files_beside_it(tmp_path):
     path = tmp_path / "broker.xml"
     path.write_text(stock())
     with pytest.raises(ConfigError) as info:
         load_config(path)
-    assert str(info.value) == f"{path}:{line_of(stock(), '<core xmlns=')}: {SECURITY_MESSAGE}"
+    assert str(info.value) == (f"{path}:{line_of(stock(), '<core xmlns=')}: <security-enabled>true needs "
+                               f"{tmp_path / 'artemis-users.properties'} (the reference reads Artemis's properties "
+                               "login module files beside broker.xml)")
+    (tmp_path / "artemis-users.properties").write_text("# users\nadmin = secret\nbob: pw\n")
+    (tmp_path / "artemis-roles.properties").write_text("amq = admin, bob\nviewers=bob\n")
+    cfg = load_config(path)
+    assert cfg.users == {"admin": "secret", "bob": "pw"}
+    assert cfg.user_roles == {"admin": frozenset({"amq"}), "bob": frozenset({"amq", "viewers"})}
 
 
 # ---- error paths, each on its exact line -------------------------------------------------------------------------
@@ -431,8 +441,8 @@ def test_a_bare_core_root_still_checks_its_children():
     assert (err.line, err.message) == (4, "<diverts> is not supported yet by the reference broker")
     err = error_of(text.replace("<security-enabled>false</security-enabled>\n", "\n"))
     assert (err.line, err.message) == (4, "<diverts> is not supported yet by the reference broker")
-    err = error_of(text.replace("<security-enabled>false</security-enabled>\n", "\n").replace("<diverts/>", ""))
-    assert (err.line, err.message) == (1, SECURITY_MESSAGE)
+    cfg = parse_config(text.replace("<security-enabled>false</security-enabled>\n", "\n").replace("<diverts/>", ""))
+    assert (cfg.security_enabled, cfg.security_line) == (True, 1)
 
 
 @pytest.mark.parametrize("text, line, message", [
@@ -482,14 +492,15 @@ def test_behaviour_changing_core_elements_are_refused_by_name(tag):
     assert (err.line, err.message) == (6, f"<{tag}> is not supported yet by the reference broker")
 
 
-def test_security_settings_are_ignored_with_security_off_and_refused_without():
+def test_security_settings_are_ignored_with_security_off_and_read_with_it_on():
     body = ('<security-settings>\n<security-setting match="#">\n<permission type="send" roles="amq"/>\n'
             "</security-setting>\n</security-settings>\n")
     assert parse_config(doc(body)) == parse_config(doc("\n" * body.count("\n")))
-    err = error_of(doc(body, security=True))
-    assert (err.line, err.message) == (3, SECURITY_MESSAGE)
+    cfg = parse_config(doc(body, security=True))
+    assert cfg.security_enabled and cfg.security_settings == [SecuritySetting("#", {"send": frozenset({"amq"})})]
     # <security-enabled>false after the settings counts too: the whole <core> is read first.
-    assert parse_config(doc(body + "<security-enabled>false</security-enabled>\n", security=True)).acceptors
+    cfg = parse_config(doc(body + "<security-enabled>false</security-enabled>\n", security=True))
+    assert not cfg.security_enabled and cfg.security_settings == []
 
 
 def test_a_divert_deep_in_a_realistic_file_names_its_line():
@@ -615,9 +626,15 @@ def acceptor_error(params: str) -> ConfigError:
 
 @pytest.mark.parametrize("params, message", [
     ("protocols=AMQP;sslEnabled=TRUE",
-     "acceptor 'a': sslEnabled=TRUE: TLS is not supported yet by the reference broker"),
-    ("sslEnabled=true;keyStorePath=k.jks", "acceptor 'a': sslEnabled=true: TLS is not supported yet by the reference "
-     "broker"),
+     "acceptor 'a': sslEnabled=true needs keyStorePath (a PEM file with the private key and the certificate chain)"),
+    ("sslEnabled=true;keyStorePath=k.jks;keyStoreType=JKS", "acceptor 'a': keyStoreType=JKS: the reference broker "
+     "reads PEM files only (expected PEM)"),
+    ("sslEnabled=true;keyStorePath=missing.pem", "acceptor 'a': keyStorePath=missing.pem: no such file"),
+    ("sslEnabled=yes", "acceptor 'a': sslEnabled: expected true or false, got 'yes'"),
+    ("sslEnabled=true;keyStorePath=k.pem;enabledProtocols=TLSv1.2", "acceptor 'a': enabledProtocols with "
+     "sslEnabled=true is not supported yet by the reference broker"),
+    ("sslEnabled=true;keyStorePath=k.pem;needClientAuth=true", "acceptor 'a': needClientAuth=true needs "
+     "trustStorePath (PEM CA certificates)"),
     ("anycastPrefix=jms.queue.", "acceptor 'a': anycastPrefix=jms.queue.: anycastPrefix is not supported yet by the "
      "reference broker"),
     ("protocols=AMQP&amp;multicastPrefix=t.",
@@ -664,10 +681,42 @@ def test_booleans_are_case_insensitive_and_trimmed():
     assert cfg.persistence_enabled is False and cfg.journal_datasync is False
 
 
-def test_security_enabled_true_is_refused_and_false_accepted():
-    assert parse_config(doc("<security-enabled>false</security-enabled>\n")).acceptors
-    err = error_of(doc("\n<security-enabled>true</security-enabled>\n"))
-    assert (err.line, err.message) == (5, "<security-enabled>true is not supported yet (expected false)")
+def test_security_enabled_true_and_false_are_read():
+    assert parse_config(doc("<security-enabled>false</security-enabled>\n")).security_enabled is False
+    cfg = parse_config(doc("\n<security-enabled>true</security-enabled>\n", security=True))
+    assert (cfg.security_enabled, cfg.security_line) == (True, 5)
+
+
+@pytest.mark.parametrize("setting, line, message", [
+    ('<security-setting>', 6, "<security-setting> needs a match attribute"),
+    ('<security-setting match="a.#.b">', 6, "security-setting 'a.#.b': '#' may only be the last character of a match"),
+    ('<security-setting match="#">\n<permission type="write" roles="a"/>', 7,
+     "security-setting '#': permission type 'write': expected one of send, consume, createAddress, "
+     "createDurableQueue, createNonDurableQueue, deleteAddress, manage, deleteDurableQueue, deleteNonDurableQueue, "
+     "browse"),
+    ('<security-setting match="#">\n<permission type="send"/>', 7,
+     "security-setting '#': permission 'send' needs a roles attribute"),
+    ('<security-setting match="#">\n<permission type="send" roles="a"/>\n<permission type="send" roles="b"/>', 8,
+     "security-setting '#': permission 'send' is given twice"),
+    ('<security-setting match="#">\n<role-mapping from="a" to="b"/>', 7,
+     "security-setting '#': expected <permission>, got <role-mapping> (not supported yet by the reference broker)"),
+])
+def test_security_setting_errors(setting, line, message):
+    body = f"<security-enabled>true</security-enabled>\n<security-settings>\n{setting}\n</security-setting>\n" \
+           "</security-settings>\n"
+    err = error_of(doc(body, security=True))
+    assert (err.line, err.message) == (line, message)
+
+
+def test_tls_acceptor_reads_pem_paths_beside_the_file(tmp_path):
+    (tmp_path / "k.pem").write_text("key and chain")
+    (tmp_path / "ca.pem").write_text("ca")
+    url = ("tcp://127.0.0.1:0?protocols=AMQP;sslEnabled=true;keyStorePath=k.pem;keyStorePassword=pw;"
+           "keyStoreType=PEM;trustStorePath=ca.pem;trustStoreType=PEM;needClientAuth=true;verifyHost=false")
+    path = tmp_path / "broker.xml"
+    path.write_text(doc(f'<acceptors>\n<acceptor name="a">{url}</acceptor>\n</acceptors>\n', acceptor=False))
+    tls = load_config(path).acceptors[0].tls
+    assert tls == AcceptorTls(str(tmp_path / "k.pem"), "pw", str(tmp_path / "ca.pem"), "required", False)
 
 
 def test_empty_name_needs_a_value():

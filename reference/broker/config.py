@@ -13,20 +13,32 @@ own file format. The root is `<configuration>` holding `<core>` (a `<jms>` sibli
   `dead-letter-address`, `expiry-address`, `max-delivery-attempts`, `redelivery-delay`,
   `auto-create-queues`, `auto-create-addresses`, `default-address-routing-type`,
   `default-queue-routing-type`.
-* `security-enabled`: Artemis's default is true and the reference has no authentication or authorisation,
-  so a file must say `<security-enabled>false</security-enabled>`; a missing one is refused at the `<core>`
-  line, an explicit true at its own line. With security off, `<security-settings>` is accepted and ignored
-  (Artemis itself ignores it then); that is how the stock file's permissions block runs unchanged.
+* `security-enabled` (default true, as in Artemis): with security on, every connection authenticates with
+  SASL PLAIN against the users of Artemis's properties-file login module, and every attach is authorised by
+  role (authz.py). The reference reads exactly two files, always beside broker.xml (an Artemis instance's
+  `etc/`, where its default `login.config` points the PropertiesLogin module): `artemis-users.properties`
+  (`user = password`, plain text; `ENC(...)` hashes are refused) and `artemis-roles.properties`
+  (`role = user1,user2`). `load_config` reads them; a missing one is an error at the `<security-enabled>`
+  line (or the `<core>` line when the element is absent). `<security-settings>` holds
+  `<security-setting match="...">` with `<permission type="..." roles="a,b"/>` (Artemis's types: send, consume,
+  createAddress, createDurableQueue, createNonDurableQueue, deleteAddress, manage, and deleteDurableQueue,
+  deleteNonDurableQueue, browse, read but never needed); `role-mapping` is refused. With security off,
+  `<security-settings>` is accepted and ignored, as Artemis ignores it then.
 * acceptors: `tcp://HOST:PORT?key=value;...` (port 0-65535). `protocols` is implemented: an acceptor whose
   protocols exclude AMQP is skipped (`BrokerConfig.skipped_acceptors`; the server logs a notice), since the
   broker serves AMQP only, but a file with no AMQP acceptor left is refused. URL parameters that only tune
   sockets or the other protocols are accepted (`_IGNORED_ACCEPTOR_PARAMS`); `amqpCredits` /
   `amqpLowCredits` and the AMQP outcome switches are accepted only at the values the reference implements
-  (`_FIXED_ACCEPTOR_PARAMS`); `sslEnabled=true` (TLS), `anycastPrefix` / `multicastPrefix` and unknown
-  parameters are refused.
+  (`_FIXED_ACCEPTOR_PARAMS`); `anycastPrefix` / `multicastPrefix` and unknown parameters are refused.
+  TLS (`sslEnabled=true`, `_acceptor_tls`): the reference reads PEM files where Artemis reads keystores (Artemis
+  reads the same files with `keyStoreType=PEM`): `keyStorePath` is one PEM file holding the private key and the
+  certificate chain, `keyStorePassword` decrypts the key, `trustStorePath` is a PEM file of CA certificates,
+  `needClientAuth` / `wantClientAuth` require or ask for a client certificate it verifies, `verifyHost` is read;
+  relative paths are relative to broker.xml's folder. A non-PEM store type and the TLS tuning parameters
+  (`enabledProtocols`, `enabledCipherSuites`, `crlPath`, ...) are refused while sslEnabled is true.
 * addresses: address names and queue names are broker-wide (a second declaration is refused, naming its
-  line and the first one's). A queue takes `<durable>` and `<user>` (a management label only, with security
-  off); `<filter>` and every queue attribute but `name` (`max-consumers`, `exclusive`, `last-value-key`,
+  line and the first one's). A queue takes `<durable>` and `<user>` (a management label only: no security
+  check reads it); `<filter>` and every queue attribute but `name` (`max-consumers`, `exclusive`, `last-value-key`,
   `ring-size`, ...) change delivery and are refused.
 * address-settings: Artemis's match syntax (`.` separates words, `*` is one word, `#` zero or more words and
   only as the last character; a `#` glued to a word, as in the stock `activemq.management#`, works as
@@ -72,11 +84,40 @@ class ConfigError(Exception):
 
 
 @dataclass(frozen=True)
+class AcceptorTls:
+    """An acceptor's TLS (`sslEnabled=true`), from PEM files: `key_store` holds the private key and the
+    certificate chain in one file (Artemis's `keyStoreType=PEM` form), `trust_store` the CA certificates that
+    verify client certificates."""
+
+    key_store: str
+    key_password: str | None = None
+    trust_store: str | None = None
+    client_certs: str = "none"  # none | optional (wantClientAuth) | required (needClientAuth)
+    verify_host: bool = False
+
+
+@dataclass(frozen=True)
 class Acceptor:
     name: str
     host: str
     port: int
     line: int
+    tls: AcceptorTls | None = None
+
+
+# The permission types a <security-setting> may give. The broker checks the first seven (authz.py); the
+# last three are Artemis's too (the stock broker.xml lists them) and are read, but no AMQP operation of the
+# reference needs them: it never deletes a queue on a client's behalf (see broker.py).
+OPERATIONS = ("send", "consume", "createAddress", "createDurableQueue", "createNonDurableQueue",
+              "deleteAddress", "manage")
+PERMISSION_TYPES = OPERATIONS + ("deleteDurableQueue", "deleteNonDurableQueue", "browse")
+
+
+@dataclass(frozen=True)
+class SecuritySetting:
+    match: str
+    roles: dict  # permission type -> frozenset of role names (types absent: no role)
+    line: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -216,6 +257,11 @@ class BrokerConfig:
     addresses: list[AddressDef] = field(default_factory=list)
     address_settings: list[AddressSetting] = field(default_factory=list)
     broker_connections: list[BrokerConnectionDef] = field(default_factory=list)
+    security_enabled: bool = False
+    security_line: int = 0  # the <security-enabled> element's line, for errors about the login files
+    security_settings: list[SecuritySetting] = field(default_factory=list)
+    users: dict[str, str] = field(default_factory=dict)  # from artemis-users.properties (load_config)
+    user_roles: dict[str, frozenset[str]] = field(default_factory=dict)  # from artemis-roles.properties
 
     def settings_for(self, address: str) -> dict:
         """Effective address settings, as Artemis's HierarchicalObjectRepository.getMatch merges them: every
@@ -294,7 +340,7 @@ _DEFAULT_ONLY_SETTING = {
 
 # Acceptor URL parameters. `protocols` is implemented (see _acceptor). These change nothing a client can observe
 # over AMQP here: socket and Netty tuning, how Artemis stores large AMQP messages, the parameters of the other
-# protocols (the broker serves AMQP only), and TLS material, which is meaningless unless sslEnabled=true (refused).
+# protocols (the broker serves AMQP only), and TLS material, which is meaningless unless sslEnabled=true.
 # amqpDuplicateDetection: Artemis drops a message whose `_AMQ_DUPL_ID` it has seen; the reference never does
 # (with or without the parameter), a known gap that the parameter neither opens nor closes.
 _IGNORED_ACCEPTOR_PARAMS = {
@@ -306,7 +352,7 @@ _IGNORED_ACCEPTOR_PARAMS = {
     "trustStoreProvider", "trustStoreType", "trustStorePath", "trustStorePassword", "crlPath",
     "enabledCipherSuites", "enabledProtocols", "needClientAuth", "wantClientAuth", "verifyHost", "sslProvider",
     "sniHost", "trustManagerFactoryPlugin", "sslAutoReload",
-}
+}  # the TLS ones only while sslEnabled is not true (then _acceptor_tls reads or refuses them)
 _IGNORED_ACCEPTOR_PREFIXES = ("stomp", "mqtt", "openwire")  # parameters of protocols the broker does not serve
 # Parameters the reference implements at one value only (Artemis's default): producer credit (broker.py
 # PRODUCER_CREDIT / PRODUCER_LOW_CREDIT) and the AMQP outcome handling of broker.py.
@@ -323,7 +369,18 @@ def load_config(path: str | os.PathLike) -> BrokerConfig:
             data = handle.read()
     except OSError as exc:
         raise ConfigError(shown, 0, f"cannot read: {exc.strerror or exc}") from None
-    return parse_config(data, shown)
+    cfg = parse_config(data, shown)
+    if cfg.security_enabled:
+        from .authz import load_roles, load_users, login_files
+
+        users_path, roles_path = login_files(shown)
+        for login_file in (users_path, roles_path):
+            if not os.path.isfile(login_file):
+                raise ConfigError(shown, cfg.security_line, f"<security-enabled>true needs {login_file} (the "
+                                  "reference reads Artemis's properties login module files beside broker.xml)")
+        cfg.users = load_users(users_path)
+        cfg.user_roles = load_roles(roles_path, cfg.users)
+    return cfg
 
 
 def parse_config(data: bytes | str, path: str = "<string>") -> BrokerConfig:
@@ -339,7 +396,8 @@ def parse_config(data: bytes | str, path: str = "<string>") -> BrokerConfig:
             if child is not core and _local(child.tag) not in ("jms",):
                 raise ConfigError(path, child.line,
                                   f"<{_local(child.tag)}> is not supported by the reference broker")
-    security_off = False
+    security_seen = False
+    security_settings = None
     for el in core:
         tag = _local(el.tag)
         if tag in _IGNORED_CORE:
@@ -357,11 +415,9 @@ def parse_config(data: bytes | str, path: str = "<string>") -> BrokerConfig:
         elif tag == "journal-sync-non-transactional":
             cfg.journal_sync_non_transactional = _bool(el, path)
         elif tag == "security-enabled":
-            if _bool(el, path):
-                raise ConfigError(path, el.line, "<security-enabled>true is not supported yet (expected false)")
-            security_off = True
+            cfg.security_enabled, cfg.security_line, security_seen = _bool(el, path), el.line, True
         elif tag == "security-settings":
-            pass  # accepted and ignored with security off, like Artemis; refused below otherwise
+            security_settings = el  # read once security-enabled is known: with security off it is ignored
         elif tag == "acceptors":
             cfg.acceptors, cfg.skipped_acceptors = [], []
             for a in _children(el, "acceptor", path):
@@ -376,10 +432,10 @@ def parse_config(data: bytes | str, path: str = "<string>") -> BrokerConfig:
         else:
             known = sorted(_CORE_SCALARS | _CORE_LISTS)
             raise ConfigError(path, el.line, f"unknown element <{tag}> in <core> (expected one of: {', '.join(known)})")
-    if not security_off:
-        raise ConfigError(path, core.line,
-                          "security is not supported yet: set <security-enabled>false</security-enabled> "
-                          "(Artemis's default is true)")
+    if not security_seen:  # Artemis's default is true: say so in the file rather than rely on the default
+        cfg.security_enabled, cfg.security_line = True, core.line
+    if cfg.security_enabled and security_settings is not None:
+        cfg.security_settings = _security_settings(security_settings, path)
     if not cfg.acceptors:
         if cfg.skipped_acceptors:
             first = cfg.skipped_acceptors[0]
@@ -413,11 +469,11 @@ def _acceptor(el, path) -> Acceptor | SkippedAcceptor:
     protocols = params.pop("protocols", None)
     if protocols is not None and "AMQP" not in [p.strip() for p in protocols.upper().split(",")]:
         return SkippedAcceptor(name, protocols, el.line)  # its other parameters concern the other protocols
+    tls = _acceptor_tls(name, params, path, el.line)
     for key, value in params.items():
         what = f"acceptor {name!r}: {key}={value}"
-        if key == "sslEnabled":
-            if value.strip().lower() == "true":
-                raise ConfigError(path, el.line, f"{what}: TLS is not supported yet by the reference broker")
+        if key == "sslEnabled" or key in _TLS_PARAMS and tls is not None:
+            continue  # read by _acceptor_tls
         elif key in ("anycastPrefix", "multicastPrefix"):
             if value:
                 raise ConfigError(path, el.line, f"{what}: {key} is not supported yet by the reference broker")
@@ -427,7 +483,95 @@ def _acceptor(el, path) -> Acceptor | SkippedAcceptor:
                                   f"(it implements {key}={_FIXED_ACCEPTOR_PARAMS[key]} only)")
         elif key not in _IGNORED_ACCEPTOR_PARAMS and not key.startswith(_IGNORED_ACCEPTOR_PREFIXES):
             raise ConfigError(path, el.line, f"acceptor {name!r}: unknown parameter {key!r}")
-    return Acceptor(name, parts.hostname or "0.0.0.0", port, el.line)
+    return Acceptor(name, parts.hostname or "0.0.0.0", port, el.line, tls)
+
+
+# What an acceptor with sslEnabled=true reads (_acceptor_tls); without it they are ignored, as Artemis does.
+_TLS_PARAMS = {"keyStorePath", "keyStorePassword", "keyStoreType", "trustStorePath", "trustStorePassword",
+               "trustStoreType", "needClientAuth", "wantClientAuth", "verifyHost", "enabledProtocols",
+               "enabledCipherSuites", "keyStoreProvider", "trustStoreProvider", "keyStoreAlias", "sslProvider",
+               "crlPath", "sniHost", "trustManagerFactoryPlugin", "sslAutoReload"}
+_TLS_READ = {"keyStorePath", "keyStorePassword", "keyStoreType", "trustStorePath", "trustStorePassword",
+             "trustStoreType", "needClientAuth", "wantClientAuth", "verifyHost", "sslProvider"}
+
+
+def _acceptor_tls(name: str, params: dict, path, line: int) -> AcceptorTls | None:
+    """The TLS of an acceptor URL: keyStorePath and trustStorePath are PEM files (the reference reads no Java
+    keystore: keyStoreType and trustStoreType must be PEM when given); keyStorePassword decrypts the key;
+    trustStorePassword means nothing for PEM and is ignored; needClientAuth / wantClientAuth ask for a client
+    certificate verified by trustStorePath; verifyHost also checks it names the client's host."""
+    enabled = params.get("sslEnabled", "false").strip().lower()
+    if enabled not in ("true", "false"):
+        raise ConfigError(path, line, f"acceptor {name!r}: sslEnabled: expected true or false, got {enabled!r}")
+    if enabled == "false":
+        return None
+
+    def flag(key: str) -> bool:
+        value = params.get(key, "false").strip().lower()
+        if value not in ("true", "false"):
+            raise ConfigError(path, line, f"acceptor {name!r}: {key}: expected true or false, got {value!r}")
+        return value == "true"
+
+    for key in params:
+        if key in _TLS_PARAMS and key not in _TLS_READ:
+            raise ConfigError(path, line, f"acceptor {name!r}: {key} with sslEnabled=true is not supported yet by "
+                              "the reference broker")
+    for key in ("keyStoreType", "trustStoreType"):
+        if key in params and params[key].strip().upper() != "PEM":
+            raise ConfigError(path, line, f"acceptor {name!r}: {key}={params[key]}: the reference broker reads PEM "
+                              "files only (expected PEM)")
+    if params.get("sslProvider", "JDK").strip().upper() not in ("JDK", "OPENSSL"):
+        raise ConfigError(path, line, f"acceptor {name!r}: sslProvider: expected JDK or OPENSSL")
+    key_store = os.path.expandvars(params.get("keyStorePath", "").strip())
+    if not key_store:
+        raise ConfigError(path, line, f"acceptor {name!r}: sslEnabled=true needs keyStorePath (a PEM file with the "
+                          "private key and the certificate chain)")
+    trust = os.path.expandvars(params.get("trustStorePath", "").strip()) or None
+    need, want = flag("needClientAuth"), flag("wantClientAuth")
+    if (need or want) and trust is None:
+        raise ConfigError(path, line, f"acceptor {name!r}: {'needClientAuth' if need else 'wantClientAuth'}=true "
+                          "needs trustStorePath (PEM CA certificates)")
+    folder = os.path.dirname(os.path.abspath(path)) if path != "<string>" else os.getcwd()
+    for key, file in (("keyStorePath", key_store), ("trustStorePath", trust)):
+        if file is not None and not os.path.isfile(os.path.join(folder, file)):
+            raise ConfigError(path, line, f"acceptor {name!r}: {key}={file}: no such file")
+    return AcceptorTls(
+        key_store=os.path.join(folder, key_store),
+        key_password=params.get("keyStorePassword") or None,
+        trust_store=os.path.join(folder, trust) if trust else None,
+        client_certs="required" if need else "optional" if want else "none",
+        verify_host=flag("verifyHost"))
+
+
+def _security_settings(el, path) -> list[SecuritySetting]:
+    """`<security-setting match="..."><permission type="send" roles="a, b"/>...`: a repeated type within one
+    setting is refused (Artemis would keep one of them silently)."""
+    settings = []
+    for child in _children(el, "security-setting", path):
+        match = child.get("match")
+        if match is None:
+            raise ConfigError(path, child.line, "<security-setting> needs a match attribute")
+        if "#" in match and match.index("#") != len(match) - 1:
+            raise ConfigError(path, child.line, f"security-setting {match!r}: '#' may only be the last character "
+                              "of a match")
+        roles: dict[str, frozenset[str]] = {}
+        for perm in child:
+            tag = _local(perm.tag)
+            if tag != "permission":
+                raise ConfigError(path, perm.line, f"security-setting {match!r}: expected <permission>, got <{tag}>"
+                                  + (" (not supported yet by the reference broker)" if tag == "role-mapping" else ""))
+            kind, names = perm.get("type"), perm.get("roles")
+            if kind not in PERMISSION_TYPES:
+                raise ConfigError(path, perm.line, f"security-setting {match!r}: permission type {kind!r}: expected "
+                                  f"one of {', '.join(PERMISSION_TYPES)}")
+            if names is None:
+                raise ConfigError(path, perm.line, f"security-setting {match!r}: permission {kind!r} needs a roles "
+                                  "attribute")
+            if kind in roles:
+                raise ConfigError(path, perm.line, f"security-setting {match!r}: permission {kind!r} is given twice")
+            roles[kind] = frozenset(r.strip() for r in names.split(",") if r.strip())
+        settings.append(SecuritySetting(match, roles, child.line))
+    return settings
 
 
 def _addresses(el, path) -> list[AddressDef]:
@@ -478,8 +622,8 @@ def _address(el, path) -> AddressDef:
                 if subtag == "durable":
                     durable = _bool(sub, path)
                 elif subtag == "user":
-                    # The user that owns the queue: in Artemis a label shown by management, used by nothing
-                    # a client sees once security is off, and security off is the only mode the reference runs.
+                    # The user that owns the queue: in Artemis a label shown by management, which no security
+                    # check reads (permissions go by address and role), so the reference reads and drops it.
                     _text(sub, path)
                 elif subtag == "filter":
                     raise ConfigError(path, sub.line, f"queue {qname!r}: <filter> is not supported yet")
