@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..render.qdrouterd import render_router
+from ..tlsca import TestPki
 from ..wait import free_port
 from ..topology import Topology
 from .base import Peer, PeerUnavailable
@@ -49,7 +52,7 @@ def _make(topology: Topology, node_name: str, base: str, provider: str, capabili
         def render(ports):
             return render_router(topology, node_name, listen_ports={**listen, **ports},
                                  connect_ports=wiring.connect_ports.get(node_name),
-                                 external_address=wiring.external_address)
+                                 external_address=wiring.external_address, **_pki(wiring))
         if base == "reference":
             return ReferenceRouterPeer(node_name, render({}), capabilities)
         if base == "qdrouterd" and provider == "native":
@@ -65,18 +68,25 @@ def _make(topology: Topology, node_name: str, base: str, provider: str, capabili
 
             return ReferenceBrokerPeer(
                 node_name, lambda ports: render_broker_xml(topology, node_name, {**listen, **ports}, settings,
-                                                           connect_ports=wiring.connect_ports.get(node_name)),
+                                                           connect_ports=wiring.connect_ports.get(node_name),
+                                                           **_pki(wiring)),
                 capabilities)
         if base == "rabbitmq" and provider == "native":
             from .rabbitmq import RabbitMQPeer
 
-            return RabbitMQPeer(node, capabilities, settings)
+            return RabbitMQPeer(node, capabilities, settings, **_pki(wiring))
     if provider == "container":
         from .containers import ContainerPeer, container_spec, docker_engine
 
         docker_engine()  # the engine first: without one, say so at once instead of rendering anything
         return ContainerPeer(node_name, container_spec(base, topology, node_name), capabilities)
     raise PeerUnavailable(f"no {provider} provider for a {node.role} of vendor {base} yet")
+
+
+def _pki(wiring: Wiring) -> dict:
+    """`pki=` for a renderer or peer, given only when the topology has a PKI: renderers of topologies without
+    security fields are called exactly as before."""
+    return {"pki": wiring.pki} if wiring.pki is not None else {}
 
 
 def _broker_settings(node) -> dict:
@@ -107,6 +117,9 @@ class Wiring:
     listen_ports: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> listener -> port
     connect_ports: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> dialled node -> port
     external_address: object = None  # (broker node, address) -> wire address
+    # The run's test PKI (harness/tlsca.py) when the topology declares CAs: every renderer and peer gets it
+    # as `pki=`, so all vendors present certificates from the same CAs.
+    pki: TestPki | None = None
 
 
 @dataclass
@@ -115,6 +128,7 @@ class RunningTopology:
     peers: dict[str, Peer] = field(default_factory=dict)
     faults: object = None  # harness.faults.links.LinkProxies when some link goes `via: proxy`
     silent: dict[str, str] = field(default_factory=dict)  # node -> why, for running peers found hung by probe_peers
+    pki_folder: Path | None = None  # the test PKI's keys and certificates, removed with the topology
 
     def __getitem__(self, node: str) -> Peer:
         return self.peers[node]
@@ -184,6 +198,8 @@ class RunningTopology:
             peer.cleanup()
         if self.faults is not None:
             self.faults.handle.stop()
+        if self.pki_folder is not None:
+            shutil.rmtree(self.pki_folder, ignore_errors=True)
 
 
 def start_topology(topology: Topology, choices: dict[str, str], timeout: float = 60.0) -> RunningTopology:
@@ -196,6 +212,9 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
     """
     running = RunningTopology(topology)
     wiring = Wiring(external_address=lambda node, address: running.peers[node].wire_address(address))
+    if topology.cas:  # fresh CAs per started topology: nothing outlives it, nothing is shared between cases
+        running.pki_folder = Path(tempfile.mkdtemp(prefix=f"interop-pki-{topology.name}-"))
+        wiring.pki = TestPki(running.pki_folder)
     dialled = {(link.to, topology.listener_for_link(link)) for link in topology.links}
     for name in topology.nodes:
         wiring.listen_ports[name] = {ls.name: free_port() if (name, ls.name) in dialled else 0
