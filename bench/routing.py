@@ -2,7 +2,7 @@
 client-to-client ceiling, with Python clients and with C clients.
 
     .venv/bin/python bench/routing.py [--messages N] [--repeats R] [--clients python,c]
-                                      [--scenario NAME ...] [--results DIR]
+                                      [--scenario NAME ...] [--isolate] [--results DIR]
 
 Scenarios (100-byte messages, 1 sender, window 1000): anycast unsettled, anycast pre-settled, multicast to 2
 receivers, and anycast across a 2-router mesh (producer on R1, consumer on R2). Each client is a process of
@@ -13,11 +13,19 @@ The 2 cores are shared with the clients and whatever else runs, so only ratios t
 anything: every repeat runs every vendor in turn, the order alternating between repeats, and the table gives
 medians and the ratio reference/qdrouterd per scenario and client stack. With --results DIR it writes one
 result record per scenario, vendor and client stack (suite "bench") into DIR/<run_id>/.
+
+`--isolate` keeps the load generator off the routers' cores, as a benchmark of a system under test usually
+does: every client runs on the first CPU this process may use, every router process (all its threads) on the
+others. Without it, a router that spends more CPU per message takes that CPU from the clients it is measured
+with, so on a small machine the Python clients' ceiling, not the router, decides most of the ratio. The two
+routers of the mesh share the router CPUs. The direct ceiling then has one CPU for both clients.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import itertools
 import statistics
 import sys
@@ -140,8 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="alternating repeats (default 3)")
     parser.add_argument("--clients", default="python,c", help="client stacks, comma-separated (python, c)")
     parser.add_argument("--scenario", action="append", help="run only these scenarios (repeatable)")
+    parser.add_argument("--isolate", action="store_true",
+                        help="clients on the first CPU, routers on the others (see the module's doc)")
     parser.add_argument("--results", help="write result records into DIR/<run_id>/")
     args = parser.parse_args(argv)
+    cpus = sorted(os.sched_getaffinity(0))
+    if args.isolate and len(cpus) < 2:
+        parser.error(f"--isolate needs 2 CPUs or more; this process may use {len(cpus)}")
     names = {s.name for s in SCENARIOS}
     wanted = args.scenario or [s.name for s in SCENARIOS]
     bad = [w for w in wanted if w not in names]
@@ -166,8 +179,16 @@ def main(argv: list[str] | None = None) -> int:
                     versions[vendor] = next(iter(rt.peers.values())).info.version
                 except (PeerUnavailable, PeerStartError) as exc:
                     running[(topo, vendor)] = str(exc).splitlines()[0]
+        if args.isolate:  # the routers run already: pin them, then this process, whose children the clients are
+            for rt in running.values():
+                if not isinstance(rt, str):
+                    for pid in (pid for peer in rt.peers.values() for pid in peer.pids):
+                        pin_process(pid, set(cpus[1:]))
+            os.sched_setaffinity(0, {cpus[0]})
         print(f"{args.messages} x {SIZE}-byte messages per pass, window {WINDOW}, {args.repeats} alternating "
-              f"repeats; clients {', '.join(clients)}", flush=True)
+              f"repeats; clients {', '.join(clients)}"
+              + (f"; clients on CPU {cpus[0]}, routers on CPU {','.join(map(str, cpus[1:]))}" if args.isolate
+                 else ""), flush=True)
         for repeat in range(args.repeats):
             order = VENDORS if repeat % 2 == 0 else tuple(reversed(VENDORS))
             for scenario in scenarios:
@@ -186,6 +207,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.results:
         _write_records(Path(args.results), scenarios, clients, cells, versions, args, started_at)
     return 0
+
+
+def pin_process(pid: int, cpus: set[int]) -> None:
+    """Every thread of process `pid` onto `cpus` (qdrouterd's worker threads exist before it is pinned, and a
+    thread's affinity is its own)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(ProcessLookupError):  # a thread that has just ended
+            os.sched_setaffinity(int(task.name), cpus)
 
 
 def _run_cell(cell: Cell, scenario: Scenario, vendor: str, stack: str, n: int, running: dict) -> None:
@@ -243,7 +272,10 @@ def _write_records(results: Path, scenarios, clients, cells, versions, args, sta
                     cell = cells.get((scenario.name, vendor, stack))
                     if cell is None:
                         continue
-                    details = {"bench": "routing", "scenario": scenario.name, "clients": stack,
+                    # an isolated run's figures are another measurement: its own scenario name keeps them apart
+                    name = scenario.name + ("+isolated" if args.isolate else "")
+                    details = {"bench": "routing", "scenario": name, "clients": stack,
+                               "isolated": bool(args.isolate),
                                "repeats": len(cell.samples), "ratio_to": "qdrouterd",
                                "ratio": _ratio(cells, scenario.name, stack) if vendor == "reference" else None}
                     if cell.samples:
@@ -256,7 +288,7 @@ def _write_records(results: Path, scenarios, clients, cells, versions, args, sta
                                         "provider": "native" if vendor == "qdrouterd" else "subprocess"}} \
                         if vendor != "direct" else {}
                     writer.write(make_record(
-                        run_id=run_id, case=f"BENCH-routing/{scenario.name}/{vendor}/{stack}", suite="bench",
+                        run_id=run_id, case=f"BENCH-routing/{name}/{vendor}/{stack}", suite="bench",
                         spec=[], topology=None if vendor == "direct" else scenario.topology, peers=peers,
                         outcome="error" if cell.error else "passed", duration_s=round(cell.duration_s, 3),
                         details=details, message=cell.error))
