@@ -25,15 +25,22 @@ _READY = re.compile(r"Broker \S+ started; ready")
 
 
 class ReferenceBrokerPeer(ProcessPeer):
-    def __init__(self, name: str, render, capabilities: frozenset[str], workdir: Path | None = None):
+    def __init__(self, name: str, render, capabilities: frozenset[str], workdir: Path | None = None, *,
+                 files: dict[str, str] | None = None):
         """`render(acceptor_ports) -> broker.xml text`: ports to override (none at first, the learned ones on
-        restart); the provider fills in the rest."""
+        restart); the provider fills in the rest. `files` (name -> text) are written beside broker.xml: the
+        login module's users and roles (harness.render.artemis.render_artemis_security), which the broker reads
+        from there. TLS files are named by broker.xml itself (absolute paths in the run's test PKI)."""
         from reference import __version__
 
         workdir = workdir or Path(tempfile.mkdtemp(prefix=f"interop-{name}-"))
         super().__init__(name, "broker", PeerInfo("reference", __version__, "subprocess"), capabilities, workdir)
         self._render = render
         self.config_path = workdir / "broker.xml"
+        for file_name, text in (files or {}).items():
+            path = workdir / file_name
+            path.write_text(text)
+            path.chmod(0o600)  # passwords
         self.config_path.write_text(render({}))
         self.management_url: str | None = None
 

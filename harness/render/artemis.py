@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape, quoteattr
 
+from harness.tlsca import TestPki
 from harness.topology import NetworkConnector, Node, Topology, display_path
 
 from .qdrouterd import RenderError
@@ -108,6 +109,7 @@ def render_broker_xml(
     host: str = "127.0.0.1",
     connect_ports: dict[str, int] | None = None,
     dial_host: str = "127.0.0.1",
+    pki: TestPki | None = None,
 ) -> str:
     """broker.xml text for broker `node_name`.
 
@@ -117,6 +119,7 @@ def render_broker_xml(
     `connect_ports` maps each node this broker dials (the `to` nodes of its broker connections and network
     connectors) to the port to dial on `dial_host`: the node's listener, or the fault proxy's port when the link
     goes `via: proxy` (launch.Wiring.connect_ports[node_name]).
+    `pki` gives the certificates of listeners with TLS (`access.tls`); needed when the node has one.
     """
     node = topology.node(node_name)
     if node.role != "broker":
@@ -130,7 +133,7 @@ def render_broker_xml(
         port = acceptor_ports[listener.name]
         if not isinstance(port, int) or not 0 <= port <= 65535:
             raise RenderError(f"{node_name}: acceptor {listener.name!r}: expected a port 0-65535, got {port!r}")
-        url = f"tcp://{host}:{port}?protocols=AMQP"
+        url = f"tcp://{host}:{port}?protocols=AMQP" + _tls_params(topology, node_name, listener.name, pki)
         acceptors.append(f'      <acceptor name={quoteattr(listener.name)}>{escape(url)}</acceptor>')
 
     addresses: list[str] = []
@@ -189,7 +192,7 @@ def render_broker_xml(
         f"    <journal-datasync>{bool_text[s['journal_datasync']]}</journal-datasync>",
         *([] if s["journal_sync_non_transactional"] else ["    <journal-sync-non-transactional>false"
                                                           "</journal-sync-non-transactional>"]),
-        "    <security-enabled>false</security-enabled>",
+        *_security(node),
         "    <acceptors>",
         *acceptors,
         "    </acceptors>",
@@ -205,6 +208,89 @@ def render_broker_xml(
         "",
     ]
     return "\n".join(lines)
+
+
+# Topology permission names -> Artemis's permission types.
+PERMISSION_TYPES = {"send": "send", "consume": "consume", "create_address": "createAddress",
+                    "create_durable_queue": "createDurableQueue", "create_non_durable_queue": "createNonDurableQueue",
+                    "delete_address": "deleteAddress", "manage": "manage"}
+# The role every user gets when a node authenticates but declares no permissions: authentication only, as an
+# Artemis whose `#` setting gives everything to everyone logged in.
+ALL_USERS_ROLE = "interop-users"
+USERS_FILE, ROLES_FILE = "artemis-users.properties", "artemis-roles.properties"
+
+
+def _security(node: Node) -> list[str]:
+    """`security-enabled` and `security-settings`: on when the node's `access.authenticate` is. Artemis's
+    security is broker-wide, so it covers every acceptor. Only SASL PLAIN is rendered: Artemis's EXTERNAL needs a
+    certificate login module the reference does not read."""
+    if not node.access.authenticate:
+        return ["    <security-enabled>false</security-enabled>"]
+    other = [m for m in node.access.mechanisms if m != "PLAIN"]
+    if other:
+        raise RenderError(f"{node.name}: access.mechanisms: a broker authenticates with PLAIN only here (Artemis's "
+                          f"properties login module), got {', '.join(other)}")
+    lines = ["    <security-enabled>true</security-enabled>", "    <security-settings>"]
+    permissions = node.permissions
+    if not permissions:
+        lines.append('      <security-setting match="#">')
+        lines += [f"        <permission type={quoteattr(kind)} roles={quoteattr(ALL_USERS_ROLE)}/>"
+                  for kind in PERMISSION_TYPES.values()]
+        lines.append("      </security-setting>")
+    for permission in permissions:
+        lines.append(f"      <security-setting match={quoteattr(permission.match)}>")
+        for field_name, kind in PERMISSION_TYPES.items():
+            roles = permission.roles_for(field_name)
+            if roles:
+                lines.append(f"        <permission type={quoteattr(kind)} roles={quoteattr(','.join(roles))}/>")
+        lines.append("      </security-setting>")
+    lines.append("    </security-settings>")
+    return lines
+
+
+def render_artemis_security(topology: Topology, node_name: str) -> dict[str, str]:
+    """The login module's files for broker `node_name` (file name -> text), to put beside broker.xml (an Artemis
+    instance's etc/, where the reference broker reads them too); empty when the node does not authenticate."""
+    node = topology.node(node_name)
+    if not node.access.authenticate:
+        return {}
+    for user, password in node.users.items():  # what would read back differently from a properties file
+        for label, text, bad in (("user", user, "\\\n\r=: #!,"), ("password", password, "\\\n\r")):
+            if not text or any(ch in text for ch in bad) or text != text.strip():
+                raise RenderError(f"{node_name}: users: {label} {text!r}: expected no spaces at either end and none "
+                                  f"of {bad!r} (they mean something in a properties file)")
+    roles = dict(node.roles) if node.permissions else {ALL_USERS_ROLE: tuple(node.users)}
+    header = f"# generated from topology {topology.name!r} for broker {node_name} by harness.render.artemis\n"
+    users = header + "".join(f"{user} = {password}\n" for user, password in node.users.items())
+    role_lines = header + "".join(f"{role} = {','.join(members)}\n" for role, members in roles.items())
+    return {USERS_FILE: users, ROLES_FILE: role_lines}
+
+
+def _tls_params(topology: Topology, node_name: str, listener: str, pki: TestPki | None) -> str:
+    """The acceptor URL's TLS parameters for a listener with TLS, else "". Artemis reads a PEM key store with
+    keyStoreType=PEM: one file holding the private key and the certificate, which is written next to the
+    PKI's certificate (the reference broker reads the same file)."""
+    tls = topology.listener_tls(node_name, listener)
+    if tls is None:
+        return ""
+    if pki is None:
+        raise RenderError(f"{node_name}: listener {listener!r} has TLS but no test PKI was given (pki=)")
+    if not tls.require:
+        raise RenderError(f"{node_name}: listener {listener!r}: an Artemis acceptor is TLS or plain, not both "
+                          "(access.tls.require false is not supported for brokers)")
+    issued = pki.node_files(topology, node_name, listener=listener)
+    key_store = issued.cert.with_name(issued.cert.name.replace(".crt.pem", "") + ".keystore.pem")
+    key_store.write_bytes(issued.key.read_bytes() + issued.cert.read_bytes())
+    key_store.chmod(0o600)
+    params = ["sslEnabled=true", f"keyStorePath={key_store}", "keyStoreType=PEM"]
+    if issued.password:
+        params.append(f"keyStorePassword={issued.password}")
+    params += [f"trustStorePath={issued.ca}", "trustStoreType=PEM"]
+    if tls.client_certs == "required":
+        params.append("needClientAuth=true")
+    elif tls.client_certs == "optional":
+        params.append("wantClientAuth=true")
+    return ";" + ";".join(params)
 
 
 def _anycast(name: str) -> str:

@@ -37,7 +37,9 @@ from proton.reactor import ApplicationEvent, EventInjector
 from ..links import forget_state, link_property, read_message, refuse, terminus_symbols
 from ..peek import Peek, peek, redelivered
 from . import federation as federating
+from . import access as access_module
 from . import mirror as mirroring
+from .access import AccessControl
 from .config import ANYCAST, MULTICAST, BrokerConfig
 from .connections import BrokerConnections
 from .journal import GroupCommitter, Journal
@@ -149,6 +151,8 @@ class Broker:
         self.index_entries = False  # keep Queue.keyed: once this broker mirrors or is mirrored to
         self._via: str | None = None  # while applying a mirror event: the node it came from
         self.connections = BrokerConnections(self, config.broker_connections)
+        # Security on: every attach is checked for the connection's user (access.py); off: no check at all.
+        self.access = AccessControl(config) if config.security_enabled else None
         self.federation = federating.Federation(self)
         self._calls: queue_module.SimpleQueue = queue_module.SimpleQueue()  # (function, Future) from other threads
         self._call_injector: EventInjector | None = None
@@ -350,6 +354,8 @@ class Broker:
                 _refuse(link, "amqp:precondition-failed", why)
             return
         if mirroring.is_mirror_attach(link):
+            if self.access is not None and self._unauthorized(link, ["send"], link.remote_target.address or ""):
+                return
             target = mirroring.MirrorTarget(self, link)
             why = target.open(self.node_id)
             if why is not None:
@@ -361,6 +367,9 @@ class Broker:
         target = link.remote_target
         address = target.address or None
         hint = _routing_hint(target.capabilities)
+        if address is not None and self.access is not None:
+            if self._unauthorized(link, self.access.needed(self.addresses, address, hint, consumer=False), address):
+                return
         if address is not None:
             info, _ = self._resolve(address, hint, for_consumer=False)
             if info is None:
@@ -379,6 +388,11 @@ class Broker:
             _refuse(link, "amqp:invalid-field", "a receiver needs a source address")
             return
         hint = _routing_hint(source.capabilities)
+        if self.access is not None:
+            needed = self.access.needed(self.addresses, address, hint, consumer=True,
+                                        subscription=self._new_subscription(link, address, source))
+            if self._unauthorized(link, needed, address):
+                return
         info, routing = self._resolve(address, hint, for_consumer=True)
         if info is None:
             _refuse(link, "amqp:not-found", f"address {address!r} has no queue and auto-create is off")
@@ -403,6 +417,20 @@ class Broker:
                 queue.federation_filter = (consumer.federation_node, consumer.max_hops)
         link.open()
         self.federation.demand_changed(queue.address)
+
+    def _unauthorized(self, link, operations: list[str], address: str) -> bool:
+        why = self.access.refuse(link, operations, address)
+        if why is not None:
+            _refuse(link, access_module.UNAUTHORIZED, why)
+        return why is not None
+
+    def _new_subscription(self, link, address, source) -> str | None:
+        """What queue a consumer's attach would create if it ends up multicast (see _subscription): "durable",
+        "non-durable", or None when its durable subscription exists already."""
+        if source.durability != Terminus.NONDURABLE and source.expiry_policy == Terminus.EXPIRE_NEVER:
+            existing = self.queues.get(f"{link.connection.remote_container}.{link.name}")
+            return None if existing is not None and existing.address == address else "durable"
+        return "non-durable"
 
     def _subscription(self, link, address, source) -> Queue | None:
         durable = source.durability != Terminus.NONDURABLE and source.expiry_policy == Terminus.EXPIRE_NEVER
@@ -513,6 +541,12 @@ class Broker:
         if not address:
             _finish(dlv, Delivery.REJECTED, Condition("amqp:invalid-field", "message has no 'to' address"))
             return
+        if producer.address is None and self.access is not None:  # the anonymous relay: checked per message
+            why = self.access.refuse_message(
+                link, self.access.needed(self.addresses, address, producer.routing_hint, consumer=False), address)
+            if why is not None:
+                _finish(dlv, Delivery.REJECTED, Condition(access_module.UNAUTHORIZED, why))
+                return
         info, _ = self._resolve(address, producer.routing_hint, for_consumer=False)
         if info is None:
             _finish(dlv, Delivery.REJECTED, Condition("amqp:not-found", f"address {address!r} does not exist"))

@@ -58,7 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     ports = []
     for acceptor in config.acceptors:
         try:
-            ports.append(server.listen(acceptor.host, acceptor.port))
+            doors = _doors(config, acceptor)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError: a key that does not decrypt, ...
+            print(f"{config.path}:{acceptor.line}: acceptor {acceptor.name!r}: cannot load its TLS files: "
+                  f"{' '.join(str(exc).split())}", file=sys.stderr)
+            return 1
+        try:
+            ports.append(server.listen(acceptor.host, acceptor.port, **doors))
         except OSError as exc:
             print(f"{config.path}:{acceptor.line}: acceptor {acceptor.name!r}: cannot listen on "
                   f"{acceptor.host}:{acceptor.port}: {exc.strerror or exc}", file=sys.stderr)
@@ -82,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         log.log(serving.NOTICE, "Journal %s: %d message(s) recovered%s", journal.path, recovered,
                 f", {torn} byte(s) of torn tail discarded" if torn else "")
     for acceptor, port in zip(config.acceptors, ports, strict=True):
-        log.log(serving.NOTICE, "Listening on %s:%d (acceptor %r, protocols AMQP)", acceptor.host, port,
-                acceptor.name)
+        log.log(serving.NOTICE, "Listening on %s:%d (acceptor %r, protocols AMQP%s%s)", acceptor.host, port,
+                acceptor.name, ", TLS" if acceptor.tls else "", ", SASL PLAIN" if config.security_enabled else "")
     for skipped in config.skipped_acceptors:
         log.log(serving.NOTICE, "Acceptor %r not opened: protocols=%s does not include AMQP (the reference broker "
                 "serves AMQP only)", skipped.name, skipped.protocols)
@@ -95,6 +101,25 @@ def main(argv: list[str] | None = None) -> int:
     broker.close_journal()
     log.log(serving.NOTICE, "Broker %s stopped", config.name)
     return code
+
+
+def _doors(config, acceptor) -> dict:
+    """The SASL server and TLS of an acceptor, for ForegroundServer.listen: with security on, SASL PLAIN
+    against artemis-users.properties and nothing else (no ANONYMOUS; a client that skips SASL is refused);
+    with sslEnabled, TLS from the acceptor's PEM files (keyStorePath holds both key and chain)."""
+    doors: dict = {}
+    if config.security_enabled:
+        from ..security import SaslPolicy
+
+        doors["sasl"] = SaslPolicy(mechanisms=("PLAIN",), authenticate=True, users=dict(config.users))
+    if acceptor.tls is not None:
+        from ..security import ServerTls
+
+        tls = acceptor.tls
+        doors["tls"] = ServerTls(cert=tls.key_store, key=tls.key_store, password=tls.key_password,
+                                 ca=tls.trust_store, verify=tls.client_certs, require=True)
+        doors["tls"].context()  # now, so that a bad file is a start-up error and not every client's
+    return doors
 
 
 def _handler(broker: Broker) -> type[BaseHTTPRequestHandler]:
