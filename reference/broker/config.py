@@ -33,7 +33,8 @@ own file format. The root is `<configuration>` holding `<core>` (a `<jms>` sibli
   TLS (`sslEnabled=true`, `_acceptor_tls`): the reference reads PEM files where Artemis reads keystores (Artemis
   reads the same files with `keyStoreType=PEM`): `keyStorePath` is one PEM file holding the private key and the
   certificate chain, `keyStorePassword` decrypts the key, `trustStorePath` is a PEM file of CA certificates,
-  `needClientAuth` / `wantClientAuth` require or ask for a client certificate it verifies, `verifyHost` is read;
+  `needClientAuth` / `wantClientAuth` require or ask for a client certificate it verifies, `verifyHost` (which
+  on an acceptor checks that the client's certificate names the client's host) is accepted only false;
   relative paths are relative to broker.xml's folder. A non-PEM store type and the TLS tuning parameters
   (`enabledProtocols`, `enabledCipherSuites`, `crlPath`, ...) are refused while sslEnabled is true.
 * addresses: address names and queue names are broker-wide (a second declaration is refused, naming its
@@ -93,7 +94,6 @@ class AcceptorTls:
     key_password: str | None = None
     trust_store: str | None = None
     client_certs: str = "none"  # none | optional (wantClientAuth) | required (needClientAuth)
-    verify_host: bool = False
 
 
 @dataclass(frozen=True)
@@ -499,7 +499,7 @@ def _acceptor_tls(name: str, params: dict, path, line: int) -> AcceptorTls | Non
     """The TLS of an acceptor URL: keyStorePath and trustStorePath are PEM files (the reference reads no Java
     keystore: keyStoreType and trustStoreType must be PEM when given); keyStorePassword decrypts the key;
     trustStorePassword means nothing for PEM and is ignored; needClientAuth / wantClientAuth ask for a client
-    certificate verified by trustStorePath; verifyHost also checks it names the client's host."""
+    certificate verified by trustStorePath; verifyHost=true is refused."""
     enabled = params.get("sslEnabled", "false").strip().lower()
     if enabled not in ("true", "false"):
         raise ConfigError(path, line, f"acceptor {name!r}: sslEnabled: expected true or false, got {enabled!r}")
@@ -531,6 +531,9 @@ def _acceptor_tls(name: str, params: dict, path, line: int) -> AcceptorTls | Non
     if (need or want) and trust is None:
         raise ConfigError(path, line, f"acceptor {name!r}: {'needClientAuth' if need else 'wantClientAuth'}=true "
                           "needs trustStorePath (PEM CA certificates)")
+    if flag("verifyHost"):  # on an acceptor: the client certificate must name the client's host
+        raise ConfigError(path, line, f"acceptor {name!r}: verifyHost=true is not supported yet by the reference "
+                          "broker (expected false)")
     folder = os.path.dirname(os.path.abspath(path)) if path != "<string>" else os.getcwd()
     for key, file in (("keyStorePath", key_store), ("trustStorePath", trust)):
         if file is not None and not os.path.isfile(os.path.join(folder, file)):
@@ -539,8 +542,7 @@ def _acceptor_tls(name: str, params: dict, path, line: int) -> AcceptorTls | Non
         key_store=os.path.join(folder, key_store),
         key_password=params.get("keyStorePassword") or None,
         trust_store=os.path.join(folder, trust) if trust else None,
-        client_certs="required" if need else "optional" if want else "none",
-        verify_host=flag("verifyHost"))
+        client_certs="required" if need else "optional" if want else "none")
 
 
 def _security_settings(el, path) -> list[SecuritySetting]:

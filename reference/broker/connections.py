@@ -23,6 +23,12 @@ Behaviour follows the seed and, where it is silent, Artemis's own broker connect
     receiver consumes phase 0; no connector or autolinks are needed on the router;
   - `<mirror>`: see mirror.py.
   A link the remote refuses or closes ends the connection, which is then retried.
+* A secured target (002_f23507c2891d6d06.txt, "Important"): the connection dials with SASL PLAIN as its
+  `user`/`password`; the target checks every attach against that user's permissions. A wrong password fails
+  the dial (SASL outcome auth), a missing permission refuses the link (`amqp:unauthorized-access`): either way
+  the connection fails, is logged at warning with the target's condition, is retried by the reconnect
+  policy, and the management view's `last_error` and `errors` say why. Nothing is forwarded: a `<sender>`'s
+  messages stay on this broker's queue, a mirror's events on its store-and-forward queue.
 """
 
 from __future__ import annotations
@@ -63,6 +69,11 @@ class BrokerConnection:
         self.targets_tried: collections.deque = collections.deque(maxlen=HISTORY)
         self.linked: set[tuple[str, str]] = set()  # (queue name, "sender"/"receiver") already linked
         self.mirror: MirrorSource | None = None
+        # Why the connection or one of its links last failed ("amqp:unauthorized-access: ..." when the target
+        # refused an operation to the connection's user), for the management view: a broker connection whose user
+        # lacks a permission keeps failing and retrying, and this says why (002_f23507c2891d6d06.txt).
+        self.last_error: str | None = None
+        self.errors = 0  # link or connection failures since the start
 
     @property
     def name(self) -> str:
@@ -73,7 +84,8 @@ class BrokerConnection:
                 "target": self.target, "attempts": self.failures, "connects": self.connects,
                 "gave_up": self.gave_up, "attempt_times": list(self.attempt_times),
                 "targets_tried": list(self.targets_tried),
-                "mirror_queue": self.mirror.queue_name if self.mirror is not None else None}
+                "mirror_queue": self.mirror.queue_name if self.mirror is not None else None,
+                "last_error": self.last_error, "errors": self.errors}
 
 
 class BrokerConnections:
@@ -169,6 +181,8 @@ class BrokerConnections:
             bc.failures += 1
         condition = conn.transport.condition if conn.transport is not None else None
         why = f"{condition.name}: {condition.description}" if condition is not None else "closed"
+        if condition is not None:  # a failed dial or SASL exchange (a wrong password: the SASL outcome auth)
+            bc.last_error, bc.errors = why, bc.errors + 1
         if not bc.started:
             return
         d = bc.definition
@@ -186,6 +200,7 @@ class BrokerConnections:
     def error(self, bc: BrokerConnection, why: str) -> None:
         """A link of the connection failed: end the connection; closed() then retries it."""
         log.warning("Broker connection %r: %s; closing it", bc.name, why)
+        bc.last_error, bc.errors = why, bc.errors + 1
         conn = bc.connection
         if conn is not None and conn.state & Endpoint.LOCAL_ACTIVE:
             conn.close()
@@ -232,7 +247,9 @@ class BrokerConnections:
         what = f"{kind} link" + (f" for {queue.address!r}" if queue is not None else "")
         if link.remote_condition is not None or terminus is None or (terminus.address is None
                                                                      and not terminus.dynamic):
-            self.error(bc, f"the remote refused the {what}: {link.remote_condition}")
+            condition = link.remote_condition
+            shown = f"{condition.name}: {condition.description}" if condition is not None else "no condition"
+            self.error(bc, f"the remote refused the {what}: {shown}")
             return
         if kind == "federation":
             why = self.broker.federation.control_answered(link)
@@ -258,7 +275,9 @@ class BrokerConnections:
             return
         if bc.connection is not None and link.connection == bc.connection and bc.connected:
             what = f"{kind} link" + (f" for {queue.address!r}" if queue is not None else "")
-            self.error(bc, f"the remote closed the {what}: {link.remote_condition}")
+            condition = link.remote_condition
+            shown = f"{condition.name}: {condition.description}" if condition is not None else "no condition"
+            self.error(bc, f"the remote closed the {what}: {shown}")
 
     def stop(self) -> None:
         for bc in self.items.values():

@@ -14,9 +14,13 @@
     409 while the queue has consumers (Artemis refuses too); a mirrored deleteQueue removes them;
   - `GET /broker-connections` -> per `<amqp-connection>`: name, uri, started, connected, target, attempts
     (failed dials since the last success), connects, gave_up, attempt_times and targets_tried (the last 50
-    dials), mirror_queue;
+    dials), mirror_queue, last_error (why the connection or a link of it last failed, with the target's
+    condition: `amqp:unauthorized-access: ...` when its user lacks a permission there) and errors (how many times);
   - `POST /broker-connections/NAME/start` starts one (Artemis's startBrokerConnection) -> 200, or 404 for an
     unknown name, 409 when it is already started.
+* Security on (`<security-enabled>`, config.py): every acceptor runs the event loop's SASL server, PLAIN only,
+  against artemis-users.properties; an acceptor with `sslEnabled=true` is TLS only, from its PEM files, loaded
+  before anything listens (a bad file is the one stderr line, `FILE:LINE: acceptor ...`, exit 1).
 * SIGTERM / SIGINT close every connection, flush the journal, then exit 0.
 """
 
