@@ -6,7 +6,7 @@ a chain of reactor events. For a server that only accepts connections, this loop
 `selectors` poll, one collector and a direct call per event, which is most of the broker's CPU per message.
 
 It offers the part of the Container interface the reference servers use: `listen`, `connect` (outgoing
-connections, SASL ANONYMOUS), `selectable` (an EventInjector: thread-safe application events), `schedule`,
+connections), `selectable` (an EventInjector: thread-safe application events), `schedule`,
 `stop`, `run`, and `container_id`. The handler sees the same events with the same method names
 (`on_connection_init`, `on_link_remote_open`, `on_delivery`, `on_transport_closed`, ...), plus
 `on_reactor_init` once and `on_reactor_quiesced` after each batch of I/O, before any output of that batch is
@@ -23,6 +23,13 @@ One connection's trouble never stops the process (a reference must survive what 
 * a client's SASL frames are checked (reference/sasl_guard.py) before the transport sees them, because
   proton-C crashes on some malformed ones;
 * a socket whose peer has closed is closed too, also when the transport has stopped reading.
+
+Transport security (reference/security/): a listener may have TLS (`ServerTls`) and a SASL policy
+(`SaslPolicy`), an outgoing connection TLS (`ClientTls`). Such a connection takes the secured path: bytes go
+socket -> TLS -> the loop's own SASL server (or client, for EXTERNAL) -> proton's transport, and back. A TLS or
+SASL refusal is logged with the peer's address and closes the socket before any AMQP reaches the transport.
+A connection without TLS leaves the secured path as soon as its SASL exchange is over, so plain connections
+cost per message what they cost before.
 """
 
 from __future__ import annotations
@@ -53,6 +60,8 @@ from proton import Collector, Condition, Connection, Delivery, Endpoint, Event, 
 
 from .attach_caps import AttachTap
 from .sasl_guard import SaslGuard
+from .security.sasl import SaslClient, SaslPolicy, SaslServer
+from .security.tls import TLS_RECORD_HANDSHAKE, ClientTls, ServerTls, TlsFailure, TlsLayer
 
 log = logging.getLogger("SERVER")
 
@@ -60,6 +69,7 @@ _BACKLOG = 128
 _READ_CHUNK = 65536
 _TRANSPORT_CLOSED = Event.TRANSPORT_CLOSED.number
 _NULL = ffi.NULL
+_SECURE_OUT_HIGH = 65536  # the secured path takes more of the transport's output only below this backlog
 
 
 @dataclass
@@ -111,6 +121,8 @@ class Listener:
     sock: socket.socket
     port: int
     loop: EngineLoop
+    tls: ServerTls | None = None
+    sasl: SaslPolicy | None = None
 
     def close(self) -> None:
         self.loop._forget(self.sock)
@@ -130,8 +142,32 @@ class _Peer:
     failed: bool = False  # a handler failed on it: its input is ignored, the socket closes once output is out
     tap: AttachTap | None = None  # link capabilities in attach frames (EngineLoop(link_capabilities=True))
     outbuf: bytes = b""  # with a tap: output taken from the transport (and rewritten) not yet sent
+    sec: _Secure | None = None  # TLS and/or the loop's own SASL exchange (the secured path)
 
 
+@dataclass(eq=False)
+class _Secure:
+    """A connection on the secured path: its TLS layer (made on the first byte for a listener, which is how
+    a plain client on a TLS-required listener is told apart), its SASL exchange, plaintext waiting for room in
+    the transport (`inbuf`), ciphertext waiting for room in the socket (`outbuf`)."""
+
+    server: bool
+    listener_tls: ServerTls | None = None  # a listener's TLS, until the first byte decides
+    tls: TlsLayer | None = None
+    sasl: SaslServer | SaslClient | None = None
+    inbuf: bytes = b""
+    outbuf: bytes = b""
+    plain_out: bytes = b""  # plaintext waiting for the TLS handshake to finish
+    decided: bool = False  # the first byte has been seen (listeners)
+    closing: str | None = None  # refused: why; the socket closes once outbuf is out
+    recorded: bool = False  # the identity is on the connection
+
+    def peer_cn(self) -> str | None:
+        return self.tls.peer_cn() if self.tls is not None else None
+
+    def amqp_ready(self) -> bool:
+        return (self.tls is None or self.tls.ready) and (self.sasl is None or self.sasl.done) and (
+            self.decided or not self.server)
 @dataclass(order=True)
 class _Timer:
     deadline: float
@@ -153,12 +189,19 @@ class EngineLoop:
         self._timer_seq = itertools.count()
         self._methods: dict[int, tuple] = {}  # event type number -> (bound handler method or None, EventType)
         self._stopped = False
+        self._backlog: set[_Peer] = set()  # secured peers with plaintext the transport had no room for
         self._loop_errors = 0  # exceptions from loop-wide handlers (not tied to one connection), for the log
 
     # ---- the Container interface the servers use ----------------------------------------------------------------
 
-    def listen(self, url: str) -> Listener:
-        """Bind and listen on `host:port` now (OSError when it cannot); port 0 gets a free port."""
+    def listen(self, url: str, *, tls: ServerTls | None = None, sasl: SaslPolicy | None = None) -> Listener:
+        """Bind and listen on `host:port` now (OSError when it cannot); port 0 gets a free port.
+
+        `tls`: the listener's TLS (its context is built here, so a missing or unreadable certificate raises
+        OSError, ssl.SSLError or ValueError before anything listens). `sasl`: the loop runs the SASL exchange
+        itself against this policy; None keeps proton's own (ANONYMOUS, nobody checked)."""
+        if tls is not None:
+            tls.context()
         host, _, port = url.rpartition(":")
         sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         try:
@@ -169,7 +212,7 @@ class EngineLoop:
         except OSError:
             sock.close()
             raise
-        listener = Listener(sock, sock.getsockname()[1], self)
+        listener = Listener(sock, sock.getsockname()[1], self, tls, sasl)
         self.selector.register(sock, selectors.EVENT_READ, listener)
         return listener
 
@@ -179,9 +222,15 @@ class EngineLoop:
             peer.connection.loop_tap = peer.tap
 
     def connect(self, url: str, allowed_mechs: str = "ANONYMOUS", user: str | None = None,
-                password: str | None = None) -> Connection:
+                password: str | None = None, tls: ClientTls | None = None) -> Connection:
         """Open an outgoing connection to `amqp://host:port` and return it at once; the handler sees it come
-        up (`on_connection_remote_open`) or fail (`on_transport_closed`, with a condition) like any other."""
+        up (`on_connection_remote_open`) or fail (`on_transport_closed`, with a condition) like any other.
+
+        proton's client SASL does ANONYMOUS and PLAIN. EXTERNAL (with `tls` and a client certificate) is done
+        by the loop, because proton offers it only when its own TLS layer supplied the identity. `tls`: the
+        server's certificate is checked against `tls.ca` (and the host name when `tls.verify_hostname`)."""
+        if tls is not None:
+            tls.context()
         host, _, port = url.split("://", 1)[-1].rpartition(":")
         host = host.strip("[]") or "127.0.0.1"
         connection = Connection()
@@ -193,15 +242,26 @@ class EngineLoop:
             connection.user = user
             connection.password = password or ""
         transport = Transport(Transport.CLIENT)
-        sasl = transport.sasl()
-        sasl.allowed_mechs(allowed_mechs)
-        if user is not None:
-            sasl.allow_insecure_mechs = True  # PLAIN over plain TCP: only on loopback here, TLS is not supported yet
+        external = tls is not None and allowed_mechs.split() == ["EXTERNAL"]
+        if not external:
+            sasl = transport.sasl()
+            sasl.allowed_mechs(allowed_mechs)
+            if user is not None or tls is not None:
+                # proton calls PLAIN insecure because it cannot see the loop's TLS; without TLS, PLAIN over
+                # plain TCP is what the config asked for (loopback in the harness)
+                sasl.allow_insecure_mechs = True
         transport.bind(connection)
         sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peer = _Peer(sock, transport, connection, writing=True, connecting=True)
+        if tls is not None:
+            try:
+                layer = TlsLayer(tls.context(), server=False, hostname=host)
+            except TlsFailure as failure:  # cannot even start (e.g. no usable protocol version)
+                layer, peer.failed = None, True
+                log.warning("Connection to %s failed: %s", url, failure)
+            peer.sec = _Secure(server=False, tls=layer, sasl=SaslClient("EXTERNAL") if external else None)
         self._tap(peer)
         self._peers[sock] = peer
         try:
@@ -235,6 +295,9 @@ class EngineLoop:
             self._dispatch_events()  # what the quiesced handler's work produced (frames to write, closes)
             timeout = self._tick_all()  # before writing: a heartbeat due now must go out in this turn
             self._write_all()
+            if self._backlog:  # plaintext the transports had no room for: push it, and do not sleep on it
+                self._drain_backlog()
+                timeout = 0.0 if self._backlog else timeout
             self._wait_and_read(timeout)
             self._run_timers()
         for peer in list(self._peers.values()):
@@ -329,11 +392,19 @@ class EngineLoop:
             transport = Transport(Transport.SERVER)
             transport.bind(connection)
             peer = _Peer(sock, transport, connection, guard=SaslGuard())
+            if listener.tls is not None or listener.sasl is not None:
+                peer.sec = _Secure(server=True, listener_tls=listener.tls)
+                if listener.sasl is not None:
+                    peer.sec.sasl = SaslServer(listener.sasl, peer.sec.peer_cn)
+                    peer.guard = None  # SaslServer reads the frames with the guard's checks
             self._tap(peer)
             self._peers[sock] = peer
             self.selector.register(sock, selectors.EVENT_READ, peer)
 
     def _read(self, peer: _Peer) -> None:
+        if peer.sec is not None:
+            self._read_secure(peer)
+            return
         transport = peer.transport
         capacity = transport.capacity()
         if capacity == 0:
@@ -370,7 +441,7 @@ class EngineLoop:
         for peer in list(self._peers.values()):
             if peer.connecting:
                 continue  # its socket wakes the loop when the connect completes
-            want_write = self._write(peer)
+            want_write = self._write_plain(peer) if peer.sec is None else self._write_secure(peer)
             if want_write != peer.writing:
                 peer.writing = want_write
                 mask = selectors.EVENT_READ | (selectors.EVENT_WRITE if want_write else 0)
@@ -378,7 +449,7 @@ class EngineLoop:
         self._dispatch_events()  # a failed send closes a transport: TRANSPORT_CLOSED, which drops the peer
 
     @staticmethod
-    def _write(peer: _Peer) -> bool:
+    def _write_plain(peer: _Peer) -> bool:
         """Write what the transport has until it has nothing more or the socket is full; returns whether it
         still has output (so the loop must wake when the socket is writable).
 
@@ -420,6 +491,172 @@ class EngineLoop:
             if sent < len(data):  # the socket's buffer is full: wait until it drains
                 return True
 
+    # ---- the secured path (TLS, the loop's SASL) ----------------------------------------------------------------
+
+    def _read_secure(self, peer: _Peer) -> None:
+        sec, transport = peer.sec, peer.transport
+        try:
+            data = peer.sock.recv(_READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            log.debug("recv from %s failed: %s", _name(peer.sock), exc)
+            data = b""
+        if not data:
+            if sec.server and not sec.amqp_ready() and not sec.closing:
+                log.warning("Connection from %s closed by the peer during the %s handshake", _name(peer.sock),
+                            "TLS" if sec.tls is not None and not sec.tls.ready else "SASL")
+            transport.close_tail()
+            transport.close_head()
+            return
+        if peer.failed or sec.closing:
+            return
+        try:
+            plain = self._decrypt(peer, data)
+        except TlsFailure as failure:
+            self._refuse(peer, str(failure))
+            return
+        if plain and sec.sasl is not None and not sec.sasl.done:
+            plain = sec.sasl.feed(plain)
+            if sec.sasl.failed:
+                self._refuse(peer, f"SASL: {sec.sasl.failed}", "amqp:unauthorized-access")
+                return
+        elif plain and peer.guard is not None:
+            problem = peer.guard.check(plain)
+            if peer.guard.done:
+                peer.guard = None
+            if problem is not None:
+                self._refuse(peer, problem)
+                return
+        if not sec.recorded and sec.amqp_ready():
+            self._record_identity(peer)
+        if plain:
+            if peer.tap is not None:
+                peer.tap.feed_in(plain)
+            sec.inbuf += plain
+            self._push(peer)
+
+    def _decrypt(self, peer: _Peer, data: bytes) -> bytes:
+        sec = peer.sec
+        if not sec.decided:  # a listener: the first byte says whether the client starts TLS
+            sec.decided = True
+            if sec.listener_tls is not None:
+                if data[0] == TLS_RECORD_HANDSHAKE:
+                    sec.tls = TlsLayer(sec.listener_tls.context(), server=True)
+                elif sec.listener_tls.require:
+                    raise TlsFailure("TLS: the client did not start TLS, and this listener requires it (requireSsl)")
+        if sec.tls is None:
+            return data
+        plain = sec.tls.feed(data)
+        if sec.tls.closed:
+            peer.transport.close_tail()
+        return plain
+
+    def _record_identity(self, peer: _Peer) -> None:
+        sec, connection = peer.sec, peer.connection
+        sec.recorded = True
+        if sec.tls is not None:
+            connection.security_peer_cn = sec.tls.peer_cn()
+        if sec.server and sec.sasl is not None:
+            connection.security_user = sec.sasl.user
+            log.debug("Connection from %s authenticated as %r (%s)", _name(peer.sock), sec.sasl.user,
+                      sec.sasl.mechanism or "no SASL")
+
+    def _refuse(self, peer: _Peer, why: str, condition: str = "proton:io") -> None:
+        """Refuse a connection for a TLS or SASL reason: log it with the peer's address, send what is pending
+        (a TLS alert, a sasl-outcome) and close; nothing reaches the AMQP layer."""
+        sec = peer.sec
+        if sec.server:
+            log.warning("Connection from %s refused: %s", _name(peer.sock), why)
+        else:
+            log.warning("Connection to %s failed: %s", peer.connection.url, why)
+        sec.closing, sec.inbuf = why, b""
+        self._backlog.discard(peer)
+        peer.transport.condition = Condition(condition, why[:200])
+        if sec.tls is not None:
+            try:
+                if sec.sasl is not None:
+                    sec.tls.wrap(sec.sasl.take_output())
+                sec.outbuf += sec.tls.take_output()
+            except TlsFailure:
+                pass
+        elif sec.sasl is not None:
+            sec.outbuf += sec.sasl.take_output()
+
+    def _push(self, peer: _Peer) -> None:
+        """Give the transport as much of the waiting plaintext as it has room for."""
+        sec, transport = peer.sec, peer.transport
+        capacity = transport.capacity()
+        if capacity < 0:  # the transport stopped reading: what is left can never be read
+            sec.inbuf = b""
+        elif capacity > 0:
+            chunk, sec.inbuf = sec.inbuf[:capacity], sec.inbuf[capacity:]
+            transport.push(chunk)
+        if sec.inbuf:
+            self._backlog.add(peer)
+        else:
+            self._backlog.discard(peer)
+
+    def _write_secure(self, peer: _Peer) -> bool:
+        sec, transport, tap = peer.sec, peer.transport, peer.tap
+        plain = b""
+        if not sec.closing:
+            if sec.sasl is not None:
+                plain += sec.sasl.take_output()
+            if sec.amqp_ready():
+                while len(sec.outbuf) + len(plain) < _SECURE_OUT_HIGH:
+                    pending = transport.pending()
+                    if pending <= 0:
+                        if peer.failed and not sec.outbuf and not plain:
+                            transport.close_tail()
+                            transport.close_head()
+                            return False
+                        break
+                    chunk = bytes(transport.peek(pending))
+                    transport.pop(pending)
+                    plain += tap.feed_out(chunk) if tap is not None else chunk
+            try:
+                if sec.tls is not None:
+                    if sec.tls.ready:
+                        sec.tls.wrap(sec.plain_out + plain)
+                        sec.plain_out = b""
+                    else:
+                        sec.plain_out += plain
+                    sec.outbuf += sec.tls.take_output()
+                else:
+                    sec.outbuf += plain
+            except TlsFailure as failure:
+                self._refuse(peer, str(failure))
+        while sec.outbuf:
+            try:
+                sent = peer.sock.send(sec.outbuf)
+            except (BlockingIOError, InterruptedError):
+                return True
+            except OSError as exc:
+                log.debug("send to %s failed: %s", _name(peer.sock), exc)
+                sec.outbuf = b""
+                transport.close_head()
+                transport.close_tail()
+                return False
+            sec.outbuf = sec.outbuf[sent:]
+            if sec.outbuf:
+                return True
+        if sec.closing:
+            transport.close_tail()
+            transport.close_head()
+        elif sec.tls is None and sec.amqp_ready() and not sec.inbuf:
+            if not sec.recorded:
+                self._record_identity(peer)
+            peer.sec = None  # SASL is over on a plain connection: back to the plain path, at its cost
+        return False
+
+    def _drain_backlog(self) -> None:
+        for peer in list(self._backlog):
+            if peer.sec is None or peer.sock not in self._peers:
+                self._backlog.discard(peer)
+            else:
+                self._push(peer)
+
     def _tick_all(self) -> float | None:
         """Let each transport send heartbeats that are due and time out silent peers; returns how long the
         loop may wait for I/O (None: until something happens)."""
@@ -454,6 +691,9 @@ class EngineLoop:
             self._connect_failed(peer, os.strerror(error))
             return
         peer.connecting = False
+        if peer.failed and peer.sec is not None:  # its TLS could not start (logged): fail like a refused connect
+            self._connect_failed(peer, "TLS could not start")
+            return
         peer.writing = False  # from now on _write_all asks for writability only while output is pending
         self.selector.modify(peer.sock, selectors.EVENT_READ, peer)
 
@@ -483,6 +723,7 @@ class EngineLoop:
                 return
 
     def _drop(self, peer: _Peer) -> None:
+        self._backlog.discard(peer)
         self._forget(peer.sock)
         self._peers.pop(peer.sock, None)
         peer.sock.close()

@@ -135,14 +135,11 @@ class _Reader:
     def _int(self, width: int) -> int:
         return int.from_bytes(self._take(width), "big") if width else 0
 
-    def performative(self) -> None:
-        if self._take(1) != b"\x00":
-            raise _Bad("SASL frame body is not a described type (AMQP 1.0 §5.3.3)")
-        code = self._descriptor()
+    def performative(self) -> tuple[int, list[tuple[str, bytes]]]:
+        code, values = self.any_performative()
         name = _SASL_NAMES.get(code)
         if code not in _FIELDS:
             raise _Bad(f"a client may not send {name or f'descriptor 0x{code:x}'} (AMQP 1.0 §5.3.3)")
-        values = self._list(name)
         for index, (field, types, mandatory) in enumerate(_FIELDS[code]):
             kind = values[index][0] if index < len(values) else "null"
             if kind == "null":
@@ -155,6 +152,14 @@ class _Reader:
                 _utf8(values[index][1], f"{name}: field {field}")
             if kind == "symbol" and not values[index][1].isascii():
                 raise _Bad(f"{name}: field {field} is a symbol with non-ASCII bytes (AMQP 1.0 §1.6.20)")
+        return code, values
+
+    def any_performative(self) -> tuple[int, list[tuple[str, bytes]]]:
+        """The descriptor code and the fields (type name, encoded bytes) of any SASL performative."""
+        if self._take(1) != b"\x00":
+            raise _Bad("SASL frame body is not a described type (AMQP 1.0 §5.3.3)")
+        code = self._descriptor()
+        return code, self._list(_SASL_NAMES.get(code) or f"descriptor 0x{code:x}")
 
     def _descriptor(self) -> int:
         code = self._take(1)[0]
@@ -191,8 +196,25 @@ class _Reader:
             return kind, self._take(width)
         if code in _COMPOUND:
             width = _COMPOUND[code]
-            return "compound", self._take(self._int(width))
+            kind = f"array{width}" if code in (0xE0, 0xF0) else "compound"  # sasl-mechanisms has an array
+            return kind, self._take(self._int(width))
         raise _Bad(f"{name}: field has type code 0x{code:02x}, which SASL frames do not use")
+
+
+class SaslFrameError(ValueError):
+    """A SASL frame that cannot be read (what the message says)."""
+
+
+def decode_frame(frame: bytes, *, from_client: bool) -> tuple[int, list[tuple[str, bytes]]]:
+    """One whole SASL frame -> (descriptor code, fields as (type name, encoded bytes)). A client's frames get the
+    guard's full checks; a server's (read by the loop's own SASL client) only need to be readable."""
+    if len(frame) < FRAME_HEADER or frame[5] != SASL_FRAME_TYPE or frame[4] < 2 or frame[4] * 4 > len(frame):
+        raise SaslFrameError("not a SASL frame (AMQP 1.0 §5.3.1)")
+    reader = _Reader(frame[frame[4] * 4:])
+    try:
+        return reader.performative() if from_client else reader.any_performative()
+    except _Bad as bad:
+        raise SaslFrameError(str(bad)) from None
 
 
 def _utf8(raw: bytes, what: str) -> None:

@@ -1,0 +1,249 @@
+"""reference/loop.py's secured path (reference/security/): TLS, the loop's own SASL server and EXTERNAL client,
+against real sockets, proton clients with proton's own TLS, and certificates from harness/tlsca.py.
+
+What is pinned: PLAIN is checked against the users (outcome `auth` on a wrong password, AMQP part 5
+§5.3.3.6), ANONYMOUS is refused when authentication is on, EXTERNAL takes the client certificate's CN, a
+client certificate from another CA or an expired one fails the TLS handshake, a plain client on a
+TLS-required listener is refused, and an outgoing connection checks the server's certificate and name.
+Every refusal is logged with the peer's address and nothing reaches the AMQP handler.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+from proton import Message, SSLDomain
+from proton.reactor import ApplicationEvent, EventInjector
+from proton import ConnectionException
+from proton.utils import BlockingConnection
+
+from harness.tlsca import TestPki
+from harness.wait import wait_for
+from reference.loop import EngineLoop
+from reference.security import ClientTls, SaslPolicy, ServerTls, authenticated_user, peer_certificate_cn
+
+TIMEOUT = 10.0
+USERS = {"alice": "alice-secret"}
+
+
+class Recorder:
+    """Accepts everything and records who authenticated, per connection."""
+
+    def __init__(self):
+        self.users: list[tuple[str | None, str | None]] = []
+        self.messages: list = []
+        self.events: list = []
+
+    def on_connection_remote_open(self, event):
+        self.users.append((authenticated_user(event.connection), peer_certificate_cn(event.connection)))
+        if event.connection.state & event.connection.LOCAL_UNINIT:
+            event.connection.open()
+        self.events.append(("open", event.connection.remote_container))
+
+    def on_session_remote_open(self, event):
+        event.session.open()
+
+    def on_link_remote_open(self, event):
+        link = event.link
+        link.source.copy(link.remote_source)
+        link.target.copy(link.remote_target)
+        link.open()
+        if link.is_receiver:
+            link.flow(10)
+
+    def on_delivery(self, event):
+        dlv = event.delivery
+        if dlv.link.is_receiver and not dlv.partial:
+            message = Message()
+            message.decode(dlv.link.recv(dlv.pending))
+            dlv.link.advance()
+            self.messages.append(message.body)
+            dlv.update(dlv.ACCEPTED)
+            dlv.settle()
+
+    def on_connection_remote_close(self, event):
+        event.connection.close()
+
+    def on_transport_closed(self, event):
+        self.events.append(("closed", str(event.transport.condition)))
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    return TestPki(tmp_path_factory.mktemp("pki"))
+
+
+class Served:
+    def __init__(self, handler=None):
+        self.handler = handler or Recorder()
+        self.loop = EngineLoop(self.handler)
+        self.injector = EventInjector()
+        self.loop.selectable(self.injector)
+        self.thread = None
+
+    def start(self):
+        self.thread = threading.Thread(target=self.loop.run, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.loop.stop()
+        self.injector.trigger(ApplicationEvent("stop_now"))
+        self.thread.join(TIMEOUT)
+
+
+@pytest.fixture
+def serve():
+    started = []
+
+    def make(handler=None):
+        served = Served(handler)
+        started.append(served)
+        return served
+
+    yield make
+    for served in started:
+        served.stop()
+
+
+def server_tls(pki, verify="none", require=True, password=None):
+    issued = pki.issue("clients-ca", "server", purpose="both", password=password)
+    return ServerTls(cert=str(issued.cert), key=str(issued.key), password=password, ca=str(issued.ca),
+                     verify=verify, require=require)
+
+
+def client_ssl(pki, cert_ca=None, expired=False, subject="alice", trust="clients-ca"):
+    domain = SSLDomain(SSLDomain.MODE_CLIENT)
+    domain.set_trusted_ca_db(str(pki.ca_file(trust)))
+    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+    if cert_ca:
+        issued = pki.issue(cert_ca, subject, purpose="client", hostnames=(), expired=expired)
+        domain.set_credentials(str(issued.cert), str(issued.key), None)
+    return domain
+
+
+def connect(url, **kwargs):
+    conn = BlockingConnection(url, timeout=TIMEOUT, **kwargs)
+    conn.create_sender("q").send(Message(body="hi"))
+    conn.close()
+
+
+def test_plain_password_good_and_bad(serve, caplog):
+    served = serve()
+    listener = served.loop.listen("127.0.0.1:0", sasl=SaslPolicy(("PLAIN",), True, USERS))
+    served.start()
+    url = f"amqp://127.0.0.1:{listener.port}"
+    connect(url, user="alice", password="alice-secret", allowed_mechs="PLAIN", allow_insecure_mechs=True)
+    assert served.handler.users == [("alice", None)] and served.handler.messages == ["hi"]
+    with caplog.at_level(logging.WARNING, logger="SERVER"):
+        with pytest.raises(ConnectionException, match="unauthorized|Authentication"):
+            connect(url, user="alice", password="wrong", allowed_mechs="PLAIN", allow_insecure_mechs=True)
+        wait_for(lambda: "wrong user name or password" in caplog.text, TIMEOUT, "the refusal in the log")
+    assert "127.0.0.1:" in caplog.text and served.handler.messages == ["hi"]
+    wait_for(lambda: len(served.loop._peers) == 0, TIMEOUT, "the refused connection to be dropped")
+
+
+def test_anonymous_refused_when_authentication_is_on(serve):
+    served = serve()
+    listener = served.loop.listen("127.0.0.1:0", sasl=SaslPolicy(("ANONYMOUS", "PLAIN"), True, USERS))
+    served.start()
+    with pytest.raises(ConnectionException):
+        connect(f"amqp://127.0.0.1:{listener.port}", allowed_mechs="ANONYMOUS")
+    assert served.handler.messages == []
+
+
+def test_tls_with_plain_and_the_identity_reaches_the_handler(serve, pki):
+    served = serve()
+    listener = served.loop.listen("127.0.0.1:0", tls=server_tls(pki, password="key-pass"),
+                                  sasl=SaslPolicy(("PLAIN",), True, USERS))
+    served.start()
+    connect(f"amqps://localhost:{listener.port}", user="alice", password="alice-secret", allowed_mechs="PLAIN",
+            ssl_domain=client_ssl(pki))
+    assert served.handler.users == [("alice", None)] and served.handler.messages == ["hi"]
+
+
+def test_external_takes_the_client_certificate_cn(serve, pki):
+    served = serve()
+    listener = served.loop.listen("127.0.0.1:0", tls=server_tls(pki, verify="optional"),
+                                  sasl=SaslPolicy(("EXTERNAL",), True, USERS))
+    served.start()
+    url = f"amqps://localhost:{listener.port}"
+    connect(url, allowed_mechs="EXTERNAL", ssl_domain=client_ssl(pki, cert_ca="clients-ca", subject="carol"))
+    assert served.handler.users == [("carol", "carol")]
+    with pytest.raises(ConnectionException):  # no certificate: nothing EXTERNAL can vouch for
+        connect(url, allowed_mechs="EXTERNAL", ssl_domain=client_ssl(pki))
+    assert served.handler.messages == ["hi"]
+
+
+@pytest.mark.parametrize("cert_ca, expired", [("rogue-ca", False), ("clients-ca", True)], ids=["other-ca", "expired"])
+def test_a_bad_client_certificate_fails_the_handshake(serve, pki, caplog, cert_ca, expired):
+    served = serve()
+    listener = served.loop.listen("127.0.0.1:0", tls=server_tls(pki, verify="required"),
+                                  sasl=SaslPolicy(("EXTERNAL",), True, USERS))
+    served.start()
+    with caplog.at_level(logging.WARNING, logger="SERVER"):
+        with pytest.raises(ConnectionException):
+            connect(f"amqps://localhost:{listener.port}", allowed_mechs="EXTERNAL",
+                    ssl_domain=client_ssl(pki, cert_ca=cert_ca, expired=expired))
+        wait_for(lambda: "refused: TLS" in caplog.text, TIMEOUT, "the TLS refusal in the log")
+    assert served.handler.users == [] and served.handler.messages == []
+
+
+def test_a_plain_client_on_a_tls_required_listener_is_refused(serve, pki, caplog):
+    served = serve()
+    listener = served.loop.listen("127.0.0.1:0", tls=server_tls(pki))
+    served.start()
+    with caplog.at_level(logging.WARNING, logger="SERVER"):
+        with pytest.raises(ConnectionException):
+            connect(f"amqp://127.0.0.1:{listener.port}")
+        wait_for(lambda: "requireSsl" in caplog.text, TIMEOUT, "the refusal in the log")
+    assert served.handler.events == [("closed", "Condition('proton:io', 'TLS: the client did not start TLS, and "
+                                                 "this listener requires it (requireSsl)')")]
+
+
+def test_tls_optional_listener_takes_both(serve, pki):
+    served = serve()
+    listener = served.loop.listen("127.0.0.1:0", tls=server_tls(pki, require=False))
+    served.start()
+    connect(f"amqp://127.0.0.1:{listener.port}")
+    connect(f"amqps://localhost:{listener.port}", ssl_domain=client_ssl(pki))
+    assert served.handler.messages == ["hi", "hi"]
+
+
+class Dialler(Recorder):
+    def __init__(self, url, **kwargs):
+        super().__init__()
+        self.url, self.kwargs = url, kwargs
+
+    def on_reactor_init(self, event):
+        event.container.connect(self.url, **self.kwargs)
+
+
+@pytest.mark.parametrize("case", ["mutual-external", "plain-over-tls", "wrong-name", "wrong-name-unchecked",
+                                  "other-ca"])
+def test_outgoing_tls(serve, pki, case):
+    server = serve()
+    tls = server_tls(pki, verify="optional")
+    if case.startswith("wrong-name"):
+        issued = pki.issue("clients-ca", "elsewhere", hostnames=("elsewhere.example",), purpose="both")
+        tls = ServerTls(cert=str(issued.cert), key=str(issued.key), ca=str(issued.ca), verify="optional")
+    listener = server.loop.listen("127.0.0.1:0", tls=tls, sasl=SaslPolicy(("PLAIN", "EXTERNAL"), True, USERS))
+    server.start()
+    own = pki.issue("clients-ca", "router-b", purpose="client", hostnames=())
+    trust = pki.ca_file("rogue-ca" if case == "other-ca" else "clients-ca")
+    client_tls = ClientTls(ca=str(trust), verify_hostname=case != "wrong-name-unchecked", cert=str(own.cert),
+                           key=str(own.key))
+    kwargs = {"allowed_mechs": "EXTERNAL"} if case != "plain-over-tls" else {
+        "allowed_mechs": "PLAIN", "user": "alice", "password": "alice-secret"}
+    dialler = serve(Dialler(f"amqps://localhost:{listener.port}", tls=client_tls, **kwargs))
+    dialler.start()
+    wait_for(lambda: dialler.handler.events, TIMEOUT, "the outgoing connection to open or fail")
+    if case in ("wrong-name", "other-ca"):
+        assert dialler.handler.events[0][0] == "closed" and "TLS" in dialler.handler.events[0][1]
+        assert server.handler.users == []
+    else:
+        assert dialler.handler.events[0][0] == "open"
+        wait_for(lambda: server.handler.users, TIMEOUT, "the server to see the open")
+        assert server.handler.users == [("alice" if case == "plain-over-tls" else "router-b", "router-b")]
