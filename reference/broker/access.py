@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 
+from ..security import authenticated_user
 from .authz import Authorizer
 from .config import ANYCAST, MULTICAST, BrokerConfig
 
@@ -33,13 +34,7 @@ UNAUTHORIZED = "amqp:unauthorized-access"
 
 
 def user_of(connection) -> str | None:
-    """The user the connection authenticated as (None: none). The loop's SASL server records it; read through
-    reference.security when that is there, else proton's transport (the SASL user proton-C reports)."""
-    try:
-        from ..security import authenticated_user
-    except ImportError:
-        transport = connection.transport
-        return transport.user if transport is not None and transport.user else None
+    """The user the connection authenticated as with the loop's SASL server (None: none)."""
     return authenticated_user(connection)
 
 
