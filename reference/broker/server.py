@@ -92,8 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         log.log(serving.NOTICE, "Journal %s: %d message(s) recovered%s", journal.path, recovered,
                 f", {torn} byte(s) of torn tail discarded" if torn else "")
     for acceptor, port in zip(config.acceptors, ports, strict=True):
-        log.log(serving.NOTICE, "Listening on %s:%d (acceptor %r, protocols AMQP%s%s)", acceptor.host, port,
-                acceptor.name, ", TLS" if acceptor.tls else "", ", SASL PLAIN" if config.security_enabled else "")
+        doors = [d for d, on in (("TLS", acceptor.tls), ("SASL PLAIN", config.security_enabled)) if on]
+        log.log(serving.NOTICE, "Listening on %s:%d (acceptor %r, protocols AMQP)%s", acceptor.host, port,
+                acceptor.name, f" with {', '.join(doors)}" if doors else "")
     for skipped in config.skipped_acceptors:
         log.log(serving.NOTICE, "Acceptor %r not opened: protocols=%s does not include AMQP (the reference broker "
                 "serves AMQP only)", skipped.name, skipped.protocols)
