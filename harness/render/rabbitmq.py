@@ -494,7 +494,13 @@ def federation_plan(topology: Topology, node_name: str, settings: dict | None = 
                                           f"user {connector.user!r} has no password, and RabbitMQ refuses "
                                           "blank passwords")
                     password = connector.password
-                    if users.setdefault(connector.user, password) != password:
+                    own = node.access.authenticate and connector.user in node.users
+                    if own and node.users[connector.user] != password:
+                        raise RenderError(f"{node_name}: network connector {connector.name!r} of {owner.name}: "
+                                          f"user {connector.user!r} has another password in {node_name}'s users")
+                    # A secured node declares the user itself, with the permissions of its roles (the seed 004
+                    # common user): the plan must not widen them to everything.
+                    if not own and users.setdefault(connector.user, password) != password:
                         raise RenderError(f"{node_name}: network connectors give user {connector.user!r} two "
                                           "passwords; RabbitMQ holds one per user")
                 if node_name in targets:

@@ -34,7 +34,14 @@ UNAUTHORIZED = "amqp:unauthorized-access"
 
 
 def user_of(connection) -> str | None:
-    """The user the connection authenticated as with the loop's SASL server (None: none)."""
+    """Who acts on the connection: on an accepted one, the user the loop's SASL server authenticated (None:
+    none); on one this broker dialled (a broker connection), its configured `user`, the identity it presented,
+    so that what the other broker attaches back over it (a network's pulls, 004_05e35cdd7bc39ede.txt: both
+    brokers have the same user) is allowed only by that user's roles here too, as Artemis runs a broker
+    connection's local operations as its user."""
+    dialled = getattr(connection, "broker_connection", None)
+    if dialled is not None:
+        return dialled.definition.user
     return authenticated_user(connection)
 
 
