@@ -64,17 +64,17 @@ def _make(topology: Topology, node_name: str, base: str, provider: str, capabili
                 from .reference_broker import ReferenceBrokerPeer
             except ImportError as exc:
                 raise PeerUnavailable(f"the reference broker provider is not available: {exc}") from None
-            from ..render.artemis import render_broker_xml
+            from ..render.artemis import render_artemis_security, render_broker_xml
 
             return ReferenceBrokerPeer(
                 node_name, lambda ports: render_broker_xml(topology, node_name, {**listen, **ports}, settings,
                                                            connect_ports=wiring.connect_ports.get(node_name),
                                                            **_pki(wiring)),
-                capabilities)
+                capabilities, files=render_artemis_security(topology, node_name))
         if base == "rabbitmq" and provider == "native":
             from .rabbitmq import RabbitMQPeer
 
-            return RabbitMQPeer(node, capabilities, settings, **_pki(wiring))
+            return RabbitMQPeer(node, capabilities, settings, topology=topology, **_pki(wiring))
     if provider == "container":
         from .containers import ContainerPeer, container_spec, docker_engine
 
@@ -128,7 +128,8 @@ class RunningTopology:
     peers: dict[str, Peer] = field(default_factory=dict)
     faults: object = None  # harness.faults.links.LinkProxies when some link goes `via: proxy`
     silent: dict[str, str] = field(default_factory=dict)  # node -> why, for running peers found hung by probe_peers
-    pki_folder: Path | None = None  # the test PKI's keys and certificates, removed with the topology
+    pki: TestPki | None = None  # the test PKI when the topology declares CAs: cases ask it for CA files
+    pki_folder: Path | None = None  # its keys and certificates, removed with the topology
 
     def __getitem__(self, node: str) -> Peer:
         return self.peers[node]
@@ -214,7 +215,7 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
     wiring = Wiring(external_address=lambda node, address: running.peers[node].wire_address(address))
     if topology.cas:  # fresh CAs per started topology: nothing outlives it, nothing is shared between cases
         running.pki_folder = Path(tempfile.mkdtemp(prefix=f"interop-pki-{topology.name}-"))
-        wiring.pki = TestPki(running.pki_folder)
+        wiring.pki = running.pki = TestPki(running.pki_folder)
     dialled = {(link.to, topology.listener_for_link(link)) for link in topology.links}
     for name in topology.nodes:
         wiring.listen_ports[name] = {ls.name: free_port() if (name, ls.name) in dialled else 0
