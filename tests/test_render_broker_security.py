@@ -40,7 +40,8 @@ def test_open_broker_renders_security_off_and_no_files(tmp_path):
     cfg = written(tmp_path, "security-broker-connection", "B1", connect_ports={"B2": 5672})
     assert not cfg.security_enabled
     assert [(c.name, c.user, c.password) for c in cfg.broker_connections] == [
-        ("granted", "bridge", "bridge-secret"), ("denied", "weak", "weak-secret")]
+        ("granted", "bridge", "bridge-secret"), ("denied", "weak", "weak-secret"),
+        ("misspelt", "bridge", "not-the-bridge-secret")]
 
 
 def test_tls_acceptor_from_the_pki(tmp_path):

@@ -117,3 +117,21 @@ def test_a_mirror_whose_user_lacks_the_roles_fails_and_mirrors_nothing(mirrors, 
     assert on_b2 == 0, f"B2 got {on_b2} message(s) through a mirror whose user may not send there"
     assert waiting is None or waiting >= N, f"B1's mirror queue holds {waiting} events, expected >= {N}"
     assert depth(b1, "mirrored.q") == N, "B1's own queue must keep its messages"
+
+
+@pytest.mark.spec("SEC-BROKER-CONN-2")
+def test_a_connection_with_a_wrong_password_fails_and_delivers_nothing(bridged, clients, details):
+    running, b1, b2 = bridged
+    before_b2 = depth(b2, "lost.q")
+    snd = sender(clients.connect(running.client_url("producer")), "lost.q")
+    send_accepted(snd, N)
+
+    def failed_twice():
+        row = connection(b1, "misspelt")
+        return row["errors"] >= 2 and UNAUTHORIZED in (row["last_error"] or "") and row
+    row = wait_for(failed_twice, WAIT, "broker connection 'misspelt' of B1 to fail authentication at least twice",
+                   describe=lambda: str(connection(b1, "misspelt")))
+    on_b1, on_b2 = depth(b1, "lost.q"), depth(b2, "lost.q") - before_b2
+    details.update(connection=row, held_on_b1=on_b1, reached_b2=on_b2)
+    assert on_b2 == 0 and on_b1 == N, f"B1 holds {on_b1} of {N}, B2 got {on_b2}"
+    assert row["connects"] == 0, f"a wrong password opened a connection: {row}"
