@@ -325,8 +325,12 @@ ERRORS = [
     ("router {\n  id: \"R1\"x\n}\n", 2, "unexpected text after closing \" quote"),
     ("\"router\" {\n}\n", 1, "expected a section name, got 'router'"),
     # sections
-    ("\n\nsslProfile {\n  certFile: /x\n}\n", 3,
-     "section 'sslProfile' is not supported yet by the reference router"),
+    ("\n\nsslProfile {\n  certFile: /x\n}\n", 3, "sslProfile: 'name' is required"),
+    ("listener {\n sslProfile: nope\n}\n", 1, "listener: sslProfile 'nope' does not name an sslProfile section "
+                                             "(have: none defined)"),
+    ("listener {\n saslMechanisms: GSSAPI\n}\n", 2, "listener: 'saslMechanisms' must be a space-separated list of "
+     "ANONYMOUS, PLAIN, EXTERNAL"),
+    ("listener {\n requireSsl: yes\n}\n", 1, "listener: requireSsl/requireEncryption needs an sslProfile"),
     ("vhost {\n  groups: {\n  }\n}\n", 1, "section 'vhost' is not supported yet by the reference router"),
     ("router {\n}\nrouter {\n}\n", 3, "duplicate section 'router' (first at line 1)"),
     # attributes
@@ -418,7 +422,7 @@ def test_unknown_section_lists_the_choices_and_a_near_miss() -> None:
     assert error.line == 2
     assert error.message == (
         "unknown section 'lisener' (expected one of: address, autoLink, connector, linkRoute, listener, "
-        "log, router); did you mean 'listener'?"
+        "log, router, sslProfile); did you mean 'listener'?"
     )
 
 

@@ -28,6 +28,12 @@ aliases. Attributes that qdrouterd knows but that change nothing in the referenc
 are accepted and dropped; they are listed in the tables below (``_Attr`` with no field).
 Anything else is an error naming the file, line, section and what was expected.
 
+Security (issue 20): ``sslProfile`` sections, listener ``sslProfile``/``requireSsl``/``authenticatePeer``/
+``saslMechanisms`` and connector ``sslProfile``/``verifyHostname``/``saslMechanisms``/``saslUsername``/
+``saslPassword`` are parsed here and cross-checked (a profile must exist, mechanisms must be ones the
+reference offers); reference/router/security.py turns them into the event loop's TLS and SASL settings and
+checks that the files they name can be used.
+
 ``check_supported`` then says whether the reference router can run a parsed configuration:
 every construct in the file maps to a feature name and each must be in SUPPORTED_FEATURES.
 """
@@ -71,6 +77,24 @@ class RouterSection:
     mode: str = "standalone"
     id: str | None = None
     default_distribution: str = "balanced"
+    sasl_config_dir: str | None = None  # where the users file for PLAIN is (reference/security/users.py)
+    sasl_config_name: str | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class SslProfile:
+    """qdrouterd's sslProfile: a certificate and key (the key optionally encrypted with `password`), the CA
+    file that verifies peers, and the allowed ciphers and protocols."""
+
+    name: str | None = None
+    cert_file: str | None = None
+    private_key_file: str | None = None
+    password: str | None = field(default=None, repr=False)
+    password_file: str | None = None
+    ca_cert_file: str | None = None
+    ciphers: str | None = None
+    protocols: str | None = None
     line: int = 0
 
 
@@ -182,6 +206,10 @@ class RouterConfig:
     link_routes: list[LinkRoute] = field(default_factory=list)
     auto_links: list[AutoLink] = field(default_factory=list)
     logs: list[LogSection] = field(default_factory=list)
+    ssl_profiles: list[SslProfile] = field(default_factory=list)
+
+    def ssl_profile(self, name: str | None) -> SslProfile | None:
+        return next((p for p in self.ssl_profiles if p.name == name), None) if name else None
 
     def address_table(self) -> AddressTable[AddressSection]:
         """The address sections keyed by their patterns, for best-match lookups."""
@@ -246,8 +274,26 @@ def _priority(raw: str) -> int | None:
     return None if int(raw) == -1 else int(raw)
 
 
+# The SASL mechanisms the reference offers (reference/security/sasl.py); qdrouterd takes whatever its Cyrus has.
+SASL_MECHANISMS = ("ANONYMOUS", "PLAIN", "EXTERNAL")
+
+
 def _mechanisms(raw: str) -> tuple[str, ...]:
-    return tuple(raw.split())
+    names = tuple(raw.replace(",", " ").split())
+    unknown = [n for n in names if n not in SASL_MECHANISMS]
+    if unknown:
+        raise ValueError(f"a space-separated list of {', '.join(SASL_MECHANISMS)} (the mechanisms the reference "
+                         f"router offers; {' '.join(unknown)} is not one)")
+    return names
+
+
+_TLS_PROTOCOLS = ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
+
+
+def _protocols(raw: str) -> str:
+    if not raw.split() or any(word not in _TLS_PROTOCOLS for word in raw.split()):
+        raise ValueError(f"a space-separated list of {', '.join(_TLS_PROTOCOLS)}")
+    return raw
 
 
 _LOG_LEVELS = ("trace", "debug", "info", "notice", "warning", "error", "critical")
@@ -307,8 +353,8 @@ _SCHEMAS: dict[str, dict[str, _Attr]] = {
         "remoteLsMaxAgeSeconds": _Attr(None, _integer(1)),
         "workerThreads": _Attr(None, _integer(1)),
         "debugDumpFile": _Attr(None),
-        "saslConfigDir": _Attr(None),
-        "saslConfigName": _Attr(None),
+        "saslConfigDir": _Attr("sasl_config_dir"),
+        "saslConfigName": _Attr("sasl_config_name"),
         "allowResumableLinkRoute": _Attr(None, _boolean),
         "timestampsInUTC": _Attr(None, _boolean),
         "timestampFormat": _Attr(None),
@@ -361,6 +407,19 @@ _SCHEMAS: dict[str, dict[str, _Attr]] = {
         "verifyHostname": _Attr("verify_hostname", _boolean),
         **_CONNECTION_IGNORED,
         "allowRedirect": _Attr(None, _boolean),
+    },
+    "sslProfile": {
+        "name": _Attr("name"),
+        "certFile": _Attr("cert_file"),
+        "privateKeyFile": _Attr("private_key_file"),
+        "password": _Attr("password"),
+        "passwordFile": _Attr("password_file"),  # deprecated in qdrouterd for `password: file:PATH`
+        "caCertFile": _Attr("ca_cert_file"),
+        "ciphers": _Attr("ciphers"),
+        "protocols": _Attr("protocols", _protocols),
+        # Certificate-to-user mappings: the reference takes the subject CN (reference/security/sasl.py).
+        "uidFormat": _Attr(None),
+        "uidNameMappingFile": _Attr(None),
     },
     "address": {
         "prefix": _Attr("prefix"),
@@ -429,6 +488,7 @@ _ALIASES: dict[str, dict[str, str]] = {
         "logMessage": "messageLoggingComponents",
         "verifyHostName": "verifyHostname",
     },
+    "sslProfile": {"certDb": "caCertFile", "keyFile": "privateKeyFile"},
     "address": {},
     "linkRoute": {"dir": "direction", "containerID": "containerId"},
     "autoLink": {"addr": "address", "dir": "direction", "containerID": "containerId",
@@ -444,11 +504,12 @@ _SECTION_TYPES: dict[str, type] = {
     "linkRoute": LinkRoute,
     "autoLink": AutoLink,
     "log": LogSection,
+    "sslProfile": SslProfile,
 }
 
 # Real qdrouterd sections the reference router does not parse yet.
 _NOT_YET_SECTIONS = frozenset({
-    "sslProfile", "policy", "vhost", "authServicePlugin", "exchange", "binding", "console",
+    "policy", "vhost", "authServicePlugin", "exchange", "binding", "console",
     "tcpListener", "tcpConnector", "httpListener", "httpConnector", "site", "management",
 })
 
@@ -705,6 +766,8 @@ def parse_config(text: str, path: str = "<string>") -> RouterConfig:
             cfg.link_routes.append(obj)
         elif isinstance(obj, AutoLink):
             cfg.auto_links.append(obj)
+        elif isinstance(obj, SslProfile):
+            cfg.ssl_profiles.append(obj)
         else:
             cfg.logs.append(obj)
     _check_across_sections(cfg)
@@ -738,12 +801,41 @@ def _check_across_sections(cfg: RouterConfig) -> None:
         if ref.connection is not None and ref.connection not in names:
             raise ConfigError(path, ref.line, f"{_kind(ref)}: connection '{ref.connection}' does not name "
                                               f"any listener or connector")
+    _check_security_references(cfg)
     modules: dict[str, int] = {}
     for log in cfg.logs:
         if log.module in modules:
             raise ConfigError(path, log.line, f"log: module '{log.module}' configured twice "
                                               f"(first at line {modules[log.module]})")
         modules[log.module] = log.line
+
+
+def _check_security_references(cfg: RouterConfig) -> None:
+    """Profiles named once and every sslProfile reference resolved; TLS-only settings only with a profile."""
+    path = cfg.path
+    profiles: dict[str, SslProfile] = {}
+    for profile in cfg.ssl_profiles:
+        if not profile.name:
+            raise ConfigError(path, profile.line, "sslProfile: 'name' is required")
+        if profile.name in profiles:
+            raise ConfigError(path, profile.line, f"sslProfile: name '{profile.name}' already used by the "
+                                                  f"sslProfile of line {profiles[profile.name].line}")
+        profiles[profile.name] = profile
+    for conn in sorted([*cfg.listeners, *cfg.connectors], key=lambda c: c.line):
+        kind = _kind(conn)
+        if conn.ssl_profile is not None and conn.ssl_profile not in profiles:
+            have = ", ".join(sorted(profiles)) or "none defined"
+            raise ConfigError(path, conn.line, f"{kind}: sslProfile '{conn.ssl_profile}' does not name an "
+                                               f"sslProfile section (have: {have})")
+        if "EXTERNAL" in conn.sasl_mechanisms and conn.ssl_profile is None:
+            raise ConfigError(path, conn.line, f"{kind}: saslMechanisms EXTERNAL needs an sslProfile (the "
+                                               f"identity comes from the TLS certificate)")
+    for li in cfg.listeners:
+        if (li.require_ssl or li.require_encryption) and li.ssl_profile is None:
+            raise ConfigError(path, li.line, "listener: requireSsl/requireEncryption needs an sslProfile")
+    for co in cfg.connectors:
+        if "PLAIN" in co.sasl_mechanisms and co.sasl_username is None:
+            raise ConfigError(path, co.line, "connector: saslMechanisms PLAIN needs saslUsername and saslPassword")
 
 
 def _describe(addr: AddressSection) -> str:
@@ -796,6 +888,9 @@ SUPPORTED_FEATURES: frozenset[str] = frozenset({
     "address.distribution.multicast",
     "address.priority",
     "log",
+    "listener.authenticate-peer",
+    "listener.tls",
+    "connector.tls",
 })
 
 _ANONYMOUS_ONLY = frozenset({"ANONYMOUS"})

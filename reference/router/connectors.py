@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from .config import Connector
+from .config import Connector, RouterConfig
+from .security import ConnectorDoor, connector_door
 
 log = logging.getLogger("ROUTER")
 
@@ -23,6 +24,7 @@ class Dialer:
     """One connector: its config, its current connection (if any) and its retry delay."""
 
     config: Connector
+    door: ConnectorDoor | None = None  # its TLS and SASL settings (reference/router/security.py)
     connection: object = None
     delay: float = FIRST_RETRY_S
     stopped: bool = False
@@ -33,9 +35,9 @@ class Dialer:
 
 
 class Connectors:
-    def __init__(self, router, configs: list[Connector]):
+    def __init__(self, router, configs: list[Connector], config: RouterConfig | None = None):
         self.router = router
-        self.dialers = [Dialer(c) for c in configs]
+        self.dialers = [Dialer(c, connector_door(config, c) if config is not None else None) for c in configs]
         self.container = None
 
     def start(self, container) -> None:
@@ -51,7 +53,13 @@ class Connectors:
         if dialer.stopped:
             return
         cfg = dialer.config
-        conn = self.container.connect(f"amqp://{cfg.host}:{cfg.port}", allowed_mechs="ANONYMOUS")
+        door = dialer.door
+        if door is None:
+            conn = self.container.connect(f"amqp://{cfg.host}:{cfg.port}", allowed_mechs="ANONYMOUS")
+        else:
+            scheme = "amqps" if door.tls is not None else "amqp"
+            conn = self.container.connect(f"{scheme}://{cfg.host}:{cfg.port}", allowed_mechs=door.mechanisms,
+                                          user=door.user, password=door.password, tls=door.tls)
         conn.router_dialer = dialer
         conn.router_role = cfg.role
         dialer.connection = conn

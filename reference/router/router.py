@@ -208,7 +208,7 @@ class Router:
         self.stats = {"routed": 0, "no_route": 0}
         self._connections: set = set()
         self.listener_of: dict = {}  # acceptor -> listener section (set by the server)
-        self.connectors = Connectors(self, config.connectors)
+        self.connectors = Connectors(self, config.connectors, config)
         self.mesh = Mesh(self, config.router.mode) if config.router.mode in ("interior", "edge") else None
         self.remote_paths: dict[str, RemotePath] = {}
         self._reachable_remote: set[str] = set()

@@ -16,6 +16,7 @@ import sys
 from .. import serving
 from .config import ConfigError, LogSection, RouterConfig, check_supported, load_config
 from .router import Router
+from .security import check_doors, listener_door
 
 log = logging.getLogger("SERVER")
 
@@ -27,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config)
         check_supported(config)
+        check_doors(config)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -80,15 +82,17 @@ class RouterServer:
     def listen(self) -> None:
         for listener in self.config.listeners:
             host = listener.host or "0.0.0.0"
+            door = listener_door(self.config, listener)
             try:
-                port = self.server.listen(host, listener.port)
+                port = self.server.listen(host, listener.port, tls=door.tls, sasl=door.sasl)
                 self.router.listener_of[self.server.acceptors[-1]] = listener
             except OSError as exc:
                 raise ConfigError(self.config.path, listener.line,
                                   f"listener {listener.name or ''!r}: cannot listen on {host}:{listener.port}: "
                                   f"{exc.strerror or exc}") from None
-            log.log(serving.NOTICE, "Listening on %s:%d (listener %r, role %s)", host, port,
-                    listener.name or "", listener.role)
+            doors = [*(["TLS"] if door.tls else []), *([f"SASL {' '.join(door.sasl.mechanisms)}"] if door.sasl else [])]
+            log.log(serving.NOTICE, "Listening on %s:%d (listener %r, role %s)%s", host, port,
+                    listener.name or "", listener.role, f" with {', '.join(doors)}" if doors else "")
 
     def run(self) -> int:
         code = self.server.run(f"Router {self.router.router_id} started in {self.config.router.mode} mode; ready")
