@@ -182,7 +182,7 @@ def test_vendor_table():
     ref = vendor("reference", "broker").capabilities
     assert ref == {"store-and-forward", "outcome.released", "outcome.modified", "outcome.rejected", "dead-letter",
                    "ttl", "durable", "drain", "competing-consumers", "multicast-subscription", "transactions",
-                   "broker-connection", "mirror", "network-of-brokers"}
+                   "broker-connection", "mirror", "network-of-brokers", "sasl.plain", "tls", "broker-permissions"}
     # RabbitMQ 3.10 refuses the coordinator (measured): no transactions; it has no AMQP broker connections, and
     # forms a network of brokers with its federation plugin.
     assert vendor("rabbitmq", "broker").capabilities == RABBITMQ_BROKER == ref - {

@@ -39,6 +39,20 @@ BROKER_CONNECTIONS = frozenset({"broker-connection", "mirror"})
 # joined to, as a topology's `network_connectors` configure it (harness/render/artemis.py, activemq.py).
 NETWORK_OF_BROKERS = frozenset({"network-of-brokers"})
 
+# Broker security (issue 20): SASL PLAIN against the broker's users (`sasl.plain`), TLS acceptors (`tls`), and
+# permissions per operation and address by role (`broker-permissions`: Artemis's security-settings; RabbitMQ's
+# per-vhost configure/write/read regexes as harness/render/rabbitmq.py maps them). ActiveMQ Classic has all three,
+# but harness/render/activemq.py renders none of them yet, so it does not declare them.
+BROKER_SECURITY = frozenset({"sasl.plain", "tls", "broker-permissions"})
+
+# Router security (issue 20): TLS listeners and connectors with mutual authentication (`tls`), SASL EXTERNAL from
+# the client certificate (`sasl.external`) and SASL PLAIN checked against the router's users (`sasl.plain`).
+# qdrouterd 1.19 on this machine runs on Debian's proton-core 0.37, built without Cyrus SASL (the library does not
+# link libsasl2 and has no sasl_server_new): its built-in SASL offers ANONYMOUS and EXTERNAL only, and a PLAIN
+# client gets "Authentication failed [mech=none]" whatever the sasldb holds. So qdrouterd here lacks sasl.plain.
+ROUTER_SECURITY = frozenset({"tls", "sasl.external", "sasl.plain"})
+QDROUTERD_SECURITY = ROUTER_SECURITY - {"sasl.plain"}
+
 # Local transactions (AMQP 1.0 part 4): a coordinator that declares and discharges, transactional posting and
 # retirement. A router has no coordinator of its own; qdrouterd and the reference router carry one only
 # through a `$coordinator` link route to a broker (003 §12.2.2), which `coordinator-link-route` names.
@@ -61,12 +75,12 @@ ROUTER_COORDINATOR_ROUTE = frozenset({"coordinator-link-route"})
 #   "Transactions not supported".
 # - federation: queue federation for queues, exchange federation for topics (`network-of-brokers`; the
 #   rabbitmq_federation plugin ships in Debian's package).
-RABBITMQ_BROKER = (BROKER_STORE_AND_FORWARD - {"outcome.modified", "drain"}) | NETWORK_OF_BROKERS
+RABBITMQ_BROKER = (BROKER_STORE_AND_FORWARD - {"outcome.modified", "drain"}) | NETWORK_OF_BROKERS | BROKER_SECURITY
 
 # Not measured on this machine (no Docker engine): declared from the products' documentation; broker
 # connections and mirroring from Artemis's own "AMQP broker connections" chapter (002_f23507c2891d6d06.txt), a
 # network of brokers from its AMQP federation over broker connections.
-ARTEMIS_BROKER = BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS | NETWORK_OF_BROKERS
+ARTEMIS_BROKER = BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS | NETWORK_OF_BROKERS | BROKER_SECURITY
 # ActiveMQ Classic's AMQP transport: outcomes, drain, TTL, durable; its dead-letter queue is its own shared
 # ActiveMQ.DLQ (not the topology's), so `dead-letter` is left out. It has no AMQP broker connections (its own
 # network connectors speak OpenWire), and RabbitMQ none either: neither has `broker-connection` or `mirror`.
@@ -82,13 +96,14 @@ REFERENCE_ROUTER_CHOICES = frozenset({"credit-withdrawal"})
 VENDORS: dict[tuple[str, str], VendorSpec] = {
     ("reference", "router"): VendorSpec("reference", "router",
                                         ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE
-                                        | REFERENCE_ROUTER_CHOICES),
+                                        | REFERENCE_ROUTER_CHOICES | ROUTER_SECURITY),
     # Qpid Dispatch Router / AMQ Interconnect: the product the routing documents describe.
     ("qdrouterd", "router"): VendorSpec("qdrouterd", "router",
-                                        ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE),
+                                        ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE
+                                        | QDROUTERD_SECURITY),
     ("reference", "broker"): VendorSpec("reference", "broker",
                                         BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS
-                                        | NETWORK_OF_BROKERS),
+                                        | NETWORK_OF_BROKERS | BROKER_SECURITY),
     ("rabbitmq", "broker"): VendorSpec("rabbitmq", "broker", RABBITMQ_BROKER),
     ("artemis", "broker"): VendorSpec("artemis", "broker", ARTEMIS_BROKER),
     ("activemq-classic", "broker"): VendorSpec("activemq-classic", "broker", ACTIVEMQ_CLASSIC_BROKER),

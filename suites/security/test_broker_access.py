@@ -1,7 +1,7 @@
-"""Broker security on the wire (issue 20): SASL PLAIN users, per-operation permissions and a TLS acceptor.
+"""Broker security on the wire (issue 20): SASL PLAIN users and per-operation permissions.
 
-Topologies `security-broker` (users alice/bob/carol/dave in roles senders/receivers/creators, permissions on
-orders.#) and `security-broker-tls` (a TLS-only acceptor whose certificate clients-ca issued). What is checked
+Topology `security-broker` (users alice/bob/carol/dave in roles senders/receivers/creators, permissions on
+orders.#); the TLS acceptor is test_broker_tls.py's, with the same `attempt` helper. What is checked
 is what a client sees: the SASL outcome, the condition that ends an attach (or, where a broker refuses later,
 the transfer), and that a refused operation left nothing behind on the broker.
 
@@ -20,8 +20,9 @@ from proton import Message, SSLDomain
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from harness.tlsca import TestPki
 from harness.wait import wait_for
+
+pytestmark = pytest.mark.requires("sasl.plain", "broker-permissions")
 
 UNAUTHORIZED = "amqp:unauthorized-access"
 SASL_AUTH = 1  # sasl-code `auth` (AMQP 1.0 §5.3.3.6): authentication failed, bad credentials
@@ -289,52 +290,3 @@ def test_a_user_with_no_role_may_do_nothing(secured, details, role):
     result = as_user(secured, "dave", address=secured.wire_address("orders.new"), role=role)
     details.update(result=result.describe())
     assert_refused(result, f"dave (no role) attaching a {role}")
-
-
-# ---- the TLS acceptor ---------------------------------------------------------------------------------------
-
-
-def _trusting(ca_file) -> SSLDomain:
-    domain = SSLDomain(SSLDomain.MODE_CLIENT)
-    domain.set_trusted_ca_db(str(ca_file))
-    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
-    return domain
-
-
-@pytest.fixture
-def tls_broker(topology, tmp_path):
-    """(broker, the CA file that issued its certificate, another CA's file). The other CA is made here, in a
-    PKI of the case's own: what matters is only that it did not issue the broker's certificate."""
-    running = topology("security-broker-tls")
-    pki = getattr(running, "pki", None)
-    issuer = pki.ca_file("clients-ca") if pki is not None else running.pki_folder / "ca-clients-ca.pem"
-    return running["B1"], issuer, TestPki(tmp_path).ca_file("rogue-ca")
-
-
-@pytest.mark.spec("SEC-BROKER-TLS-1")
-def test_a_client_trusting_the_ca_connects_over_tls(tls_broker, details):
-    broker, issuer, _other = tls_broker
-    result = attempt(url_of(broker, "amqps"), ssl_domain=_trusting(issuer), virtual_host="localhost",
-                     address=broker.wire_address("tls.q"), role="sender")
-    details.update(result=result.describe())
-    assert result.opened and result.outcome == "accepted", result.describe()
-
-
-@pytest.mark.spec("SEC-BROKER-TLS-2")
-def test_a_client_trusting_another_ca_does_not_connect(tls_broker, details):
-    broker, _issuer, other = tls_broker
-    before = queued(broker, "tls.q")
-    result = attempt(url_of(broker, "amqps"), ssl_domain=_trusting(other), virtual_host="localhost",
-                     address=broker.wire_address("tls.q"), role="sender")
-    details.update(result=result.describe())
-    assert not result.opened, f"a client trusting rogue-ca opened a connection: {result.describe()}"
-    assert result.refused is not None and result.refused[0] == "transport", result.describe()
-    assert queued(broker, "tls.q") == before
-
-
-@pytest.mark.spec("SEC-BROKER-TLS-1")
-def test_plain_tcp_is_refused_on_a_tls_acceptor(tls_broker, details):
-    broker, _issuer, _other = tls_broker
-    result = attempt(url_of(broker), address=broker.wire_address("tls.q"), role="sender")
-    details.update(result=result.describe())
-    assert not result.opened, f"a plain TCP client got in on a TLS-only acceptor: {result.describe()}"

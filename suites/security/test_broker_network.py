@@ -14,7 +14,7 @@ from proton.utils import BlockingConnection
 
 from suites.brokerconnections.conftest import WAIT
 
-pytestmark = pytest.mark.requires("network-of-brokers")
+pytestmark = pytest.mark.requires("network-of-brokers", "sasl.plain", "broker-permissions")
 
 N = 5
 

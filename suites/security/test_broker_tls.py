@@ -1,0 +1,57 @@
+"""The broker's TLS acceptor (issue 20; AMQP 1.0 §5.2), on topology `security-broker-tls`: its clients
+acceptor is TLS only, with a certificate clients-ca issued (a CA made per run by harness/tlsca.py)."""
+
+from __future__ import annotations
+
+import pytest
+from proton import SSLDomain
+
+from harness.tlsca import TestPki
+from suites.security.test_broker_access import attempt, queued, url_of
+
+pytestmark = pytest.mark.requires("tls")
+
+
+
+def _trusting(ca_file) -> SSLDomain:
+    domain = SSLDomain(SSLDomain.MODE_CLIENT)
+    domain.set_trusted_ca_db(str(ca_file))
+    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+    return domain
+
+
+@pytest.fixture
+def tls_broker(topology, tmp_path):
+    """(broker, the CA file that issued its certificate, another CA's file). The other CA is made here, in a
+    PKI of the case's own: what matters is only that it did not issue the broker's certificate."""
+    running = topology("security-broker-tls")
+    return running["B1"], running.pki.ca_file("clients-ca"), TestPki(tmp_path).ca_file("rogue-ca")
+
+
+@pytest.mark.spec("SEC-BROKER-TLS-1")
+def test_a_client_trusting_the_ca_connects_over_tls(tls_broker, details):
+    broker, issuer, _other = tls_broker
+    result = attempt(url_of(broker, "amqps"), ssl_domain=_trusting(issuer), virtual_host="localhost",
+                     address=broker.wire_address("tls.q"), role="sender")
+    details.update(result=result.describe())
+    assert result.opened and result.outcome == "accepted", result.describe()
+
+
+@pytest.mark.spec("SEC-BROKER-TLS-2")
+def test_a_client_trusting_another_ca_does_not_connect(tls_broker, details):
+    broker, _issuer, other = tls_broker
+    before = queued(broker, "tls.q")
+    result = attempt(url_of(broker, "amqps"), ssl_domain=_trusting(other), virtual_host="localhost",
+                     address=broker.wire_address("tls.q"), role="sender")
+    details.update(result=result.describe())
+    assert not result.opened, f"a client trusting rogue-ca opened a connection: {result.describe()}"
+    assert result.refused is not None and result.refused[0] == "transport", result.describe()
+    assert queued(broker, "tls.q") == before
+
+
+@pytest.mark.spec("SEC-BROKER-TLS-1")
+def test_plain_tcp_is_refused_on_a_tls_acceptor(tls_broker, details):
+    broker, _issuer, _other = tls_broker
+    result = attempt(url_of(broker), address=broker.wire_address("tls.q"), role="sender")
+    details.update(result=result.describe())
+    assert not result.opened, f"a plain TCP client got in on a TLS-only acceptor: {result.describe()}"
