@@ -110,3 +110,49 @@ def test_an_unreadable_file_is_one_line(tmp_path):
     with pytest.raises(ConfigError) as info:
         read_properties(str(tmp_path / "nope.properties"))
     assert str(info.value) == f"{tmp_path / 'nope.properties'}:0: cannot read: No such file or directory"
+
+
+# ---- what an attach needs (access.py), as Broker._resolve would create it --------------------------------------
+
+
+def _config(auto: bool = True):
+    from reference.broker.config import parse_config
+
+    text = ('<core xmlns="urn:activemq:core"><security-enabled>true</security-enabled>'
+            '<acceptors><acceptor name="a">tcp://127.0.0.1:0</acceptor></acceptors>'
+            f'<address-settings><address-setting match="#"><auto-create-queues>{str(auto).lower()}'
+            f'</auto-create-queues><auto-create-addresses>{str(auto).lower()}</auto-create-addresses>'
+            '<default-address-routing-type>ANYCAST</default-address-routing-type></address-setting>'
+            '</address-settings></core>')
+    return parse_config(text)
+
+
+class _Queue:
+    def __init__(self, routing):
+        self.routing = routing
+
+
+@pytest.mark.parametrize("addresses, address, hint, consumer, subscription, needed", [
+    ({}, "new", None, False, None, ["send", "createAddress", "createDurableQueue"]),
+    ({}, "new", None, True, None, ["consume", "createAddress", "createDurableQueue"]),
+    ({}, "new", "multicast", False, None, ["send", "createAddress"]),
+    ({}, "new", "multicast", True, "non-durable", ["consume", "createAddress", "createNonDurableQueue"]),
+    ({}, "new", "multicast", True, "durable", ["consume", "createAddress", "createDurableQueue"]),
+    ({"q": {"routings": {"anycast"}, "queues": [_Queue("anycast")]}}, "q", None, False, None, ["send"]),
+    ({"q": {"routings": {"anycast"}, "queues": [_Queue("anycast")]}}, "q", None, True, None, ["consume"]),
+    ({"t": {"routings": {"multicast"}, "queues": []}}, "t", None, True, "non-durable",
+     ["consume", "createNonDurableQueue"]),
+    ({"t": {"routings": {"multicast"}, "queues": []}}, "t", None, True, None, ["consume"]),
+    ({"t": {"routings": {"multicast"}, "queues": []}}, "t", "anycast", False, None,
+     ["send", "createAddress", "createDurableQueue"]),
+])
+def test_needed_follows_what_the_attach_would_create(addresses, address, hint, consumer, subscription, needed):
+    from reference.broker.access import AccessControl
+
+    assert AccessControl(_config()).needed(addresses, address, hint, consumer, subscription) == needed
+
+
+def test_nothing_to_create_when_auto_create_is_off():
+    from reference.broker.access import AccessControl
+
+    assert AccessControl(_config(auto=False)).needed({}, "new", None, False) == ["send"]
