@@ -55,3 +55,44 @@ def test_plain_tcp_is_refused_on_a_tls_acceptor(tls_broker, details):
     result = attempt(url_of(broker), address=broker.wire_address("tls.q"), role="sender")
     details.update(result=result.describe())
     assert not result.opened, f"a plain TCP client got in on a TLS-only acceptor: {result.describe()}"
+
+
+# ---- client certificates (needClientAuth) ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def mtls_broker(topology, tmp_path):
+    """(broker, the topology's PKI, another PKI): the other one's CA never issued anything the broker trusts."""
+    running = topology("security-broker-mtls")
+    return running["B1"], running.pki, TestPki(tmp_path)
+
+
+def _with_certificate(trusted_ca, issued) -> SSLDomain:
+    domain = _trusting(trusted_ca)
+    domain.set_credentials(str(issued.cert), str(issued.key), issued.password)
+    return domain
+
+
+@pytest.mark.spec("SEC-BROKER-TLS-3")
+def test_a_client_certificate_from_the_trusted_ca_is_accepted(mtls_broker, details):
+    broker, pki, _other = mtls_broker
+    client = pki.issue("clients-ca", "client-1", purpose="client", hostnames=())
+    result = attempt(url_of(broker, "amqps"), ssl_domain=_with_certificate(pki.ca_file("clients-ca"), client),
+                     virtual_host="localhost", address=broker.wire_address("tls.q"), role="sender")
+    details.update(result=result.describe())
+    assert result.opened and result.outcome == "accepted", result.describe()
+
+
+@pytest.mark.spec("SEC-BROKER-TLS-3")
+@pytest.mark.parametrize("presented", ["none", "other-ca"])
+def test_no_client_certificate_or_one_from_another_ca_is_refused(mtls_broker, details, presented):
+    broker, pki, other = mtls_broker
+    trusted = pki.ca_file("clients-ca")
+    domain = (_trusting(trusted) if presented == "none"
+              else _with_certificate(trusted, other.issue("rogue-ca", "client-1", purpose="client", hostnames=())))
+    before = queued(broker, "tls.q")
+    result = attempt(url_of(broker, "amqps"), ssl_domain=domain, virtual_host="localhost",
+                     address=broker.wire_address("tls.q"), role="sender")
+    details.update(result=result.describe())
+    assert not result.opened, f"a client with {presented} certificate got in: {result.describe()}"
+    assert result.outcome is None and queued(broker, "tls.q") == before
