@@ -113,3 +113,28 @@ def test_tls_acceptor_logs_tls_and_serves_a_client_trusting_its_ca(tmp_path):
     finally:
         process.terminate()
         process.close()
+
+
+def test_the_anonymous_relay_is_checked_per_message(broker):
+    """A sender with no target address may attach (its messages name their address); each message then needs
+    send on its own `to`: alice's is stored, bob's is rejected with amqp:unauthorized-access."""
+    from proton import Message
+    from proton.utils import SendException
+
+    broker.wait_ready()
+    outcomes = {}
+    for user, password in (("alice", "a-pw"), ("bob", "b-pw")):
+        conn = connect(broker, user, password)
+        try:
+            relay = conn.create_sender(None)
+            try:
+                relay.send(Message(address="orders.new", body=user))
+                outcomes[user] = "accepted"
+            except SendException as exc:
+                outcomes[user] = exc.state
+        finally:
+            conn.close()
+    assert outcomes["alice"] == "accepted"
+    assert outcomes["bob"] != "accepted", outcomes
+    broker.wait_queue("orders.new", depth=1)
+    assert any("Refused a message" in line and "user 'bob'" in line for line in broker.lines()), broker.stderr()
