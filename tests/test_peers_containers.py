@@ -182,11 +182,12 @@ def test_vendor_table():
     ref = vendor("reference", "broker").capabilities
     assert ref == {"store-and-forward", "outcome.released", "outcome.modified", "outcome.rejected", "dead-letter",
                    "ttl", "durable", "drain", "competing-consumers", "multicast-subscription", "transactions",
-                   "broker-connection", "mirror", "network-of-brokers", "sasl.plain", "tls", "broker-permissions"}
+                   "broker-connection", "mirror", "network-of-brokers", "sasl.plain", "tls", "broker-permissions",
+                   "permissions.send-per-queue"}
     # RabbitMQ 3.10 refuses the coordinator (measured): no transactions; it has no AMQP broker connections, and
     # forms a network of brokers with its federation plugin.
     assert vendor("rabbitmq", "broker").capabilities == RABBITMQ_BROKER == ref - {
-        "outcome.modified", "drain", "transactions", "broker-connection", "mirror"}
+        "outcome.modified", "drain", "transactions", "broker-connection", "mirror", "permissions.send-per-queue"}
     # Every broker vendor forms a network of brokers (004 seed): Artemis by AMQP federation, ActiveMQ Classic by
     # network connectors, RabbitMQ by federation.
     assert all("network-of-brokers" in vendor(name, "broker").capabilities for name in vendor_names("broker"))

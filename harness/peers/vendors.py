@@ -43,7 +43,9 @@ NETWORK_OF_BROKERS = frozenset({"network-of-brokers"})
 # permissions per operation and address by role (`broker-permissions`: Artemis's security-settings; RabbitMQ's
 # per-vhost configure/write/read regexes as harness/render/rabbitmq.py maps them). ActiveMQ Classic has all three,
 # but harness/render/activemq.py renders none of them yet, so it does not declare them.
-BROKER_SECURITY = frozenset({"sasl.plain", "tls", "broker-permissions"})
+BROKER_SECURITY = frozenset({"sasl.plain", "tls", "broker-permissions", "permissions.send-per-queue"})
+# RabbitMQ checks a send to a queue as write on the exchange it goes through (`amq.default` for every queue), so
+# "may send to orders.* queues but not to invoices" cannot be said there: no `permissions.send-per-queue`.
 
 # Router security (issue 20): TLS listeners and connectors with mutual authentication (`tls`), SASL EXTERNAL from
 # the client certificate (`sasl.external`) and SASL PLAIN checked against the router's users (`sasl.plain`).
@@ -75,7 +77,8 @@ ROUTER_COORDINATOR_ROUTE = frozenset({"coordinator-link-route"})
 #   "Transactions not supported".
 # - federation: queue federation for queues, exchange federation for topics (`network-of-brokers`; the
 #   rabbitmq_federation plugin ships in Debian's package).
-RABBITMQ_BROKER = (BROKER_STORE_AND_FORWARD - {"outcome.modified", "drain"}) | NETWORK_OF_BROKERS | BROKER_SECURITY
+RABBITMQ_BROKER = ((BROKER_STORE_AND_FORWARD - {"outcome.modified", "drain"}) | NETWORK_OF_BROKERS
+                   | (BROKER_SECURITY - {"permissions.send-per-queue"}))
 
 # Not measured on this machine (no Docker engine): declared from the products' documentation; broker
 # connections and mirroring from Artemis's own "AMQP broker connections" chapter (002_f23507c2891d6d06.txt), a

@@ -247,6 +247,17 @@ def test_a_user_without_send_is_refused_and_nothing_is_stored(secured, details):
     assert queued(secured, "orders.new") == before, "a refused sender's message was stored"
 
 
+@pytest.mark.spec("SEC-BROKER-SEND-2")
+@pytest.mark.requires("permissions.send-per-queue")
+def test_a_user_with_send_on_some_addresses_cannot_send_to_others(secured, details):
+    """alice may send on orders.# only: the declared queue invoices is covered by no setting."""
+    before = queued(secured, "invoices")
+    result = as_user(secured, "alice", address=secured.wire_address("invoices"), role="sender")
+    details.update(result=result.describe(), refused_at=result.refused[0] if result.refused else None)
+    assert_refused(result, "alice (send on orders.# only) sending to invoices")
+    assert queued(secured, "invoices") == before, "a refused sender's message was stored"
+
+
 @pytest.mark.spec("SEC-BROKER-CONSUME-1")
 def test_a_user_with_consume_may_attach_a_receiver(secured, details):
     result = as_user(secured, "bob", address=secured.wire_address("orders.new"), role="receiver")
