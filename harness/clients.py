@@ -106,10 +106,11 @@ class Clients:
         return future.result(timeout)
 
     def connect(self, url: str, name: str | None = None, wait: bool = True, *,
-                max_frame_size: int | None = None) -> ClientConnection:
+                max_frame_size: int | None = None, security: ClientSecurity | None = None) -> ClientConnection:
         """A new connection. `max_frame_size` (at least 512, AMQP 1.0 §2.7.1) is the largest frame this side
-        accepts, sent in its open: the peer must split what it sends into frames no larger."""
-        conn = ClientConnection(self, url, name or f"conn{next(self._names)}", max_frame_size)
+        accepts, sent in its open: the peer must split what it sends into frames no larger. `security`: SASL
+        PLAIN/EXTERNAL and TLS (AMQP 1.0 part 5), else SASL ANONYMOUS over plain TCP."""
+        conn = ClientConnection(self, url, name or f"conn{next(self._names)}", max_frame_size, security)
         self._connections.append(conn)
         if wait:
             conn.wait_open()
@@ -139,8 +140,56 @@ class _LoopHandler:
         event.subject()
 
 
+@dataclass(frozen=True)
+class ClientSecurity:
+    """How a client authenticates and protects its connection (AMQP 1.0 part 5).
+
+    `mechanism`: ANONYMOUS, PLAIN (with `user` and `password`) or EXTERNAL (the TLS client certificate is the
+    identity). `ca`: the CA file the server's certificate must chain to; giving it (or `cert`) turns TLS on and
+    the URL's scheme to amqps. `verify_hostname`: the certificate must name the host dialled. `cert`/`key`: the
+    client's own certificate, for a server that asks for one."""
+
+    mechanism: str = "ANONYMOUS"
+    user: str | None = None
+    password: str | None = None
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    key_password: str | None = None
+    verify_hostname: bool = True
+
+    @property
+    def tls(self) -> bool:
+        return self.ca is not None or self.cert is not None
+
+    def ssl_domain(self):
+        from proton import SSLDomain
+
+        domain = SSLDomain(SSLDomain.MODE_CLIENT)
+        if self.ca is not None:
+            domain.set_trusted_ca_db(str(self.ca))
+            domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME if self.verify_hostname
+                                           else SSLDomain.VERIFY_PEER)
+        else:
+            domain.set_peer_authentication(SSLDomain.ANONYMOUS_PEER)
+        if self.cert is not None:
+            domain.set_credentials(str(self.cert), str(self.key or self.cert), self.key_password)
+        return domain
+
+    def options(self, url: str) -> tuple[str, dict]:
+        """(URL with the right scheme, keyword arguments for proton's Container.connect)."""
+        options: dict = {"allowed_mechs": self.mechanism}
+        if self.mechanism == "PLAIN":
+            options.update(user=self.user, password=self.password or "", allow_insecure_mechs=True)
+        if self.tls:
+            options["ssl_domain"] = self.ssl_domain()
+            url = "amqps://" + url.split("://", 1)[-1]
+        return url, options
+
+
 class ClientConnection:
-    def __init__(self, clients: Clients, url: str, name: str, max_frame_size: int | None = None):
+    def __init__(self, clients: Clients, url: str, name: str, max_frame_size: int | None = None,
+                 security: ClientSecurity | None = None):
         self.clients, self.url, self.name = clients, url, name
         self.max_frame_size = max_frame_size
         self.history = clients.history
@@ -148,9 +197,9 @@ class ClientConnection:
         self.ended = False
         self.condition: str | None = None
         self._links: list = []
+        target, options = (security or ClientSecurity()).options(url)
         self._conn = clients.call(lambda: clients._container.connect(
-            url, handler=_ConnectionHandler(self), reconnect=False, allowed_mechs="ANONYMOUS",
-            max_frame_size=max_frame_size))
+            target, handler=_ConnectionHandler(self), reconnect=False, max_frame_size=max_frame_size, **options))
 
     def wait_open(self, timeout: float = DEFAULT_TIMEOUT) -> None:
         wait_for(lambda: self.opened.is_set() or self.ended, timeout, f"connection {self.name} to {self.url}")

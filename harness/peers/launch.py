@@ -52,7 +52,7 @@ def _make(topology: Topology, node_name: str, base: str, provider: str, capabili
         def render(ports):
             return render_router(topology, node_name, listen_ports={**listen, **ports},
                                  connect_ports=wiring.connect_ports.get(node_name),
-                                 external_address=wiring.external_address, **_pki(wiring))
+                                 external_address=wiring.external_address, files_dir=wiring.files, **_pki(wiring))
         if base == "reference":
             return ReferenceRouterPeer(node_name, render({}), capabilities)
         if base == "qdrouterd" and provider == "native":
@@ -120,6 +120,8 @@ class Wiring:
     # The run's test PKI (harness/tlsca.py) when the topology declares CAs: every renderer and peer gets it
     # as `pki=`, so all vendors present certificates from the same CAs.
     pki: TestPki | None = None
+    # The started topology's own folder (users files for routers' SASL, the PKI's keys), removed with it.
+    files: Path | None = None
 
 
 @dataclass
@@ -213,8 +215,9 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
     """
     running = RunningTopology(topology)
     wiring = Wiring(external_address=lambda node, address: running.peers[node].wire_address(address))
+    if topology.cas or any(node.users for node in topology.nodes.values()):
+        running.pki_folder = wiring.files = Path(tempfile.mkdtemp(prefix=f"interop-pki-{topology.name}-"))
     if topology.cas:  # fresh CAs per started topology: nothing outlives it, nothing is shared between cases
-        running.pki_folder = Path(tempfile.mkdtemp(prefix=f"interop-pki-{topology.name}-"))
         wiring.pki = running.pki = TestPki(running.pki_folder)
     dialled = {(link.to, topology.listener_for_link(link)) for link in topology.links}
     for name in topology.nodes:

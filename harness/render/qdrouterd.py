@@ -4,12 +4,27 @@ The same file is read by a real qdrouterd and by the reference router, so it sti
 the format: one `section {` per line, one `attribute: value` per line, a lone `}` to close, camelCase
 attribute names. qdrouterd's reader turns each line into JSON by pattern, so a value holding whitespace, a
 quote, a backslash or a brace, or a '#' (a comment start everywhere but in `pattern`), cannot be written;
-such a value is refused here rather than rendered into a file that means something else.
+such a value is refused here rather than rendered into a file that means something else (saslMechanisms
+alone takes a space-separated list, as qdrouterd documents it).
+
+Security (issue 20), from the topology's fields and the run's test PKI (harness/tlsca.py):
+* a listener with TLS gets an `sslProfile` (its certificate, key and the CA that verifies clients) and
+  `requireSsl`; `authenticatePeer` and `saslMechanisms` come from `Topology.listener_mechanisms`;
+* a link with TLS gives the dialler's connector an `sslProfile` (its client certificate and the CA it trusts)
+  and `verifyHostname`; its `mechanisms`, `user` and `password` become `saslMechanisms`, `saslUsername` and
+  `saslPassword`. A TLS connector dials `localhost`, the name the listener's certificate carries;
+* the node's `users` go into `files_dir`: the reference router's `qdrouterd.users` (name:password lines,
+  reference/security/users.py), Cyrus's `qdrouterd.conf` pointing at `qdrouterd.sasldb`, and that sasldb made
+  with `saslpasswd2` when it is installed; the router section names the folder in `saslConfigDir`. (qdrouterd
+  1.19 here links Debian's proton-core 0.37, built without Cyrus: it cannot check PLAIN whatever the sasldb.)
 """
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 from harness.topology import Link, Node, Topology, display_path
 
@@ -29,6 +44,8 @@ def render_router(
     listen_host: str = "127.0.0.1",
     connect_host: str = "127.0.0.1",
     external_address=None,
+    pki=None,
+    files_dir: Path | None = None,
 ) -> str:
     """qdrouterd.conf text for router `node_name`.
 
@@ -55,9 +72,20 @@ def render_router(
         ),
         "",
     ]
-    out += r.section("router", [("mode", node.mode), ("id", node_name)])
-    for listener in topology.listeners_for(node_name):
+    listeners = topology.listeners_for(node_name)
+    plain_offered = any("PLAIN" in topology.listener_mechanisms(node_name, ls.name)[1] for ls in listeners)
+    sasl_dir = _users_files(node_name, node.users, files_dir) if (node.users or plain_offered) else None
+    out += r.section("router", [("mode", node.mode), ("id", node_name),
+                                ("saslConfigDir", sasl_dir), ("saslConfigName", "qdrouterd" if sasl_dir else None)])
+    for listener in listeners:
         port = _port(listen_ports, listener.name, node_name, "listen_ports", "listener")
+        authenticate, mechanisms = topology.listener_mechanisms(node_name, listener.name)
+        tls = topology.listener_tls(node_name, listener.name)
+        profile = None
+        if tls is not None:
+            profile = f"{listener.name}-tls"
+            issued = _need_pki(pki, node_name).node_files(topology, node_name, listener=listener.name)
+            out += _ssl_profile(r, profile, issued.cert, issued.key, issued.ca)
         out += r.section(
             "listener",
             [
@@ -65,14 +93,21 @@ def render_router(
                 ("host", listen_host),
                 ("port", port),
                 ("role", listener.role),
-                ("saslMechanisms", "ANONYMOUS"),
-                ("authenticatePeer", "no"),
+                ("sslProfile", profile),
+                ("requireSsl", ("yes" if tls.require else "no") if tls is not None else None),
+                ("saslMechanisms", " ".join(mechanisms)),
+                ("authenticatePeer", "yes" if authenticate else "no"),
             ],
         )
     for link in topology.links_from(node_name):
-        out += _connector(
-            r, link, _port(connect_ports, link.to, node_name, "connect_ports", "link to"), connect_host
-        )
+        port = _port(connect_ports, link.to, node_name, "connect_ports", "link to")
+        if link.tls is not None:
+            issued = _need_pki(pki, node_name).node_files(topology, node_name, link=link)
+            out += _ssl_profile(r, f"{link.to}-tls", issued.cert, issued.key, issued.ca)
+            host = "localhost" if connect_host == "127.0.0.1" else connect_host
+            out += _connector(r, link, port, host)
+        else:
+            out += _connector(r, link, port, connect_host)
     out += _addresses(r, node)
     for i, al in enumerate(node.autolinks):
         out += r.section(
@@ -139,8 +174,50 @@ def _connector(r: _Renderer, link: Link, port: int, host: str) -> list[str]:
     attrs: list[tuple[str, object]] = [("name", link.to), ("host", host), ("port", port), ("role", link.role)]
     if link.role == "inter-router":
         attrs.append(("cost", link.cost))  # qdrouterd uses cost for inter-router paths only
-    attrs.append(("saslMechanisms", "ANONYMOUS"))
+    mechanisms = getattr(link, "mechanisms", None) or ("ANONYMOUS",)
+    attrs.append(("saslMechanisms", " ".join(mechanisms)))
+    tls = getattr(link, "tls", None)
+    if tls is not None:
+        attrs += [("sslProfile", f"{link.to}-tls"), ("verifyHostname", "yes" if tls.verify_hostname else "no")]
+    if "PLAIN" in mechanisms:
+        attrs += [("saslUsername", link.user), ("saslPassword", link.password)]
     return r.section("connector", attrs, f"link {link.name}")
+
+
+def _ssl_profile(r: _Renderer, name: str, cert, key, ca) -> list[str]:
+    return r.section("sslProfile", [("name", name), ("certFile", cert), ("privateKeyFile", key),
+                                    ("caCertFile", ca)])
+
+
+def _need_pki(pki, node_name: str):
+    if pki is None:
+        raise RenderError(f"{node_name}: TLS needs the run's test PKI (pki=), and none was given")
+    return pki
+
+
+def _users_files(node_name: str, users: dict[str, str], files_dir: Path | None) -> str:
+    """Write the node's users where both routers find them; returns the folder for saslConfigDir."""
+    if files_dir is None:
+        raise RenderError(f"{node_name}: users need a folder for the users files (files_dir=), and none was given")
+    folder = Path(files_dir) / f"sasl-{node_name}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, password in users.items():
+        if _UNSAFE.search(name) or ":" in name or "\n" in password:
+            raise RenderError(f"{node_name}: users: {name!r} cannot be written to a users file")
+    users_file = folder / "qdrouterd.users"
+    users_file.write_text("".join(f"{n}:{p}\n" for n, p in users.items()), encoding="utf-8")
+    users_file.chmod(0o600)
+    sasldb = folder / "qdrouterd.sasldb"
+    (folder / "qdrouterd.conf").write_text(  # Cyrus's own config, named by saslConfigName
+        f"pwcheck_method: auxprop\nauxprop_plugin: sasldb\nsasldb_path: {sasldb}\n"
+        "mech_list: PLAIN EXTERNAL ANONYMOUS\n")
+    saslpasswd2 = shutil.which("saslpasswd2") or ("/usr/sbin/saslpasswd2" if Path("/usr/sbin/saslpasswd2").exists()
+                                                  else None)
+    if saslpasswd2 is not None:
+        for name, password in users.items():
+            subprocess.run([saslpasswd2, "-c", "-p", "-f", str(sasldb), name], input=password.encode(), check=True,
+                           capture_output=True, timeout=10)
+    return str(folder)
 
 
 def _addresses(r: _Renderer, node: Node) -> list[str]:
@@ -172,7 +249,8 @@ class _Renderer:
             if value is None:
                 continue
             text = str(value)
-            if not text or _UNSAFE.search(text) or ("#" in text and key != "pattern"):
+            spaced = key == "saslMechanisms" and re.fullmatch(r"[A-Z0-9-]+( [A-Z0-9-]+)*", text)
+            if not text or (_UNSAFE.search(text) and not spaced) or ("#" in text and key != "pattern"):
                 where = f"{origin}: " if origin else ""
                 raise RenderError(
                     f"{self.node_name}: {where}{kind} {key}: {text!r} cannot be written to qdrouterd.conf "
