@@ -31,6 +31,7 @@ from reference.broker.config import (
     AcceptorTls,
     AddressDef,
     ConfigError,
+    ConnectionTls,
     QueueDef,
     SecuritySetting,
     load_config,
@@ -1303,3 +1304,34 @@ def test_federation_policies_are_read_with_their_matches():
     assert topics.matches("prices", "#") and not topics.matches("prices.eu", "#")
     assert type(queues).from_dict(queues.as_dict(), "local") == queues.__class__(
         "queue", "local", "q", (("#", "#"),), (("private.#", "#"),), True, -1)
+
+
+def test_broker_connection_uri_tls_parameters(tmp_path):
+    (tmp_path / "ca.pem").write_text("ca")
+    (tmp_path / "ks.pem").write_text("key and chain")
+    body = ('<broker-connections>\n<amqp-connection name="c" uri="tcp://127.0.0.1:5672?sslEnabled=true;'
+            'trustStorePath=ca.pem;trustStoreType=PEM;keyStorePath=ks.pem;verifyHost=true#127.0.0.1:5673">\n'
+            '<sender address-match="#"/>\n</amqp-connection>\n</broker-connections>\n')
+    path = tmp_path / "broker.xml"
+    path.write_text(doc(body))
+    connection = load_config(path).broker_connections[0]
+    assert connection.endpoints == (("127.0.0.1", 5672), ("127.0.0.1", 5673))
+    assert connection.tls == ConnectionTls(str(tmp_path / "ca.pem"), str(tmp_path / "ks.pem"), None, True)
+
+
+@pytest.mark.parametrize("uri, message", [
+    ("tcp://h:1?retryInterval=5", "amqp-connection 'c': URI parameter retryInterval=5 is not supported yet by the "
+     "reference broker (expected TLS ones: keyStorePassword, keyStorePath, keyStoreType, sslEnabled, "
+     "trustStorePassword, trustStorePath, trustStoreType, verifyHost)"),
+    ("tcp://h:1?sslEnabled=true;trustStoreType=JKS", "amqp-connection 'c': trustStoreType=JKS: the reference broker "
+     "reads PEM files only (expected PEM)"),
+    ("tcp://h:1?sslEnabled=true;trustStorePath=nope.pem", "amqp-connection 'c': trustStorePath=nope.pem: no such "
+     "file"),
+    ("tcp://h:1#h:2?sslEnabled=true", "amqp-connection 'c': alternate 'h:2?sslEnabled=true': parameters on an "
+     "alternate and paths are not supported yet by the reference broker, got 'h:2?sslEnabled=true'"),
+])
+def test_broker_connection_uri_parameter_errors(uri, message):
+    body = (f'<broker-connections>\n<amqp-connection name="c" uri="{uri}">\n<sender address-match="#"/>\n'
+            "</amqp-connection>\n</broker-connections>\n")
+    err = error_of(doc(body))
+    assert (err.line, err.message) == (5, message)

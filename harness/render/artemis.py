@@ -170,7 +170,8 @@ def render_broker_xml(
         "        <default-queue-routing-type>ANYCAST</default-queue-routing-type>",
         "      </address-setting>",
     ]
-    connections = _broker_connections(node, connect_ports or {}, dial_host)
+    connections = _broker_connections(node, connect_ports or {}, dial_host,
+                                      lambda target: _dial_tls(topology, node_name, target, pki))
     journal = s["journal_directory"]
     data = journal.rsplit("/", 1)[0] if "/" in journal else "data"
     bool_text = {True: "true", False: "false"}
@@ -279,10 +280,7 @@ def _tls_params(topology: Topology, node_name: str, listener: str, pki: TestPki 
         raise RenderError(f"{node_name}: listener {listener!r}: an Artemis acceptor is TLS or plain, not both "
                           "(access.tls.require false is not supported for brokers)")
     issued = pki.node_files(topology, node_name, listener=listener)
-    key_store = issued.cert.with_name(issued.cert.name.replace(".crt.pem", "") + ".keystore.pem")
-    key_store.write_bytes(issued.key.read_bytes() + issued.cert.read_bytes())
-    key_store.chmod(0o600)
-    params = ["sslEnabled=true", f"keyStorePath={key_store}", "keyStoreType=PEM"]
+    params = ["sslEnabled=true", f"keyStorePath={_key_store(issued)}", "keyStoreType=PEM"]
     if issued.password:
         params.append(f"keyStorePassword={issued.password}")
     params += [f"trustStorePath={issued.ca}", "trustStoreType=PEM"]
@@ -320,13 +318,41 @@ def dial_endpoints(node: Node, what: str, targets: tuple[str, ...], connect_port
 
 
 def _connection_uri(node: Node, what: str, targets: tuple[str, ...], connect_ports: dict[str, int],
-                    dial_host: str) -> str:
-    """`tcp://HOST:PORT` of the first target, the others as alternates after `#`."""
+                    dial_host: str, params: str = "") -> str:
+    """`tcp://HOST:PORT?PARAMS` of the first target, the others as alternates after `#`."""
     endpoints = dial_endpoints(node, what, targets, connect_ports, dial_host)
-    return f"tcp://{endpoints[0]}" + (f"#{','.join(endpoints[1:])}" if len(endpoints) > 1 else "")
+    return (f"tcp://{endpoints[0]}" + (f"?{params}" if params else "")
+            + (f"#{','.join(endpoints[1:])}" if len(endpoints) > 1 else ""))
 
 
-def _broker_connections(node: Node, connect_ports: dict[str, int], dial_host: str) -> list[str]:
+def _key_store(issued) -> str:
+    """One PEM file with the private key and the certificate (Artemis's keyStoreType=PEM form), written beside
+    the PKI's certificate; its path."""
+    path = issued.cert.with_name(issued.cert.name.replace(".crt.pem", "") + ".keystore.pem")
+    path.write_bytes(issued.key.read_bytes() + issued.cert.read_bytes())
+    path.chmod(0o600)
+    return str(path)
+
+
+def _dial_tls(topology: Topology, node_name: str, target: str, pki: TestPki | None) -> str:
+    """The TLS parameters of a broker connection's URI towards `target`, from the topology link's `tls` ("" when
+    the link has none): the CA the dialler trusts, its client certificate, and whether it checks the name."""
+    link = next((lk for lk in topology.links_from(node_name) if lk.to == target), None)
+    if link is None or link.tls is None:
+        return ""
+    if pki is None:
+        raise RenderError(f"{node_name}: the link to {target} has TLS but no test PKI was given (pki=)")
+    issued = pki.node_files(topology, node_name, link=link)
+    params = ["sslEnabled=true", f"trustStorePath={issued.ca}", "trustStoreType=PEM",
+              f"keyStorePath={_key_store(issued)}", "keyStoreType=PEM",
+              f"verifyHost={'true' if link.tls.verify_hostname else 'false'}"]
+    if issued.password:
+        params.append(f"keyStorePassword={issued.password}")
+    return ";".join(params)
+
+
+def _broker_connections(node: Node, connect_ports: dict[str, int], dial_host: str,
+                        dial_tls=lambda _t: "") -> list[str]:
     """`<broker-connections>` lines for the node's broker connections and network connectors; none when it has
     neither."""
     if not node.broker_connections and not node.network_connectors:
@@ -334,7 +360,11 @@ def _broker_connections(node: Node, connect_ports: dict[str, int], dial_host: st
     bool_text = {True: "true", False: "false"}
     lines = ["    <broker-connections>"]
     for connection in node.broker_connections:
-        uri = _connection_uri(node, f"broker connection {connection.name!r}", connection.to, connect_ports, dial_host)
+        what = f"broker connection {connection.name!r}"
+        tls = {dial_tls(target) for target in connection.to}
+        if len(tls) > 1:  # one URI's parameters serve the primary and its alternates alike
+            raise RenderError(f"{node.name}: {what}: its targets' links differ in tls; Artemis's URI has one set")
+        uri = _connection_uri(node, what, connection.to, connect_ports, dial_host, tls.pop())
         attrs = [("uri", uri), ("name", connection.name), ("retry-interval", str(connection.retry_interval_ms)),
                  ("reconnect-attempts", str(connection.reconnect_attempts)),
                  ("auto-start", bool_text[connection.auto_start])]
@@ -355,13 +385,13 @@ def _broker_connections(node: Node, connect_ports: dict[str, int], dial_host: st
                 lines.append(f"        <{element.type} {_attributes([('queue-name', element.queue_name)])}/>")
         lines.append("      </amqp-connection>")
     for connector in node.network_connectors:
-        lines += _network_connector(node, connector, connect_ports, dial_host)
+        lines += _network_connector(node, connector, connect_ports, dial_host, dial_tls)
     lines.append("    </broker-connections>")
     return lines
 
 
 def _network_connector(node: Node, connector: NetworkConnector, connect_ports: dict[str, int],
-                       dial_host: str) -> list[str]:
+                       dial_host: str, dial_tls=lambda _t: "") -> list[str]:
     """The `<amqp-connection>`s of one network connector, each holding its `<federation>`.
 
     Which way messages flow: a remote policy is sent to the dialled broker, which then pulls matching messages
@@ -371,6 +401,8 @@ def _network_connector(node: Node, connector: NetworkConnector, connect_ports: d
     lines = []
     for name, targets in connector.connections:
         what = f"network connector {connector.name!r}"
+        if any(dial_tls(target) for target in targets):
+            raise RenderError(f"{node.name}: {what}: TLS on a network connector's link is not rendered yet")
         uri = _connection_uri(node, what, targets, connect_ports, dial_host)
         attrs = [("uri", uri), ("name", name), ("retry-interval", str(connector.retry_interval_ms)),
                  ("reconnect-attempts", "-1"), ("auto-start", "true")]

@@ -51,10 +51,13 @@ own file format. The root is `<configuration>` holding `<core>` (a `<jms>` sibli
   `max-redelivery-records`, and the address-setting knobs that only tune paging, auto-deletion and
   message counters (see `_IGNORED*`);
 * `broker-connections/amqp-connection` (002_f23507c2891d6d06.txt): `uri` (`tcp://HOST:PORT`, then alternates
-  after `#` as `HOST:PORT` or `tcp://HOST:PORT`, comma-separated), `name`, `auto-start`, `reconnect-attempts`,
-  `retry-interval`, `user`/`password`, holding `<sender>`, `<receiver>` and `<peer>` (each with `address-match`
-  or `queue-name`), `<mirror>` (`queue-creation`, `queue-removal`, `message-acknowledgements`) and `<federation>`
-  (004_05e35cdd7bc39ede.txt networks, in Artemis's AMQP federation form): `local-queue-policy`,
+  after `#` as `HOST:PORT` or `tcp://HOST:PORT`, comma-separated; the primary may carry TLS parameters, read as
+  PEM files like an acceptor's: `sslEnabled`, `trustStorePath`, `keyStorePath` (a client certificate and its
+  key), `keyStorePassword`, `verifyHost`, PEM store types; any other URI parameter is refused), `name`,
+  `auto-start`, `reconnect-attempts`, `retry-interval`, `user`/`password`, holding `<sender>`, `<receiver>` and
+  `<peer>` (each with `address-match` or `queue-name`), `<mirror>` (`queue-creation`, `queue-removal`,
+  `message-acknowledgements`) and `<federation>` (004_05e35cdd7bc39ede.txt networks, in Artemis's AMQP federation
+  form): `local-queue-policy`,
   `remote-queue-policy` (`name`, `include-federated`), `local-address-policy`, `remote-address-policy` (`name`,
   `max-hops`), each with `<include>`/`<exclude>` (`address-match`, and `queue-match` for queue policies). Every
   other attribute or element (mirror `address-filter`, `sync`, policy `priority-adjustment`, ...) is refused at
@@ -202,6 +205,19 @@ class FederationPolicy:
 
 
 @dataclass(frozen=True)
+class ConnectionTls:
+    """TLS of an `<amqp-connection>` (its URI's sslEnabled=true): PEM files as for acceptors. `trust_store`
+    verifies the target's certificate (None: the system's CAs), `key_store` (key and chain in one file) is the
+    client certificate when the target asks for one, `verify_host` checks that the certificate names the host
+    dialled."""
+
+    trust_store: str | None = None
+    key_store: str | None = None
+    key_password: str | None = None
+    verify_host: bool = False
+
+
+@dataclass(frozen=True)
 class BrokerConnectionDef:
     """An `<amqp-connection>`: where the broker dials, how it retries, and what it creates there."""
 
@@ -215,6 +231,7 @@ class BrokerConnectionDef:
     password: str | None = None
     elements: tuple[ConnectionElement, ...] = ()
     line: int = field(default=0, compare=False)
+    tls: ConnectionTls | None = None
 
     @property
     def mirror(self) -> ConnectionElement | None:
@@ -677,7 +694,7 @@ def _amqp_connection(el, path) -> BrokerConnectionDef:
     uri = attrs.get("uri")
     if not uri:
         raise ConfigError(path, el.line, f"{what}: needs a uri attribute (tcp://HOST:PORT)")
-    endpoints = _connection_endpoints(uri, path, el.line, what)
+    endpoints, tls = _connection_endpoints(uri, path, el.line, what)
     if "password" in attrs and "user" not in attrs:
         raise ConfigError(path, el.line, f"{what}: a password needs a user")
     elements = []
@@ -703,11 +720,13 @@ def _amqp_connection(el, path) -> BrokerConnectionDef:
         retry_interval_ms=_attr_int(attrs, "retry-interval", 5000, 0, path, el.line, what),
         user=os.path.expandvars(attrs["user"]) if "user" in attrs else None,
         password=os.path.expandvars(attrs["password"]) if "password" in attrs else None,
-        elements=tuple(elements), line=el.line)
+        elements=tuple(elements), line=el.line, tls=tls)
 
 
-def _connection_endpoints(uri: str, path, line: int, what: str) -> tuple[tuple[str, int], ...]:
-    """`tcp://HOST:PORT#ALT:PORT,tcp://ALT2:PORT` -> ((HOST, PORT), (ALT, PORT), (ALT2, PORT))."""
+def _connection_endpoints(uri: str, path, line: int,
+                          what: str) -> tuple[tuple[tuple[str, int], ...], ConnectionTls | None]:
+    """`tcp://HOST:PORT?PARAMS#ALT:PORT,tcp://ALT2:PORT` -> ((HOST, PORT), (ALT, PORT), (ALT2, PORT)) and the TLS
+    the primary's parameters give (it applies to every endpoint: alternates carry no parameters)."""
     primary, _, alternates = uri.partition("#")
     parts = [primary] + [a for a in (x.strip() for x in alternates.split(",")) if a] if alternates else [primary]
     endpoints = []
@@ -722,11 +741,47 @@ def _connection_endpoints(uri: str, path, line: int, what: str) -> tuple[tuple[s
         if split is None or split.scheme != "tcp" or not split.hostname or port is None:
             raise ConfigError(path, line, f"{what}: {shown}: expected tcp://HOST:PORT (alternates after '#' as "
                               f"HOST:PORT, comma-separated), got {uri!r}")
-        if split.query or (split.path and split.path != "/"):
-            raise ConfigError(path, line, f"{what}: {shown}: URI parameters and paths are not supported yet by the "
-                              f"reference broker, got {part!r}")
+        if (split.query and i > 0) or (split.path and split.path != "/"):
+            raise ConfigError(path, line, f"{what}: {shown}: parameters on an alternate and paths are not supported "
+                              f"yet by the reference broker, got {part!r}")
         endpoints.append((split.hostname, port))
-    return tuple(endpoints)
+    params = dict(parse_qsl(urlsplit(parts[0] if "://" in parts[0] else f"tcp://{parts[0]}").query.replace(";", "&"),
+                            keep_blank_values=True))
+    return tuple(endpoints), _connection_tls(params, path, line, what)
+
+
+_CONNECTION_TLS_PARAMS = {"sslEnabled", "trustStorePath", "trustStoreType", "trustStorePassword", "keyStorePath",
+                          "keyStoreType", "keyStorePassword", "verifyHost"}
+
+
+def _connection_tls(params: dict, path, line: int, what: str) -> ConnectionTls | None:
+    """The TLS parameters of a broker connection's URI, read as PEM files like an acceptor's (relative paths
+    from broker.xml's folder); any other parameter is refused."""
+    for key, value in params.items():
+        if key not in _CONNECTION_TLS_PARAMS:
+            raise ConfigError(path, line, f"{what}: URI parameter {key}={value} is not supported yet by the reference "
+                              f"broker (expected TLS ones: {', '.join(sorted(_CONNECTION_TLS_PARAMS))})")
+    for key in ("keyStoreType", "trustStoreType"):
+        if key in params and params[key].strip().upper() != "PEM":
+            raise ConfigError(path, line, f"{what}: {key}={params[key]}: the reference broker reads PEM files only "
+                              "(expected PEM)")
+    flags = {}
+    for key in ("sslEnabled", "verifyHost"):
+        value = params.get(key, "false").strip().lower()
+        if value not in ("true", "false"):
+            raise ConfigError(path, line, f"{what}: {key}: expected true or false, got {value!r}")
+        flags[key] = value == "true"
+    if not flags["sslEnabled"]:
+        return None
+    folder = os.path.dirname(os.path.abspath(path)) if path != "<string>" else os.getcwd()
+    files = {}
+    for key in ("trustStorePath", "keyStorePath"):
+        value = os.path.expandvars(params.get(key, "").strip())
+        if value and not os.path.isfile(os.path.join(folder, value)):
+            raise ConfigError(path, line, f"{what}: {key}={value}: no such file")
+        files[key] = os.path.join(folder, value) if value else None
+    return ConnectionTls(trust_store=files["trustStorePath"], key_store=files["keyStorePath"],
+                         key_password=params.get("keyStorePassword") or None, verify_host=flags["verifyHost"])
 
 
 def _link_element(el, kind: str, path, what: str) -> ConnectionElement:

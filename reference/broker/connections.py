@@ -41,6 +41,7 @@ import uuid
 from proton import Endpoint, Link
 
 from ..links import put_symbols
+from ..security import ClientTls
 
 from .config import BrokerConnectionDef
 from .mirror import SNF_PREFIX, MirrorSource
@@ -74,6 +75,7 @@ class BrokerConnection:
         # lacks a permission keeps failing and retrying, and this says why (002_f23507c2891d6d06.txt).
         self.last_error: str | None = None
         self.errors = 0  # link or connection failures since the start
+        self.client_tls = None  # reference.security.ClientTls, made on the first dial when the URI enables TLS
 
     @property
     def name(self) -> str:
@@ -144,7 +146,7 @@ class BrokerConnections:
         bc.targets_tried.append(bc.target)
         d = bc.definition
         conn = self.loop.connect(f"amqp://{host}:{port}", allowed_mechs="PLAIN" if d.user else "ANONYMOUS",
-                                 user=d.user, password=d.password)
+                                 user=d.user, password=d.password, **_tls(bc))
         conn.broker_connection = bc
         bc.connection = conn
         log.info("Broker connection %r dialling %s", bc.name, bc.target)
@@ -282,6 +284,18 @@ class BrokerConnections:
     def stop(self) -> None:
         for bc in self.items.values():
             bc.started = False
+
+
+def _tls(bc: BrokerConnection) -> dict:
+    """`tls=` for the loop's connect when the URI enabled TLS; the context is made once per connection and kept
+    (ClientTls builds it on first use), so a redial does not read the files again."""
+    t = bc.definition.tls
+    if t is None:
+        return {}
+    if bc.client_tls is None:
+        bc.client_tls = ClientTls(ca=t.trust_store, verify_hostname=t.verify_host, cert=t.key_store, key=t.key_store,
+                                  password=t.key_password)
+    return {"tls": bc.client_tls}
 
 
 class _Redial:

@@ -54,6 +54,18 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 1
+    for connection in config.broker_connections:  # TLS files load now: a bad one is a start-up error
+        if connection.tls is not None:
+            from ..security import ClientTls
+
+            t = connection.tls
+            try:
+                ClientTls(ca=t.trust_store, verify_hostname=t.verify_host, cert=t.key_store, key=t.key_store,
+                          password=t.key_password).context()
+            except (OSError, ValueError) as exc:
+                print(f"{config.path}:{connection.line}: amqp-connection {connection.name!r}: cannot load its TLS "
+                      f"files: {' '.join(str(exc).split())}", file=sys.stderr)
+                return 1
     serving.setup_logging()
     broker = Broker(config)
     # link_capabilities: mirrors announce themselves with attach capabilities proton-C does not handle

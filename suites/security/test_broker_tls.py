@@ -7,6 +7,7 @@ import pytest
 from proton import SSLDomain
 
 from harness.tlsca import TestPki
+from harness.wait import wait_for
 from suites.security.test_broker_access import attempt, queued, url_of
 
 pytestmark = pytest.mark.requires("tls")
@@ -96,3 +97,45 @@ def test_no_client_certificate_or_one_from_another_ca_is_refused(mtls_broker, de
     details.update(result=result.describe())
     assert not result.opened, f"a client with {presented} certificate got in: {result.describe()}"
     assert result.outcome is None and queued(broker, "tls.q") == before
+
+
+# ---- broker connections over TLS (topology security-broker-connection-tls) ---------------------------------------
+
+
+@pytest.fixture
+def tls_bridges(topology):
+    running = topology("security-broker-connection-tls")
+    return running, running["B1"], running["B3"], running["B2"]
+
+
+@pytest.mark.requires("broker-connection")
+@pytest.mark.spec("SEC-BROKER-TLS-4")
+def test_a_broker_connection_trusting_the_ca_forwards_over_tls(tls_bridges, clients, details):
+    from suites.brokerconnections.conftest import WAIT, send_accepted, sender, wait_connected
+
+    running, b1, _b3, b2 = tls_bridges
+    wait_connected(b1, "trusting")
+    before = queued(b2, "tls.q")
+    send_accepted(sender(clients.connect(running.client_url("producer")), "tls.q"), 3)
+    wait_for(lambda: queued(b2, "tls.q") - before >= 3, WAIT, "3 messages forwarded from B1 to B2 over TLS",
+             describe=lambda: f"B2 {queued(b2, 'tls.q') - before} new, B1 {queued(b1, 'tls.q')}")
+    details.update(forwarded=queued(b2, "tls.q") - before)
+
+
+@pytest.mark.requires("broker-connection")
+@pytest.mark.spec("SEC-BROKER-TLS-4")
+def test_a_broker_connection_trusting_another_ca_never_connects(tls_bridges, clients, details):
+    from suites.brokerconnections.conftest import WAIT, connection, send_accepted, sender
+
+    running, _b1, b3, b2 = tls_bridges
+    send_accepted(sender(clients.connect(running.client_url("other_producer")), "tls.q"), 3)
+
+    def failed_twice():
+        row = connection(b3, "mistrusting")
+        return row["attempts"] >= 2 and row
+    row = wait_for(failed_twice, WAIT, "broker connection 'mistrusting' of B3 to fail twice",
+                   describe=lambda: str(connection(b3, "mistrusting")))
+    details.update(connection=row, held_on_b3=queued(b3, "tls.q"))
+    assert row["connects"] == 0 and not row["connected"], f"it connected though it trusts rogue-ca: {row}"
+    assert "certificate" in (row["last_error"] or "").lower(), f"the failure does not name the certificate: {row}"
+    assert queued(b3, "tls.q") == 3, "B3's messages must stay on B3"
