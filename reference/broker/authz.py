@@ -23,6 +23,9 @@ import os
 from .config import OPERATIONS, ConfigError, SecuritySetting, compare_matches, match_address
 
 
+_CACHE_LIMIT = 10_000  # addresses whose setting is remembered
+
+
 class Authorizer:
     """Answers `check(user, operation, address)`: None when allowed, else why not (one line)."""
 
@@ -35,6 +38,8 @@ class Authorizer:
     def setting_for(self, address: str) -> SecuritySetting | None:
         """The most specific setting whose match covers `address` (None: no setting covers it)."""
         if address not in self._cache:
+            if len(self._cache) >= _CACHE_LIMIT:  # clients choose the names: never let them grow it without end
+                self._cache.clear()
             matching = sorted((m for m in self._settings if match_address(m, address)),
                               key=functools.cmp_to_key(compare_matches))
             self._cache[address] = self._settings[matching[0]] if matching else None
