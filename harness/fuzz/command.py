@@ -2,6 +2,7 @@
 
     interop fuzz [--peer ROLE=VENDOR ...] [--role ROLE] [--budget 5m] [--seed N] [--break FAULT ...]
     interop fuzz --frames [--peer ROLE=VENDOR ...] [--budget 5m] [--cases N] [--family NAME ...] [--seed N]
+                 [--secured]
 
 The stateful mode (default) runs Hypothesis programs of client operations through a topology with the chosen
 vendor in the role under fuzz; when that vendor is not the reference, the same topology also starts with
@@ -26,6 +27,8 @@ from .session import FuzzTarget, Progress, SessionReport, parse_budget
 
 ROOT = Path(__file__).resolve().parents[2]
 FRAMES_TOPOLOGIES = {"router": "topologies/single-router.yaml", "broker": "topologies/single-broker.yaml"}
+# --secured: a router behind SASL PLAIN whose listener also takes TLS (issue 20)
+SECURED_TOPOLOGIES = {"router": "topologies/security-router-fuzz.yaml"}
 DEFAULT_BUDGET = "5m"
 
 
@@ -44,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser, break_faults: list[str]) -> N
                         help="frames mode: stop after N hostile cases even if budget is left")
     parser.add_argument("--family", action="append", default=[], metavar="NAME",
                         help="frames mode: only these case families (repeatable; default all)")
+    parser.add_argument("--secured", action="store_true",
+                        help="frames mode: a router behind SASL PLAIN that also takes TLS; adds the TLS families")
     parser.add_argument("--no-differential", dest="differential", action="store_false",
                         help="stateful mode: do not also run each program against reference peers")
     parser.add_argument("--break", dest="breaks", action="append", default=[], metavar="[ROLE[=VENDOR]:]FAULT",
@@ -73,17 +78,21 @@ def run(args: argparse.Namespace, choices: dict[str, str], explicit_roles: list[
     role = args.role or (explicit_roles[0] if explicit_roles else "router")
     mode = "frames" if args.frames else "stateful"
     module = _mode_module(mode)
+    if args.secured and (mode != "frames" or role != "router"):
+        raise FuzzUsageError("--secured: only with --frames against a router")
     if args.family:
-        unknown = [f for f in args.family if f not in module.FAMILIES] if mode == "frames" else args.family
+        known_families = module.FAMILIES + (module.TLS_FAMILIES if args.secured else []) if mode == "frames" else []
+        unknown = [f for f in args.family if f not in known_families] if mode == "frames" else args.family
         if unknown:
-            known = ", ".join(module.FAMILIES) if mode == "frames" else "none (families are for --frames)"
+            known = ", ".join(known_families) if mode == "frames" else "none (families are for --frames)"
             raise FuzzUsageError(f"--family {unknown[0]}: unknown (expected one of: {known})")
     try:
         breaks = [parse_break(b) for b in args.breaks]
     except MatrixError as exc:
         raise FuzzUsageError(str(exc)) from None
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
-    topology_file = (FRAMES_TOPOLOGIES if mode == "frames" else module.TOPOLOGIES)[role]
+    topology_file = (SECURED_TOPOLOGIES if args.secured else FRAMES_TOPOLOGIES if mode == "frames"
+                     else module.TOPOLOGIES)[role]
     try:
         topology = load_topology(ROOT / topology_file)
     except TopologyError as exc:
@@ -116,6 +125,8 @@ def run(args: argparse.Namespace, choices: dict[str, str], explicit_roles: list[
             print(f"interop fuzz: {exc}", file=sys.stderr)
             return 1
         target = _target(running, node, topology.name)
+        if args.secured:
+            _secure(target, topology.node(node))
         progress = Progress(label, budget_s, "cases" if mode == "frames" else "programs")
         # Reproducers and crasher entries go under <run folder>/fuzz/ (the stateful mode adds the fuzz/ itself).
         if mode == "frames":
@@ -145,6 +156,15 @@ def _mode_module(mode: str):
         return frames
     from . import stateful
     return stateful
+
+
+def _secure(target: FuzzTarget, node) -> None:
+    """The secured target's clients authenticate as the topology's first user, with PLAIN over plain TCP."""
+    from ..clients import ClientSecurity
+
+    user, password = next(iter(node.users.items()))
+    target.security = ClientSecurity(mechanism="PLAIN", user=user, password=password)
+    target.tls = node.access.tls is not None
 
 
 def _target(running, node: str, topology_name: str) -> FuzzTarget:

@@ -27,12 +27,12 @@ from ..clients import Clients
 from ..peers.liveness import amqp_silence
 from ..wait import WaitTimeout, wait_for
 from . import procstat
-from .hostile import FAMILIES, Case, Context, generate
+from .hostile import FAMILIES, TLS_FAMILIES, Case, Context, generate
 from .sentinel import Sentinel
 from .session import Finding, FuzzTarget, Progress, SessionReport
 from .wire import Reply, play
 
-__all__ = ["FAMILIES", "run_session"]
+__all__ = ["FAMILIES", "TLS_FAMILIES", "run_session"]
 
 BATCH = 200  # cases between two health checks: what a crash's replay has to search
 WORKERS = 12  # connections at once; the machines here have 2 cores shared with the server under fuzz
@@ -65,11 +65,16 @@ class _Session:
     def __init__(self, target, seed, budget_s, max_cases, progress, out_dir, families):
         self.target, self.seed, self.max_cases = target, seed, max_cases
         self.progress, self.out_dir, self.families = progress, out_dir, families
+        if not families and target.tls:  # a TLS-capable listener: the TLS families take their turns too
+            self.families = FAMILIES + TLS_FAMILIES
+        security = target.security
         if families:
             generate(seed, 0, Context(), families)  # an unknown family name fails here, before anything runs
         self.report = SessionReport(mode="frames", seed=seed, budget_s=budget_s)
         run = uuid.uuid4().hex[:8]
-        self.ctx = Context(address=_wire(target, f"fuzz.hostile.{seed}.{run}"), container_id=f"fuzz-{seed}")
+        self.ctx = Context(address=_wire(target, f"fuzz.hostile.{seed}.{run}"), container_id=f"fuzz-{seed}",
+                           user=security.user if security is not None else None,
+                           password=(security.password or "") if security is not None else "")
         self.sentinel_address = _wire(target, f"fuzz.sentinel.{seed}.{run}")
         self.fresh_address = _wire(target, f"fuzz.fresh.{seed}.{run}")
         self.started = time.monotonic()
@@ -172,7 +177,7 @@ class _Session:
         """A new connection attaches, sends one message and gets it back; None when it does."""
         conn = None
         try:
-            conn = self.fresh.connect(self.target.url, wait=False)
+            conn = self.fresh.connect(self.target.url, wait=False, security=self.target.security)
             conn.wait_open(FRESH_CLIENT_S)
             rcv = conn.receiver(self.fresh_address, credit=10, timeout=FRESH_CLIENT_S)
             snd = conn.sender(self.fresh_address, timeout=FRESH_CLIENT_S)
@@ -314,7 +319,8 @@ class _Session:
     # ---- the sentinel -----------------------------------------------------------------------------------
     def _start_sentinel(self) -> None:
         try:
-            self.sentinel = Sentinel(self.target.url, self.sentinel_address, name=f"fuzz-sentinel-{self.seed}")
+            self.sentinel = Sentinel(self.target.url, self.sentinel_address, name=f"fuzz-sentinel-{self.seed}",
+                                     security=self.target.security)
         except (AssertionError, ConnectionError) as exc:
             self.sentinel = None
             self.report.add(Finding("unserved:sentinel", "hang",

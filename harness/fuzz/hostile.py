@@ -4,6 +4,11 @@ A case is a name, a family and steps: bytes to send and pauses to hold the socke
 small sends with pauses between them). Most cases first go *through* SASL and open with a valid prefix and
 put the hostile part after it: a stream that is wrong from its first byte only tests the header check.
 
+Against a secured router (`interop fuzz --frames --secured`) the valid prefix authenticates with SASL PLAIN, so
+every family's hostile part lands behind a real password check, and two more families test the TLS layer:
+`tls-handshake` (garbage inside TLS handshake records: truncated, flipped or oversized ClientHellos, records of
+unknown types) and `in-tls` (a real TLS session carrying another family's hostile stream).
+
 A case's `name` says what is wrong and nothing random (no counts, offsets, seeds): it is the stable part of a
 finding's signature, so the same fault found by two seeds is one finding.
 """
@@ -11,6 +16,7 @@ finding's signature, so the same fault found by two seeds is one finding.
 from __future__ import annotations
 
 import random
+import ssl
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +33,7 @@ class Case:
     # ("send", bytes) | ("pause", seconds) | ("await", descriptor code of a frame the server must send first)
     steps: list[tuple[str, object]] = field(default_factory=list)
     index: int = -1
+    tls: bool = False  # played inside a TLS session (harness/fuzz/wire.py)
 
     @property
     def data(self) -> bytes:
@@ -47,6 +54,14 @@ class Context:
 
     address: str = "fuzz.hostile"
     container_id: str = "fuzz"
+    user: str | None = None  # the valid prefix authenticates with SASL PLAIN as this user (else ANONYMOUS)
+    password: str = ""
+
+    def sasl_init(self) -> bytes:
+        if self.user is None:
+            return c.sasl_frame("sasl_init", mechanism="ANONYMOUS")
+        response = b"\x00" + self.user.encode() + b"\x00" + self.password.encode()  # RFC 4616
+        return c.sasl_frame("sasl_init", mechanism="PLAIN", initial_response=response)
 
 
 # ---- the valid session the mutations start from ----------------------------------------------------------
@@ -56,7 +71,7 @@ def valid_session(ctx: Context, rng: random.Random | None = None) -> list[tuple[
     tag = b"t%d" % (rng.randrange(1000) if rng else 0)
     return [
         ("sasl-header", c.SASL_HEADER),
-        ("sasl-init", c.sasl_frame("sasl_init", mechanism="ANONYMOUS")),
+        ("sasl-init", ctx.sasl_init()),
         ("amqp-header", c.AMQP_HEADER),
         ("open", c.amqp_frame("open", container_id=ctx.container_id, hostname="localhost",
                               max_frame_size=65536, channel_max=31, idle_time_out=60000)),
@@ -620,15 +635,66 @@ FAMILY_FUNCS: dict[str, Callable[[random.Random, Context], Case]] = {
 FAMILIES = list(FAMILY_FUNCS)
 
 
+# ---- TLS (a secured target only) -----------------------------------------------------------------------------
+def _client_hello() -> bytes:
+    """A real ClientHello as Python's ssl writes it (its random differs per call; the case keeps its bytes)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    obj = ctx.wrap_bio(ssl.MemoryBIO(), out := ssl.MemoryBIO(), server_hostname="localhost")
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return out.read()
+
+
+def fam_tls_handshake(rng: random.Random, ctx: Context) -> Case:
+    """Garbage inside TLS handshake records: a ClientHello cut short, with bytes flipped, with a record
+    length far past what follows, records of unknown types, or a good ClientHello followed by junk."""
+    hello = _client_hello()
+    kind = rng.choice(["truncated", "flipped", "oversized-record", "unknown-record-type", "hello-then-junk",
+                       "empty-records"])
+    if kind == "truncated":
+        data = hello[:rng.randrange(1, len(hello))]
+    elif kind == "flipped":
+        raw = bytearray(hello)
+        for _ in range(rng.randrange(1, 8)):
+            raw[rng.randrange(5, len(raw))] ^= 1 << rng.randrange(8)
+        data = bytes(raw)
+    elif kind == "oversized-record":
+        data = hello[:3] + struct.pack(">H", rng.choice([0x4001, 0xFFFF])) + hello[5:]
+    elif kind == "unknown-record-type":
+        data = bytes([0x16]) + hello[1:] + bytes([rng.choice([0x00, 0x19, 0x7F, 0xFF]), 3, 3, 0, 4]) + b"junk"
+    elif kind == "hello-then-junk":
+        data = hello + bytes(rng.randrange(256) for _ in range(rng.choice([16, 300, 5000])))
+    else:
+        data = bytes([0x16, 3, 1, 0, 0]) * rng.choice([10, 1000])
+    return Case("tls-handshake", f"tls-handshake.{kind}", [("send", data)])
+
+
+def fam_in_tls(rng: random.Random, ctx: Context) -> Case:
+    """A real TLS session carrying a hostile stream of another family: what reaches SASL and AMQP through TLS."""
+    family = rng.choice(["mutate", "sasl", "header", "frame-size", "truncated", "links", "flood"])
+    inner = FAMILY_FUNCS[family](rng, ctx)
+    return Case("in-tls", f"in-tls.{inner.name}", inner.steps, tls=True)
+
+
+TLS_FAMILY_FUNCS: dict[str, Callable[[random.Random, Context], Case]] = {
+    "tls-handshake": fam_tls_handshake, "in-tls": fam_in_tls,
+}
+TLS_FAMILIES = list(TLS_FAMILY_FUNCS)
+
+
 def generate(seed: int, index: int, ctx: Context, families: list[str] | None = None) -> Case:
     """Case number `index` of the session with `seed`: families take turns, the rest is drawn from a
     generator seeded by (seed, index) alone, so any case can be rebuilt without the ones before it."""
     names = families or FAMILIES
-    unknown = [f for f in names if f not in FAMILY_FUNCS]
+    funcs = {**FAMILY_FUNCS, **TLS_FAMILY_FUNCS}
+    unknown = [f for f in names if f not in funcs]
     if unknown:
-        raise ValueError(f"unknown fuzz family {unknown[0]!r}: expected one of {', '.join(FAMILIES)}")
+        raise ValueError(f"unknown fuzz family {unknown[0]!r}: expected one of {', '.join(funcs)}")
     rng = random.Random(f"frames:{seed}:{index}")
     family = names[index % len(names)]
-    case = FAMILY_FUNCS[family](rng, ctx)
+    case = funcs[family](rng, ctx)
     case.family, case.index = family, index
     return case

@@ -18,10 +18,11 @@ WATCH_INTERVAL_S = 0.01  # how finely gaps are measured
 
 
 class Sentinel:
-    def __init__(self, url: str, address: str, *, interval_s: float = 0.05, name: str = "fuzz-sentinel"):
+    def __init__(self, url: str, address: str, *, interval_s: float = 0.05, name: str = "fuzz-sentinel",
+                 security=None):
         self.url, self.address, self.interval_s = url, address, interval_s
         self.clients = Clients(container_id=name)
-        self.conn = self.clients.connect(url, name=name)
+        self.conn = self.clients.connect(url, name=name, security=security)
         self.receiver = self.conn.receiver(address, credit=100)
         self.sender = self.conn.sender(address)
         self.max_gap_s = 0.0

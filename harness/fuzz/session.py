@@ -43,6 +43,10 @@ class FuzzTarget:
     topology: str  # the topology's name
     peer_records: dict = field(default_factory=dict)  # role -> {vendor, version, provider}, for result records
     running: object = None  # the harness.peers.launch.RunningTopology it belongs to (other nodes, link proxies)
+    # A secured target (interop fuzz --frames --secured): how clients authenticate (harness.clients.ClientSecurity,
+    # SASL PLAIN over plain TCP), and whether the listener also takes TLS (the TLS families then run too).
+    security: object = None
+    tls: bool = False
 
     @property
     def url(self) -> str:

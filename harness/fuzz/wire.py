@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import selectors
 import socket
+import ssl
 import time
 from dataclasses import dataclass, field
 
@@ -67,6 +68,14 @@ def play(host: str, port: int, case: Case, *, idle_s: float = 0.1, max_read_s: f
     except OSError as exc:
         out.error, out.ended = f"connect to {host}:{port}: {exc}", time.monotonic()
         return out
+    if case.tls:  # a case played inside TLS: the handshake first (a failed one is the server's answer)
+        try:
+            sock = _tls_client().wrap_socket(sock, server_hostname="localhost")
+        except (ssl.SSLError, OSError) as exc:
+            sock.close()
+            out.closed_by_server, out.error, out.ended = True, None, time.monotonic()
+            out.reply = f"TLS handshake failed: {exc}".encode()
+            return out
     buf = bytearray()
     with sock, selectors.DefaultSelector() as sel:
         sel.register(sock, selectors.EVENT_READ)
@@ -88,6 +97,13 @@ def play(host: str, port: int, case: Case, *, idle_s: float = 0.1, max_read_s: f
     out.frames, _ = c.split_frames(out.reply)
     out.ended = time.monotonic()
     return out
+
+
+def _tls_client() -> ssl.SSLContext:
+    """A TLS client that takes any certificate: the hostile part is what it sends, not whom it trusts."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    return ctx
 
 
 def _await(sock, sel, buf: bytearray, code: int, timeout_s: float = AWAIT_S) -> bool:
@@ -130,8 +146,12 @@ def _read(sock, sel, buf: bytearray, span_s: float, *, until_idle: bool = True, 
                 return True
             continue
         try:
-            chunk = sock.recv(65536, socket.MSG_DONTWAIT)
-        except BlockingIOError:
+            if isinstance(sock, ssl.SSLSocket):  # decrypted bytes; no flags on a TLS socket
+                sock.setblocking(False)
+                chunk = sock.recv(65536)
+            else:
+                chunk = sock.recv(65536, socket.MSG_DONTWAIT)
+        except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             continue
         except OSError:
             return False

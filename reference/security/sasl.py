@@ -149,6 +149,8 @@ class SaslServer:
             if header != SASL_HEADER:
                 why = ("the client skipped SASL, but this listener authenticates its peers" if header == AMQP_HEADER
                        else f"expected the SASL protocol header, got {header!r}")
+                # AMQP 1.0 §2.2: answer a header it will not serve with the one it would, then close
+                self.output += SASL_HEADER
                 self._refuse(why, send_outcome=False)
                 return b""
             self.output += SASL_HEADER + mechanisms_frame(self.policy.mechanisms)
