@@ -138,3 +138,23 @@ def test_the_anonymous_relay_is_checked_per_message(broker):
     assert outcomes["bob"] != "accepted", outcomes
     broker.wait_queue("orders.new", depth=1)
     assert any("Refused a message" in line and "user 'bob'" in line for line in broker.lines()), broker.stderr()
+
+
+@pytest.mark.parametrize("password, ready", [("ks-secret", True), ("wrong", False)])
+def test_an_encrypted_key_store_needs_its_password(tmp_path, password, ready):
+    pki = TestPki(tmp_path / "pki")
+    issued = pki.issue("ca", "B-test", purpose="server", password="ks-secret")
+    (tmp_path / "ks.pem").write_bytes(issued.key.read_bytes() + issued.cert.read_bytes())
+    config = write(tmp_path, tls=f";sslEnabled=true;keyStorePath=ks.pem;keyStorePassword={password}")
+    process = BrokerProcess(config, tmp_path)
+    try:
+        if ready:
+            process.wait_ready()
+        else:
+            assert process.wait_exit() == 1
+            lines = process.lines()
+            assert len(lines) == 1 and lines[0].startswith(f"{config}:7: acceptor 'clients': cannot load its TLS "
+                                                           "files: "), lines
+    finally:
+        process.terminate()
+        process.close()
