@@ -297,7 +297,7 @@ class EngineLoop:
             self._write_all()
             if self._backlog:  # plaintext the transports had no room for: push it, and do not sleep on it
                 self._drain_backlog()
-                timeout = 0.0 if self._backlog else timeout
+                timeout = 0.0  # what it pushed made events: they are handled in the next turn, not after a wait
             self._wait_and_read(timeout)
             self._run_timers()
         for peer in list(self._peers.values()):
@@ -598,49 +598,29 @@ class EngineLoop:
             self._backlog.discard(peer)
 
     def _write_secure(self, peer: _Peer) -> bool:
-        sec, transport, tap = peer.sec, peer.transport, peer.tap
-        plain = b""
-        if not sec.closing:
-            if sec.sasl is not None:
-                plain += sec.sasl.take_output()
-            if sec.amqp_ready():
-                while len(sec.outbuf) + len(plain) < _SECURE_OUT_HIGH:
-                    pending = transport.pending()
-                    if pending <= 0:
-                        if peer.failed and not sec.outbuf and not plain:
-                            transport.close_tail()
-                            transport.close_head()
-                            return False
-                        break
-                    chunk = bytes(transport.peek(pending))
-                    transport.pop(pending)
-                    plain += tap.feed_out(chunk) if tap is not None else chunk
-            try:
-                if sec.tls is not None:
-                    if sec.tls.ready:
-                        sec.tls.wrap(sec.plain_out + plain)
-                        sec.plain_out = b""
-                    else:
-                        sec.plain_out += plain
-                    sec.outbuf += sec.tls.take_output()
-                else:
-                    sec.outbuf += plain
-            except TlsFailure as failure:
-                self._refuse(peer, str(failure))
-        while sec.outbuf:
-            try:
-                sent = peer.sock.send(sec.outbuf)
-            except (BlockingIOError, InterruptedError):
-                return True
-            except OSError as exc:
-                log.debug("send to %s failed: %s", _name(peer.sock), exc)
-                sec.outbuf = b""
-                transport.close_head()
-                transport.close_tail()
-                return False
-            sec.outbuf = sec.outbuf[sent:]
-            if sec.outbuf:
-                return True
+        """Like _write_plain: send until the transport has nothing more or the socket is full; returns whether
+        output is still waiting (so the loop must wake when the socket is writable)."""
+        sec, transport = peer.sec, peer.transport
+        while True:
+            took = self._take_secure_output(peer)
+            if took is None:
+                return False  # a failed peer's close frame is out: its transport is closed
+            while sec.outbuf:
+                try:
+                    sent = peer.sock.send(sec.outbuf)
+                except (BlockingIOError, InterruptedError):
+                    return True
+                except OSError as exc:
+                    log.debug("send to %s failed: %s", _name(peer.sock), exc)
+                    sec.outbuf = b""
+                    transport.close_head()
+                    transport.close_tail()
+                    return False
+                sec.outbuf = sec.outbuf[sent:]
+                if sec.outbuf:
+                    return True  # the socket's buffer is full: wait until it drains
+            if not took:
+                break  # all sent, and the transport had nothing more
         if sec.closing:
             transport.close_tail()
             transport.close_head()
@@ -649,6 +629,40 @@ class EngineLoop:
                 self._record_identity(peer)
             peer.sec = None  # SASL is over on a plain connection: back to the plain path, at its cost
         return False
+
+    def _take_secure_output(self, peer: _Peer) -> bool | None:
+        """Move what the SASL layer and the transport have to send (up to a bound) through TLS into
+        `sec.outbuf`; returns whether anything was taken (None: a failed peer was closed instead)."""
+        sec, transport, tap = peer.sec, peer.transport, peer.tap
+        if sec.closing:
+            return False
+        plain = sec.sasl.take_output() if sec.sasl is not None else b""
+        if sec.amqp_ready():
+            while len(sec.outbuf) + len(plain) < _SECURE_OUT_HIGH:
+                pending = transport.pending()
+                if pending <= 0:
+                    if peer.failed and not sec.outbuf and not plain:
+                        transport.close_tail()
+                        transport.close_head()
+                        return None
+                    break
+                chunk = bytes(transport.peek(pending))
+                transport.pop(pending)
+                plain += tap.feed_out(chunk) if tap is not None else chunk
+        try:
+            if sec.tls is not None:
+                if sec.tls.ready:
+                    sec.tls.wrap(sec.plain_out + plain)
+                    sec.plain_out = b""
+                else:
+                    sec.plain_out += plain
+                    plain = b""  # held until the handshake is over: nothing more to take now
+                sec.outbuf += sec.tls.take_output()
+            else:
+                sec.outbuf += plain
+        except TlsFailure as failure:
+            self._refuse(peer, str(failure))
+        return bool(plain)
 
     def _drain_backlog(self) -> None:
         for peer in list(self._backlog):

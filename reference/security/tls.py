@@ -146,11 +146,13 @@ class TlsLayer:
         return b"".join(chunks)
 
     def wrap(self, data: bytes) -> None:
-        if data:
+        view = memoryview(data)
+        while view:  # SSL_write may take less than all of it (one record at a time): the rest must follow
             try:
-                self.obj.write(data)
+                written = self.obj.write(view)
             except ssl.SSLError as exc:
                 raise TlsFailure(_reason(exc)) from None
+            view = view[written:]
 
     def take_output(self) -> bytes:
         return self.outgoing.read()
