@@ -80,6 +80,13 @@ def run(args: argparse.Namespace, choices: dict[str, str], explicit_roles: list[
     module = _mode_module(mode)
     if args.secured and (mode != "frames" or role != "router"):
         raise FuzzUsageError("--secured: only with --frames against a router")
+    if args.secured:
+        from ..peers.vendors import vendor
+
+        chosen = choices.get("router", "reference")
+        if "sasl.plain" not in vendor(chosen, "router").capabilities:
+            raise FuzzUsageError(f"--secured: router {chosen} cannot check SASL PLAIN (no capability sasl.plain), "
+                                 "which the secured target requires")
     if args.family:
         known_families = module.FAMILIES + (module.TLS_FAMILIES if args.secured else []) if mode == "frames" else []
         unknown = [f for f in args.family if f not in known_families] if mode == "frames" else args.family
