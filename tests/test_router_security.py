@@ -72,3 +72,10 @@ def test_plain_without_a_users_file_is_an_error(files, tmp_path):
     text = conf(files, "listener {\n port: 0\n saslMechanisms: PLAIN\n}\n").replace(str(files[0]), str(tmp_path))
     with pytest.raises(ConfigError, match="cannot read the users file"):
         check_doors(parse_config(text, "r.conf"))
+
+
+def test_plain_without_a_sasl_config_dir_has_no_users_and_says_so(caplog):
+    cfg = parse_config("listener {\n port: 0\n saslMechanisms: ANONYMOUS PLAIN\n authenticatePeer: no\n}\n", "r.conf")
+    door = listener_door(cfg, cfg.listeners[0])
+    assert door.sasl.users == {} and door.sasl.mechanisms == ("ANONYMOUS", "PLAIN")
+    assert "no saslConfigDir" in caplog.text and "r.conf:1" in caplog.text

@@ -14,8 +14,8 @@ What qdrouterd 1.19 does with them, and so what the reference does:
 
 PLAIN users: qdrouterd asks Cyrus SASL, configured by the router section's `saslConfigDir` and
 `saslConfigName` (a sasldb). The reference cannot read a sasldb; it reads the plain-text users file
-`<saslConfigDir>/<saslConfigName>.users` beside it (reference/security/users.py). A listener that offers
-PLAIN with no such file is a config error.
+`<saslConfigDir>/<saslConfigName>.users` beside it (reference/security/users.py). A saslConfigDir without
+that file is a config error; no saslConfigDir at all means no users (logged: every PLAIN client is refused).
 
 An `sslProfile` password is qdrouterd's form: `pass:TEXT`, `env:VARIABLE`, `file:PATH`, or the literal text.
 
@@ -26,6 +26,7 @@ does not match, or a wrong key password stops the router there.
 
 from __future__ import annotations
 
+import logging
 import os
 import ssl
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from dataclasses import dataclass
 from ..security import ClientTls, SaslPolicy, ServerTls
 from ..security.users import UsersFileError, load_users, users_file
 from .config import ConfigError, Connector, Listener, RouterConfig, SslProfile
+
+log = logging.getLogger("SERVER")
 
 
 @dataclass(frozen=True)
@@ -91,8 +94,11 @@ def _built(cfg: RouterConfig, line: int, label: str, tls) -> None:
 
 def users_for(cfg: RouterConfig, line: int, label: str) -> dict[str, str]:
     if cfg.router.sasl_config_dir is None:
-        raise ConfigError(cfg.path, line, f"{label}: PLAIN needs users: the router section's saslConfigDir "
-                                          f"holding <saslConfigName>.users (name:password lines)")
+        # qdrouterd would ask the system's Cyrus configuration; the reference has none to ask. A config written
+        # for qdrouterd still runs, and every PLAIN client is refused, which the log says once here.
+        log.warning("%s: %s:%d offers PLAIN but the router section has no saslConfigDir: no users, every PLAIN "
+                    "client will be refused", label, cfg.path, line)
+        return {}
     try:
         return load_users(users_file(cfg.router.sasl_config_dir, cfg.router.sasl_config_name))
     except UsersFileError as exc:
