@@ -10,6 +10,9 @@ Markers
   @pytest.mark.spec("ROUTING-MULTICAST-1", ...)   clauses of suites/spec/catalog.yaml a case checks
   @pytest.mark.requires("distribution.closest")   capabilities a case needs; a vendor without them makes
                                                  the case `not-applicable` (never passed, never failed)
+  @pytest.mark.requires("router:sasl.plain")      the same, from the vendor playing that role: a bare name is
+                                                 met by any role's vendor (the reference broker's sasl.plain
+                                                 would let a PLAIN router case run on a router without it)
 Outcomes in result records: passed | failed | error | skipped | not-applicable | xfail. A case whose
 vendor is known to differ (suites/expected/<vendor>.yaml) runs as a strict xfail with the recorded reason.
 """
@@ -119,9 +122,12 @@ class InteropSession:
 
     @property
     def capabilities(self) -> frozenset[str]:
+        """Every role's vendor's capabilities, each also as `ROLE:CAPABILITY` for cases that need it from one
+        role (see the `requires` marker)."""
         caps: set[str] = set()
         for role, name in self.choices.items():
-            caps |= vendor(name, role).capabilities
+            own = vendor(name, role).capabilities
+            caps |= own | {f"{role}:{cap}" for cap in own}
         return frozenset(caps)
 
     def topology(self, name: str) -> RunningTopology:

@@ -18,6 +18,37 @@ def test_a_cases_requires_adds_to_its_modules():
     assert required_capabilities([]) == set()
 
 
+
+ROLE_CAPABILITY_CASES = """
+import pytest
+
+
+@pytest.mark.requires("sasl.plain")
+def test_any_role():
+    pass
+
+
+@pytest.mark.requires("router:sasl.plain")
+def test_from_the_router():
+    pass
+
+
+@pytest.mark.requires("broker:sasl.plain")
+def test_from_the_broker():
+    pass
+"""
+
+
+def test_a_role_qualified_capability_is_asked_of_that_roles_vendor(pytester):
+    """qdrouterd here cannot check PLAIN (its proton has no Cyrus) while the reference broker can: a bare
+    `sasl.plain` is met by the broker, `router:sasl.plain` must make the case not-applicable."""
+    pytester.makepyfile(test_roles=ROLE_CAPABILITY_CASES)
+    run = pytester.runpytest_subprocess("-p", "harness.pytest_plugin", "--results", str(pytester.path / "results"),
+                                        "--peer", "router=qdrouterd", "--peer", "broker=reference", "-rs")
+    run.assert_outcomes(passed=2, skipped=1)
+    run.stdout.fnmatch_lines(["*not-applicable: missing capability router:sasl.plain"])
+
+
 CRASHING_CASES = '''
 import os
 import signal

@@ -10,8 +10,6 @@ from __future__ import annotations
 import pytest
 
 from harness.clients import ClientSecurity
-from harness.peers.vendors import vendor
-from harness.pytest_plugin import NOT_APPLICABLE
 
 DEADLINE = 10.0  # seconds: a refusal or an open comes in well under a second on every peer here
 ABSENCE = 5.0  # seconds a link that must not form is watched; the positive control forms in about one
@@ -47,18 +45,3 @@ def try_connect(clients, url: str, security: ClientSecurity):
 @pytest.fixture
 def deadline() -> float:
     return DEADLINE
-
-
-@pytest.fixture(autouse=True)
-def _router_capabilities(request, interop):
-    """The router cases need their capabilities from the router vendor itself. The session's capabilities are
-    the union over every role's vendor, and `sasl.plain` and `tls` are broker capabilities too: with the
-    reference broker chosen beside qdrouterd, a PLAIN case would otherwise run on a qdrouterd that cannot
-    check PLAIN instead of being not-applicable."""
-    if not request.node.path.name.startswith("test_router_"):
-        return
-    router = interop.choices.get("router", "reference")
-    needed = {cap for marker in request.node.iter_markers("requires") for cap in marker.args}
-    missing = sorted(needed - vendor(router, "router").capabilities)
-    if missing:
-        pytest.skip(f"{NOT_APPLICABLE}missing capability {', '.join(missing)} (router {router})")

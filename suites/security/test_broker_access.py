@@ -22,7 +22,7 @@ from proton.reactor import Container
 
 from harness.wait import wait_for
 
-pytestmark = pytest.mark.requires("sasl.plain", "broker-permissions")
+pytestmark = pytest.mark.requires("broker:sasl.plain", "broker-permissions")
 
 UNAUTHORIZED = "amqp:unauthorized-access"
 SASL_AUTH = 1  # sasl-code `auth` (AMQP 1.0 §5.3.3.6): authentication failed, bad credentials

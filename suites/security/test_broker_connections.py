@@ -20,7 +20,7 @@ from harness.wait import wait_for
 
 from suites.brokerconnections.conftest import WAIT, connection, send_accepted, sender, wait_connected
 
-pytestmark = pytest.mark.requires("broker-connection", "sasl.plain", "broker-permissions")
+pytestmark = pytest.mark.requires("broker-connection", "broker:sasl.plain", "broker-permissions")
 
 UNAUTHORIZED = "amqp:unauthorized-access"
 N = 5

@@ -14,7 +14,7 @@ from proton.utils import BlockingConnection
 
 from suites.brokerconnections.conftest import WAIT
 
-pytestmark = pytest.mark.requires("network-of-brokers", "sasl.plain", "broker-permissions")
+pytestmark = pytest.mark.requires("network-of-brokers", "broker:sasl.plain", "broker-permissions")
 
 N = 5
 

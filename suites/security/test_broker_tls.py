@@ -10,7 +10,7 @@ from harness.tlsca import TestPki
 from harness.wait import wait_for
 from suites.security.test_broker_access import attempt, queued, url_of
 
-pytestmark = pytest.mark.requires("tls")
+pytestmark = pytest.mark.requires("broker:tls")
 
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from suites.security.conftest import tls_security, tls_url, try_connect
 
-pytestmark = pytest.mark.requires("tls", "sasl.plain")
+pytestmark = pytest.mark.requires("router:tls", "router:sasl.plain")
 
 UNAUTHORIZED = "amqp:unauthorized-access"
 

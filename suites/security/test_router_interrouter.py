@@ -16,7 +16,7 @@ import pytest
 from harness.wait import wait_for
 from suites.security.conftest import ABSENCE, DEADLINE
 
-pytestmark = pytest.mark.requires("mesh", "tls", "sasl.external")
+pytestmark = pytest.mark.requires("mesh", "router:tls", "router:sasl.external")
 
 
 def _route_probe(running, clients):

@@ -13,7 +13,7 @@ import pytest
 
 from suites.security.conftest import client_certificate, tls_security, tls_url, try_connect
 
-pytestmark = pytest.mark.requires("tls", "sasl.external")
+pytestmark = pytest.mark.requires("router:tls", "router:sasl.external")
 
 
 @pytest.fixture
