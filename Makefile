@@ -65,7 +65,8 @@ run: setup
 # under 2 minutes: RabbitMQ takes about 3 s to reset each connection a value breaks) and qdrouterd (its router cases,
 # about 1 minute).
 #
-# Then a short (30 s) fuzzing session of each mode on the reference router and broker, fixed seeds so that CI runs
+# Then a short (30 s) fuzzing session of each mode on the reference router and broker (and the frames mode once more
+# behind SASL PLAIN and TLS: --secured), fixed seeds so that CI runs
 # the same programs and hostile cases every time (`interop fuzz`; longer sessions with random seeds are
 # for a nightly job or by hand). A session that finds something exits 1.
 #
@@ -75,7 +76,7 @@ run: setup
 BROKER_SUITES := suites/broker suites/brokered suites/linkroutes suites/fallback suites/faults suites/robustness \
                  suites/brokerconnections suites/network $(wildcard suites/security/test_broker_*.py)
 ROUTER_SUITES := suites/routing suites/mesh suites/brokered suites/linkroutes suites/fallback suites/faults \
-                 suites/robustness suites/brokerconnections/test_peers.py
+                 suites/robustness suites/brokerconnections/test_peers.py $(wildcard suites/security/test_router_*.py)
 PAIRED_SUITES := suites/fallback suites/faults suites/brokered suites/linkroutes
 FUZZ_BUDGET ?= 30s
 FUZZ_SEED ?= 15
@@ -93,6 +94,7 @@ test: setup
 	$(VENV)/bin/interop fuzz --peer broker=reference --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
 	$(VENV)/bin/interop fuzz --frames --peer router=reference --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
 	$(VENV)/bin/interop fuzz --frames --peer broker=reference --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
+	$(VENV)/bin/interop fuzz --frames --secured --peer router=reference --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
 	@ls results 2>/dev/null | sort | comm -13 "$(TEST_RESULTS).before" - > "$(TEST_RESULTS).added"; \
 	if [ -s "$(TEST_RESULTS).added" ]; then echo "make test: these runs were written into results/ (expected under \
 	$(TEST_RESULTS)):"; cat "$(TEST_RESULTS).added"; exit 1; fi; echo "test records: $(TEST_RESULTS)"
