@@ -45,3 +45,21 @@ def try_connect(clients, url: str, security: ClientSecurity):
 @pytest.fixture
 def deadline() -> float:
     return DEADLINE
+
+
+def routes_between(clients, url: str, receiving, sending, prefix: str, details) -> None:
+    """Two clients in through the secured listener, one with each security, and 10 messages between them, all
+    accepted and received in order: what a door that lets clients in must still do."""
+    receiver_conn, why = try_connect(clients, url, receiving)
+    assert receiver_conn is not None, why
+    sender_conn, why = try_connect(clients, url, sending)
+    assert sender_conn is not None, why
+    address = clients.unique(prefix)
+    receiver = receiver_conn.receiver(address)
+    sender = sender_conn.sender(address)
+    sender.wait_credit(1)
+    sender.send(10)
+    outcomes = sender.wait_outcomes(10)
+    details.update(received=receiver.count)
+    assert {o.outcome for o in outcomes.values()} == {"accepted"}
+    assert receiver.wait_received(10) and receiver.seqs(sender.name) == list(range(10))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from suites.security.conftest import tls_security, tls_url, try_connect
+from suites.security.conftest import routes_between, tls_security, tls_url, try_connect
 
 pytestmark = pytest.mark.requires("router:tls", "router:sasl.plain")
 
@@ -28,19 +28,8 @@ def _plain(running, user, password):
 @pytest.mark.spec("SEC-ROUTER-AUTH-1")
 def test_a_good_password_opens_and_routes(router, clients, details):
     url = tls_url(router["R1"])
-    receiver_conn, why = try_connect(clients, url, _plain(router, "bob", "bob-secret"))
-    assert receiver_conn is not None, why
-    sender_conn, why = try_connect(clients, url, _plain(router, "alice", "alice-secret"))
-    assert sender_conn is not None, why
-    address = clients.unique("secured.")
-    receiver = receiver_conn.receiver(address)
-    sender = sender_conn.sender(address)
-    sender.wait_credit(1)
-    sender.send(10)
-    outcomes = sender.wait_outcomes(10)
-    details.update(received=receiver.count)
-    assert {o.outcome for o in outcomes.values()} == {"accepted"}
-    assert receiver.wait_received(10) and receiver.seqs(sender.name) == list(range(10))
+    routes_between(clients, url, _plain(router, "bob", "bob-secret"), _plain(router, "alice", "alice-secret"),
+                   "secured.", details)
 
 
 @pytest.mark.spec("SEC-ROUTER-AUTH-2")

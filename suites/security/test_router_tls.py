@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from suites.security.conftest import client_certificate, tls_security, tls_url, try_connect
+from suites.security.conftest import client_certificate, routes_between, tls_security, tls_url, try_connect
 
 pytestmark = pytest.mark.requires("router:tls", "router:sasl.external")
 
@@ -29,19 +29,7 @@ def _external(running, cert):
 def test_a_certificate_from_the_clients_ca_is_accepted_and_routes(router, clients, details):
     url = tls_url(router["R1"])
     cert = client_certificate(router, "clients-ca")
-    receiver_conn, why = try_connect(clients, url, _external(router, cert))
-    assert receiver_conn is not None, why
-    sender_conn, why = try_connect(clients, url, _external(router, cert))
-    assert sender_conn is not None, why
-    address = clients.unique("tls.")
-    receiver = receiver_conn.receiver(address)
-    sender = sender_conn.sender(address)
-    sender.wait_credit(1)
-    sender.send(10)
-    outcomes = sender.wait_outcomes(10)
-    details.update(received=receiver.count)
-    assert {o.outcome for o in outcomes.values()} == {"accepted"}
-    assert receiver.wait_received(10) and receiver.seqs(sender.name) == list(range(10))
+    routes_between(clients, url, _external(router, cert), _external(router, cert), "tls.", details)
 
 
 @pytest.mark.spec("SEC-ROUTER-TLS-2")
