@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import itertools
+import os
+import signal
 import statistics
 import sys
 import time
@@ -166,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.messages <= 0 or args.repeats <= 0:
         parser.error("--messages and --repeats must be > 0")
     scenarios = [s for s in SCENARIOS if s.name in wanted]
+    # SIGTERM ends the run through the `finally` below, which stops the routers it started: Python's default for
+    # the signal ends the process at once and left them (and the clients) running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench/routing.py: terminated"))
     started_at = utc_now_iso()
     running: dict = {}
     cells: dict[tuple, Cell] = {}
