@@ -100,22 +100,19 @@ class _Frames:
         return self.take(size)
 
 
-class SaslServer:
-    """The server side of one connection's SASL layer.
+class _SaslSide:
+    """What both sides of a connection's SASL layer share.
 
-    `feed(data)` takes what the client sent (plaintext) and returns the bytes that belong to the AMQP layer
-    (empty until the outcome is `ok`). `take_output()` returns the frames to send. After a refusal `failed`
+    `feed(data)` takes what the peer sent (plaintext) and returns the bytes that belong to the AMQP layer
+    (empty until the outcome is `ok`). `take_output()` returns the frames to send. After a failure `failed`
     says why (for the log) and `feed` swallows everything. `user` is the authenticated identity."""
 
-    def __init__(self, policy: SaslPolicy, peer_cn=lambda: None):
-        self.policy = policy
-        self.peer_cn = peer_cn  # called at sasl-init: the TLS client certificate's subject CN, or None
+    def __init__(self, output: bytes = b""):
         self.frames = _Frames()
-        self.state = "header"  # header -> init -> done | failed
-        self.output = b""
+        self.state = "header"
+        self.output = output
         self.user: str | None = None
         self.failed: str | None = None
-        self.mechanism: str | None = None
 
     @property
     def done(self) -> bool:
@@ -134,8 +131,31 @@ class SaslServer:
         try:
             return self._advance()
         except SaslFrameError as bad:
-            self._refuse(str(bad), send_outcome=self.state == "init")
+            self._bad_frames(bad)
             return b""
+
+    def _rest(self) -> bytes:
+        rest, self.frames.buffer = self.frames.buffer, b""
+        return rest
+
+    def _advance(self) -> bytes:
+        raise NotImplementedError
+
+    def _bad_frames(self, bad: SaslFrameError) -> None:
+        raise NotImplementedError
+
+
+class SaslServer(_SaslSide):
+    """The server side of one connection's SASL layer (states: header -> init -> done | failed)."""
+
+    def __init__(self, policy: SaslPolicy, peer_cn=lambda: None):
+        super().__init__()
+        self.policy = policy
+        self.peer_cn = peer_cn  # called at sasl-init: the TLS client certificate's subject CN, or None
+        self.mechanism: str | None = None
+
+    def _bad_frames(self, bad: SaslFrameError) -> None:
+        self._refuse(str(bad), send_outcome=self.state == "init")
 
     def _advance(self) -> bytes:
         if self.state == "header":
@@ -164,10 +184,6 @@ class SaslServer:
                 raise SaslFrameError("expected sasl-init (AMQP 1.0 §5.3.2)")
             self._init(values)
         return self._rest() if self.state == "done" else b""
-
-    def _rest(self) -> bytes:
-        rest, self.frames.buffer = self.frames.buffer, b""
-        return rest
 
     def _init(self, values) -> None:
         mechanism = values[0][1].decode("ascii")
@@ -216,33 +232,20 @@ class SaslServer:
             self.output += outcome_frame(AUTH)
 
 
-class SaslClient:
+class SaslClient(_SaslSide):
     """The dialling side for EXTERNAL: sends the SASL header, answers sasl-mechanisms with sasl-init and waits
-    for sasl-outcome. Same interface as SaslServer."""
+    for sasl-outcome (states: header -> mechanisms -> outcome -> done | failed)."""
 
     def __init__(self, mechanism: str = "EXTERNAL", response: bytes = b""):
+        super().__init__(output=SASL_HEADER)
         self.mechanism, self.response = mechanism, response
-        self.frames = _Frames()
-        self.state = "header"
-        self.output = SASL_HEADER
-        self.failed: str | None = None
-        self.user = None
 
-    done = SaslServer.done
-    take_output = SaslServer.take_output
-    _rest = SaslServer._rest
+    def _fail(self, why: str) -> bytes:
+        self.failed, self.state = why, "failed"
+        return b""
 
-    def feed(self, data: bytes) -> bytes:
-        if self.state == "done":
-            return data
-        if self.state == "failed":
-            return b""
-        self.frames.buffer += data
-        try:
-            return self._advance()
-        except SaslFrameError as bad:
-            self.failed, self.state = f"the server's SASL frames: {bad}", "failed"
-            return b""
+    def _bad_frames(self, bad: SaslFrameError) -> None:
+        self._fail(f"the server's SASL frames: {bad}")
 
     def _advance(self) -> bytes:
         if self.state == "header":
@@ -260,15 +263,13 @@ class SaslClient:
             if self.state == "mechanisms" and code == _MECHANISMS:
                 offered = _symbols(values[0] if values else ("null", b""))
                 if self.mechanism not in offered:
-                    self.failed, self.state = f"the server does not offer {self.mechanism} (offers {offered})", "failed"
-                    return b""
+                    return self._fail(f"the server does not offer {self.mechanism} (offers {offered})")
                 self.output += init_frame(self.mechanism, self.response)
                 self.state = "outcome"
             elif self.state == "outcome" and code == _OUTCOME:
                 outcome = values[0][1][0] if values and values[0][0] == "ubyte" else AUTH
                 if outcome != OK:
-                    self.failed, self.state = f"SASL outcome {outcome} (authentication failed)", "failed"
-                    return b""
+                    return self._fail(f"SASL outcome {outcome} (authentication failed)")
                 self.state = "done"
             elif code != 0x42:  # a challenge has nothing to answer in a single-step mechanism: ignored
                 raise SaslFrameError(f"unexpected SASL performative 0x{code:x} in state {self.state}")
