@@ -157,6 +157,11 @@ class TestPki:
 
     # ------------------------------------------------------------------------------------------- topology
 
+    def listener_files(self, node_name: str, tls) -> Issued:
+        """The files node `node_name` presents on a listener with `tls` (a harness.topology.ListenerTls): its
+        certificate for the listener's hostname, issued by its CA, which also verifies the clients."""
+        return self.issue(tls.ca, node_name, hostnames=_names(tls.hostname), purpose="both")
+
     def node_files(self, topology, node_name: str, *, listener: str | None = None, link=None) -> Issued:
         """The certificate, key and trusted CA node `node_name` uses on its listener `listener`, or as the
         dialler of `link` (a harness.topology.Link from that node). For a listener the certificate names the
@@ -169,7 +174,7 @@ class TestPki:
             tls = topology.listener_tls(node_name, listener)
             if tls is None:
                 raise PkiError(f"{node_name}: listener {listener!r} has no TLS in topology {topology.name}")
-            return self.issue(tls.ca, node_name, hostnames=_names(tls.hostname), purpose="both")
+            return self.listener_files(node_name, tls)
         if link.from_ != node_name:
             raise PkiError(f"{node_name}: the link {link.name} is not one of its outgoing links")
         if link.tls is None:

@@ -5,11 +5,13 @@ TLS-only listener from the test PKI's files."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from harness.render.qdrouterd import RenderError
-from harness.render.rabbitmq import TlsFiles, artemis_regex, render_rabbitmq
+from harness.render.rabbitmq import artemis_regex, render_rabbitmq
+from harness.tlsca import Issued
 from harness.topology import load_topology, parse_topology, topology_path
 
 
@@ -62,7 +64,7 @@ def test_overlapping_permissions_are_refused():
 
 
 def test_tls_listener_only():
-    tls = TlsFiles("/pki/b1.crt.pem", "/pki/b1.key.pem", "/pki/ca.pem")
+    tls = Issued("B1", Path("/pki/b1.crt.pem"), Path("/pki/b1.key.pem"), Path("/pki/ca.pem"))
     conf = files("security-broker-tls", tls_files=tls).conf
     assert "listeners.tcp = none" in conf and "listeners.ssl.default = 127.0.0.1:5672" in conf
     assert "ssl_options.certfile = /pki/b1.crt.pem" in conf and "ssl_options.verify = verify_none" in conf

@@ -74,7 +74,7 @@ def _make(topology: Topology, node_name: str, base: str, provider: str, capabili
         if base == "rabbitmq" and provider == "native":
             from .rabbitmq import RabbitMQPeer
 
-            return RabbitMQPeer(node, capabilities, settings, topology=topology, **_pki(wiring))
+            return RabbitMQPeer(node, capabilities, settings, **_pki(wiring))
     if provider == "container":
         from .containers import ContainerPeer, container_spec, docker_engine
 

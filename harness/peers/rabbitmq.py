@@ -45,9 +45,9 @@ from pathlib import Path
 from ..faults.disk import StraceMissing, traced_command
 from ..render.artemis import broker_settings
 from ..render.qdrouterd import RenderError
-from ..render.rabbitmq import TlsFiles, declared_names, federation_plan, render_rabbitmq_node, wire_address
-from ..tlsca import TestPki
-from ..topology import Node, Topology
+from ..render.rabbitmq import declared_names, federation_plan, render_rabbitmq_node, wire_address
+from ..tlsca import Issued, TestPki
+from ..topology import Node
 from ..wait import WaitTimeout, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
 
@@ -187,34 +187,24 @@ def _cleanup_at_exit() -> None:
             pass
 
 
-def _tls_files(node: Node, pki: TestPki | None, topology: Topology | None) -> TlsFiles | None:
-    """The PEM files of the node's TLS listener from the test PKI, or None when the listener is plain."""
+def _tls_files(node: Node, pki: TestPki | None) -> Issued | None:
+    """The PEM files of the node's TLS listener (its clients listener, whose TLS is the node's `access.tls`)
+    from the test PKI, or None when the listener is plain."""
     if node.access.tls is None:
         return None
     if pki is None:
         raise PeerStartError(f"{node.name}: access.tls needs the run's test PKI (the topology declares no cas?)")
-
-    class _Own:  # Topology's answer for a node's own clients listener, when no topology was given
-        name = "?"
-
-        @staticmethod
-        def listener_tls(_node_name, _listener):
-            return node.access.tls
-
-    issued = pki.node_files(topology or _Own(), node.name, listener="clients")
-    return TlsFiles(str(issued.cert), str(issued.key), str(issued.ca), issued.password)
+    return pki.listener_files(node.name, node.access.tls)
 
 
 class RabbitMQPeer(Peer):
     """One private RabbitMQ node for broker `node.name` of a topology."""
 
     def __init__(self, node: Node, capabilities: frozenset[str], settings: dict | None = None, *,
-                 workdir: Path | None = None, pki: TestPki | None = None, topology: Topology | None = None):
-        """`pki`: the run's test PKI, for a node whose `access.tls` makes its listener TLS only; `topology`, when
-        given, is asked for that listener's TLS (without it, the node's own `access.tls`, which is what
-        Topology.listener_tls answers for the clients listener)."""
+                 workdir: Path | None = None, pki: TestPki | None = None):
+        """`pki`: the run's test PKI, for a node whose `access.tls` makes its listener TLS only."""
         install = find_rabbitmq()  # PeerUnavailable before anything is created
-        self.tls_files = _tls_files(node, pki, topology)
+        self.tls_files = _tls_files(node, pki)
         self.install = install
         self.node = node
         self.name, self.role = node.name, "broker"

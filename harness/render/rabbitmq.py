@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from harness.tlsca import Issued
 from harness.topology import NetworkConnector, Node, Topology
 
 from .artemis import broker_settings
@@ -72,7 +73,7 @@ def render_rabbitmq(
     listen_host: str = "127.0.0.1",
     definitions_path: str = "definitions.json",
     management_port: int | None = None,
-    tls_files: TlsFiles | None = None,
+    tls_files: Issued | None = None,
 ) -> RabbitMQFiles:
     """The three files for broker `node_name`; `definitions_path` is where the node will find the JSON."""
     node = topology.node(node_name)
@@ -92,12 +93,12 @@ def render_rabbitmq_node(
     definitions_path: str = "definitions.json",
     management_port: int | None = None,
     federation: bool = False,
-    tls_files: TlsFiles | None = None,
+    tls_files: Issued | None = None,
 ) -> RabbitMQFiles:
     """`federation`: enable the federation plugin too, so that the node can join a network of brokers once
     running (federation_commands below); it adds nothing measurable to the start (3.46 s against 3.42 s,
     mean of four starts each on this machine). `tls_files`: the PEM files of the node's TLS listener, needed
-    when its `access.tls` is set (`tls_files_for`)."""
+    when its `access.tls` is set (harness.tlsca.TestPki.listener_files)."""
     s = broker_settings(settings, node.name)
     for label, port in (("amqp_port", amqp_port), ("management_port", management_port)):
         if port is not None and (not isinstance(port, int) or not 1 <= port <= 65535):
@@ -173,17 +174,7 @@ def _definitions(node: Node, s: dict) -> dict:
 # ---- security: users, permissions and TLS ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TlsFiles:
-    """PEM files of a TLS listener: the node's certificate and key, and the CA that verifies clients."""
-
-    cert: str
-    key: str
-    ca: str
-    password: str | None = None
-
-
-def _listener_lines(node: Node, host: str, port: int, tls_files: TlsFiles | None) -> list[str]:
+def _listener_lines(node: Node, host: str, port: int, tls_files: Issued | None) -> list[str]:
     """One AMQP listener on `port`: plain TCP, or TLS only when the node's access has `tls` (RabbitMQ's
     `listeners.ssl`, with `listeners.tcp = none` so that no plain door is left; `require: false` would need a
     second port, which the topology's one clients listener does not have)."""
@@ -196,7 +187,7 @@ def _listener_lines(node: Node, host: str, port: int, tls_files: TlsFiles | None
         raise RenderError(f"{node.name}: access.tls.require false: a RabbitMQ listener is TLS or plain, and the "
                           "clients listener has one port")
     for label, path in (("certificate", tls_files.cert), ("key", tls_files.key), ("CA", tls_files.ca)):
-        if _CONF_UNSAFE.search(path):
+        if _CONF_UNSAFE.search(str(path)):
             raise RenderError(f"{node.name}: TLS {label} path {path!r} holds whitespace or '#'")
     lines = ["listeners.tcp = none", f"listeners.ssl.default = {host}:{port}",
              f"ssl_options.cacertfile = {tls_files.ca}", f"ssl_options.certfile = {tls_files.cert}",
