@@ -131,7 +131,7 @@ class RunningTopology:
     faults: object = None  # harness.faults.links.LinkProxies when some link goes `via: proxy`
     silent: dict[str, str] = field(default_factory=dict)  # node -> why, for running peers found hung by probe_peers
     pki: TestPki | None = None  # the test PKI when the topology declares CAs: cases ask it for CA files
-    pki_folder: Path | None = None  # its keys and certificates, removed with the topology
+    files: Path | None = None  # its own folder (Wiring.files: users files, the PKI's keys), removed with it
 
     def __getitem__(self, node: str) -> Peer:
         return self.peers[node]
@@ -201,8 +201,8 @@ class RunningTopology:
             peer.cleanup()
         if self.faults is not None:
             self.faults.handle.stop()
-        if self.pki_folder is not None:
-            shutil.rmtree(self.pki_folder, ignore_errors=True)
+        if self.files is not None:
+            shutil.rmtree(self.files, ignore_errors=True)
 
 
 def start_topology(topology: Topology, choices: dict[str, str], timeout: float = 60.0) -> RunningTopology:
@@ -216,9 +216,9 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
     running = RunningTopology(topology)
     wiring = Wiring(external_address=lambda node, address: running.peers[node].wire_address(address))
     if topology.cas or any(node.users for node in topology.nodes.values()):
-        running.pki_folder = wiring.files = Path(tempfile.mkdtemp(prefix=f"interop-pki-{topology.name}-"))
+        running.files = wiring.files = Path(tempfile.mkdtemp(prefix=f"interop-files-{topology.name}-"))
     if topology.cas:  # fresh CAs per started topology: nothing outlives it, nothing is shared between cases
-        wiring.pki = running.pki = TestPki(running.pki_folder)
+        wiring.pki = running.pki = TestPki(running.files)
     dialled = {(link.to, topology.listener_for_link(link)) for link in topology.links}
     for name in topology.nodes:
         wiring.listen_ports[name] = {ls.name: free_port() if (name, ls.name) in dialled else 0
