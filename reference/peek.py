@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from functools import cached_property
 
 _HEADER, _DELIVERY_ANN, _MESSAGE_ANN, _PROPERTIES = 0x70, 0x71, 0x72, 0x73
 _U32 = struct.Struct(">I")
@@ -159,6 +160,61 @@ def sections(data: bytes) -> list[tuple[int, int, int]] | None:
         return None
 
 
+@dataclass(frozen=True)
+class RoutingView:
+    """What a router reads of a message in one walk: `to` and the priority, and where the message-annotations
+    section is (`annotations_at`, `annotations_end`), or, when there is none, where one would go
+    (`annotations_at` == `annotations_end`: after the header and delivery-annotations, AMQP 1.0 §3.2)."""
+
+    to: str | None
+    priority: int | None
+    annotations_at: int
+    annotations_end: int
+
+    @property
+    def has_annotations(self) -> bool:
+        return self.annotations_end > self.annotations_at
+
+
+def routing_view(data: bytes) -> RoutingView | None:
+    """The RoutingView of `data`; None when a section it walks is not in a form this module reads, or `to`
+    or the priority is not a string or an integer (callers decode)."""
+    try:
+        return _routing_view(data)
+    except (_Unknown, IndexError, struct.error, UnicodeDecodeError):
+        return None
+
+
+def _routing_view(data: bytes) -> RoutingView:
+    # One pass for every routed message, so it stops at the properties: nothing after them is read.
+    to = priority = None
+    at = stop = None
+    pos, end = 0, len(data)
+    while pos < end:
+        if data[pos] != 0x00 or data[pos + 1] != 0x53:
+            raise _Unknown
+        code = data[pos + 2]
+        if code == _HEADER:
+            values, pos = _list(data, pos + 3, 2)
+            priority = values[1]
+        elif code == _DELIVERY_ANN:
+            pos = _skip(data, pos)
+        elif code == _MESSAGE_ANN:
+            at, pos = pos, _skip(data, pos)
+            stop = pos
+        else:
+            if at is None:
+                at = stop = pos
+            if code == _PROPERTIES:
+                to = _list(data, pos + 3, 3)[0][2]
+            break
+    if at is None:  # header and delivery-annotations only (or nothing): a section would go at the end
+        at = stop = pos
+    if stop > end or not (to is None or to.__class__ is str) or not (priority is None or priority.__class__ is int):
+        raise _Unknown
+    return RoutingView(to, priority, at, stop)
+
+
 def redelivered(data: bytes, delivery_count: int) -> bytes | None:
     """The message with a header saying `first-acquirer` false and `delivery-count` (AMQP 1.0 §3.2.1), every
     other section's bytes untouched; None when the header is not one this module reads (callers decode).
@@ -202,9 +258,18 @@ def annotations(data: bytes, keys: tuple[str, ...]) -> dict | None:
         return None
 
 
+def annotation_keys(data: bytes) -> list[str | None] | None:
+    """The keys of the message-annotations map, in order ([] when there is none); None when it cannot be
+    walked."""
+    try:
+        return [_symbol_at(data, key_at) for key_at, _, _ in _annotation_entries(data)]
+    except (_Unknown, IndexError, struct.error, UnicodeDecodeError):
+        return None
+
+
 @dataclass(frozen=True)
 class Annotations:
-    """Message annotations encoded once, to be spliced into many messages (`with_annotations`)."""
+    """Message annotations encoded once, to be spliced into many messages (`with_annotations`, `replace_section`)."""
 
     values: dict  # symbol key -> string or list of strings, as given
     entries: bytes  # the encoded map entries
@@ -214,11 +279,27 @@ class Annotations:
     def keys(self):
         return self.values.keys()
 
+    @cached_property
+    def section(self) -> bytes:
+        """The whole message-annotations section holding these entries and no others (made once)."""
+        return _section(self.entries, self.count)
+
 
 def encode_annotations(values: dict) -> Annotations:
     """`values`: symbol key -> string or list of strings."""
     entries = b"".join(_symbol(key) + _value(value) for key, value in values.items())
     return Annotations(dict(values), entries, len(values))
+
+
+def replace_section(data: bytes, view: RoutingView, section: bytes) -> bytes:
+    """The message with `section` (a whole message-annotations section) in place of its own, or inserted where
+    one goes when it has none; every other byte as it came. The caller knows the old section held nothing it
+    must keep."""
+    return data[:view.annotations_at] + section + data[view.annotations_end:]
+
+
+def _section(entries: bytes, count: int) -> bytes:
+    return b"\x00\x53\x72" + bytes([_MAP32]) + _U32.pack(len(entries) + 4) + _U32.pack(2 * count) + entries
 
 
 def with_annotations(data: bytes, values: dict | Annotations, drop: tuple[str, ...] = ()) -> bytes | None:
@@ -242,9 +323,7 @@ def with_annotations(data: bytes, values: dict | Annotations, drop: tuple[str, .
                     kept.append(data[key_at:entry_end])
         else:
             start = end = next((s for code, s, _ in parts if code > _DELIVERY_ANN), len(data))
-        body = b"".join(kept) + added.entries
-        count = 2 * (len(kept) + added.count)
-        section = b"\x00\x53\x72" + bytes([_MAP32]) + _U32.pack(len(body) + 4) + _U32.pack(count) + body
+        section = _section(b"".join(kept) + added.entries, len(kept) + added.count)
         return bytes(data[:start]) + section + bytes(data[end:])
     except (_Unknown, IndexError, struct.error, UnicodeDecodeError):
         return None
