@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from proton import Condition, Delivery, Endpoint, Link, Message, Terminus, symbol
 
 from ..links import forget_state, read_message, refuse, terminus_symbols
-from ..peek import Peek, annotations, encode_annotations, peek, with_annotations
+from ..peek import annotation_keys, annotations, encode_annotations, replace_section, routing_view, with_annotations
 from . import raw
 from .addressing import AddressTable
 from .config import AddressSection, RouterConfig
@@ -109,6 +109,7 @@ class Inbound:
     multicast: bool
     copies: int = 0
     unsent: int = 0
+    credit_on_send: bool = False  # its producer's credit comes back once every copy is sent (_copy_sent_or_dropped)
     outcomes: list = field(default_factory=list)
     done: bool = False
 
@@ -218,6 +219,10 @@ class Router:
         self.message_links: dict = {}  # link pointer -> Producer or Consumer
         self.outbound_of: dict = {}  # pointer of a copy sent unsettled -> Outbound
         self._encoded_annotations: dict = {}  # (key, router ids) -> peek.Annotations for copies to neighbours
+        self._routing_by_section: dict = {}  # a neighbour's message-annotations section -> _Routing
+        # Plans that involve no choice (one destination, multicast, none), by (address, distribution, dests);
+        # emptied whenever consumers or the network change (_routes_changed).
+        self._fixed_plans: dict = {}
 
     def on_reactor_init(self, event):
         self.connectors.start(event.container)
@@ -431,6 +436,7 @@ class Router:
         conn_state.consumers.add(consumer)
         first = key not in self.consumers
         self.consumers.setdefault(key, []).append(consumer)
+        self._routes_changed()
         log.info("Consumer attached on %r (%d now)", key, len(self.consumers[key]))
         if first:
             self._credit_changed(key)
@@ -500,6 +506,7 @@ class Router:
         if consumer.closed:
             return
         consumer.closed = True
+        self._routes_changed()
         if self.message_links.get(consumer.impl) is consumer:
             del self.message_links[consumer.impl]
         consumer.conn.consumers.discard(consumer)
@@ -589,6 +596,7 @@ class Router:
 
     def network_changed(self) -> None:
         """Paths or remote addresses changed: refresh remote paths, then open or close producer credit."""
+        self._routes_changed()
         routes = self.mesh.routes() if self.mesh is not None else {}
         for rid in list(self.remote_paths):
             if rid not in routes:
@@ -702,11 +710,16 @@ class Router:
         """Route one complete message (`dlv` is the engine's delivery, see raw.py)."""
         link = producer.link
         # Most messages need only `to` and the priority, and from a neighbour the two annotations it added: read
-        # those without a full decode (reference/peek.py).
-        fields = peek(data)
-        routing = annotations(data, _ROUTING_KEYS) if producer.from_neighbour and fields is not None else {}
-        message = None
-        if fields is None or routing is None:
+        # those in one walk, without a decode (reference/peek.py), the annotations once per distinct section.
+        view = routing_view(data)
+        routing = _NO_ROUTING
+        if view is not None and producer.from_neighbour and view.has_annotations:
+            routing = self._routing_of(data, view)
+            if routing is None:
+                view = None
+        if view is not None:
+            to, priority = view.to, view.priority
+        else:
             message = Message()
             try:
                 message.decode(data)
@@ -715,24 +728,25 @@ class Router:
                         held=False)
                 self._top_up(producer)
                 return
-            fields = Peek(priority=message.priority, to=message.address)
-            routing = {str(k): v for k, v in (message.annotations or {}).items() if k in _ROUTING_KEYS}
+            to, priority = message.address, message.priority
+            if producer.from_neighbour:
+                routing = _routing_from((message.annotations or {}).get(TO), message.annotations or {})
         presettled = raw.settled_by_peer(dlv)
         dests = None
         exclude = None
         if producer.from_neighbour:  # routed to us by a neighbour: the annotations say where it goes
-            key = routing.get(TO)
+            key = routing.to
             neighbour = producer.neighbour
             if neighbour is None:  # looked up once per link: it is the same for every message
                 neighbour = producer.neighbour = getattr(link.connection, "router_neighbour", None)
             if neighbour is not None and neighbour.edge:
                 exclude = _state_of(link.connection)  # from an edge: route it anew, but not back to that edge
-            elif DESTS in routing:
-                dests = set(routing.get(DESTS) or ())
+            elif routing.dests is not None:
+                dests = routing.dests
             else:
-                dests = {self.router_id}  # from our interior uplink (we are an edge): deliver here
+                dests = frozenset((self.router_id,))  # from our interior uplink (we are an edge): deliver here
         else:
-            key = producer.route_key or fields.to
+            key = producer.route_key or to
         if not key:
             if not presettled:
                 _finish(dlv, REJECTED, condition=Condition(
@@ -744,7 +758,7 @@ class Router:
         address = plain_address(key)
         section = self.address_config.lookup(address)
         distribution = section.distribution if section else BALANCED
-        priority = _effective_priority(section, fields.priority)
+        priority = _effective_priority(section, priority)
         if dests is None and producer.allow_fallback and section is not None and section.enable_fallback \
                 and not self._has_destinations(key):
             key = FALLBACK + key  # no consumer reachable: divert to the fallback destinations (§12.1.4.3)
@@ -759,7 +773,8 @@ class Router:
                 _finish(dlv, RELEASED, held=False)
             self._top_up(producer)
             return
-        inbound = Inbound(delivery=dlv, producer=producer, presettled=presettled, multicast=multicast)
+        inbound = Inbound(delivery=dlv, producer=producer, presettled=presettled, multicast=multicast,
+                          credit_on_send=presettled or producer.from_neighbour)
         if presettled:
             raw.settle(dlv)  # the router settles pre-settled deliveries itself (§12.1.1.4)
         else:
@@ -768,15 +783,19 @@ class Router:
         inbound.unsent = len(local) + len(remote)
         inbound.outcomes.extend([RELEASED] * unroutable)  # destinations gone meanwhile: reached none there
         producer.undelivered += 1
+        delivered = None
         for consumer in local:
-            payload = data
             if consumer.edge:  # an edge's consumers sit behind one anonymous link: say where it goes
-                payload = _annotated(data, {TO: key}, drop=(DESTS,))
+                payload = self._annotated(data, view, self._annotations_for(key, None), drop=(DESTS,))
+            elif producer.from_neighbour:  # leaving the network: the router's own annotations stay behind
+                payload = delivered = delivered or self._without_router_annotations(data, view)
+            else:
+                payload = data
             consumer.pending.append(Outbound(inbound, consumer, payload, priority, next(self._seq)))
             self._dirty.add(consumer.conn)
         for next_hop, routers in remote.items():
             neighbour = self.mesh.neighbours[next_hop].data_consumer
-            payload = _annotated(data, self._annotations_for(key, routers))
+            payload = self._annotated(data, view, self._annotations_for(key, routers))
             neighbour.pending.append(Outbound(inbound, neighbour, payload, priority, next(self._seq),
                                               dests=tuple(routers)))
             for rid in routers:
@@ -788,53 +807,112 @@ class Router:
             msglog.debug("Routed %r (%s, priority %d): %d local, %d via neighbours", key, distribution,
                          priority, len(local), len(remote))
 
-    def _annotations_for(self, key: str, routers: list[str]):
-        """The annotations a copy for `routers` carries, encoded once per destination (not per message)."""
-        cache_key = (key, *routers)
+    def _annotations_for(self, key: str, routers: list[str] | None):
+        """The annotations a copy for `routers` carries (for an edge, None: only where it goes), encoded once per
+        destination, not per message."""
+        cache_key = (key, *routers) if routers is not None else (key,)
         found = self._encoded_annotations.get(cache_key)
         if found is None:
-            if len(self._encoded_annotations) >= 10000:  # addresses come and go: keep it bounded
+            if len(self._encoded_annotations) >= _CACHE_LIMIT:  # addresses come and go: keep it bounded
                 self._encoded_annotations.clear()
-            found = self._encoded_annotations[cache_key] = encode_annotations({str(TO): key,
-                                                                                str(DESTS): sorted(routers)})
+            values = {str(TO): key} if routers is None else {str(TO): key, str(DESTS): sorted(routers)}
+            found = self._encoded_annotations[cache_key] = encode_annotations(values)
         return found
+
+    def _routing_of(self, data, view) -> _Routing | None:
+        """The router's annotations in a message's message-annotations section (None: not readable without a
+        decode). A neighbour's copies for one address and set of routers carry the very same section, so it is
+        read once and then found by its bytes."""
+        section = bytes(data[view.annotations_at:view.annotations_end])  # (a bytearray when read by proton's wrapper)
+        found = self._routing_by_section.get(section)
+        if found is None:
+            values, keys = annotations(section, _ROUTING_KEYS), annotation_keys(section)
+            if values is None or keys is None:
+                return None
+            if len(self._routing_by_section) >= _CACHE_LIMIT:
+                self._routing_by_section.clear()
+            found = self._routing_by_section[section] = _routing_from(values.get(TO), values, keys)
+        return found
+
+    def _without_router_annotations(self, data, view) -> bytes:
+        """A neighbour's copy as its producer sent it, for a client: without the router's annotations, as
+        qdrouterd strips its own (`stripAnnotations`, by default) and as one router delivers it. AMQP 1.0
+        §3.2.3 lets an intermediary add annotations; leaving ours on made every consumer behind a mesh decode
+        two it never asked for."""
+        if view is not None:
+            if not view.has_annotations:
+                return data
+            routing = self._routing_of(data, view)
+            if routing is not None and routing.only_router_keys:
+                return replace_section(data, view, b"")
+        return _annotated(data, encode_annotations({}), drop=_ROUTING_KEYS)
+
+    def _annotated(self, data, view, values, drop: tuple = ()) -> bytes:
+        """The message with the router's annotations `values` set and `drop` removed, other bytes as they came.
+        A section that holds nothing but the router's own annotations (a neighbour's copy), or none, is replaced
+        whole; one with other annotations in it is merged, entry by entry (_annotated)."""
+        if view is not None:
+            if not view.has_annotations:
+                return replace_section(data, view, values.section)
+            routing = self._routing_of(data, view)
+            if routing is not None and routing.only_router_keys:
+                return replace_section(data, view, values.section)
+        return _annotated(data, values, drop)
 
     def _has_destinations(self, key: str) -> bool:
         return bool(self.consumers.get(key)) or (self.mesh is not None and bool(self.mesh.state.routers_with(key)))
 
-    def _plan(self, address: str, distribution: str, dests: set | None, exclude=None):
+    def _plan(self, address: str, distribution: str, dests: frozenset | None, exclude=None):
         """Where one message goes: (local consumers, {next hop: [router ids]}, destinations now unreachable).
 
         At the ingress router (`dests` None) anycast picks one destination among local consumers (cost 0)
         and remote routers with consumers (their path cost); multicast takes all of them. A message from a
         neighbour carries the routers it must still reach; this router delivers locally if it is one of
         them and splits the rest by next hop, so every destination router gets exactly one copy.
+
+        A plan that involved no choice (one destination, multicast, none at all) is kept until consumers or the
+        network change (_routes_changed): most messages are routed the way the one before them was.
         """
+        if exclude is not None:  # from an edge, not back to it: rare, planned each time
+            return self._plan_anew(address, distribution, dests, exclude)[0]
+        cache_key = (address, distribution, dests)
+        plan = self._fixed_plans.get(cache_key)
+        if plan is None:
+            plan, chose = self._plan_anew(address, distribution, dests)
+            if not chose:
+                if len(self._fixed_plans) >= _CACHE_LIMIT:
+                    self._fixed_plans.clear()
+                self._fixed_plans[cache_key] = plan
+        return plan
+
+    def _routes_changed(self) -> None:
+        """Consumers came or went, or the network changed: plans made before may be wrong now."""
+        self._fixed_plans.clear()
+
+    def _plan_anew(self, address: str, distribution: str, dests: frozenset | None, exclude=None):
+        """(the plan, whether an anycast choice among several destinations was made in it)."""
         consumers = [c for c in self.consumers.get(address, ()) if not c.closed and c.conn is not exclude]
+        choice = distribution != MULTICAST
         if self.mesh is None:  # a standalone router: local consumers are all there is
-            if not consumers:
-                return [], {}, 0
-            if distribution == MULTICAST or len(consumers) == 1:
-                return consumers, {}, 0
-            return [pick_anycast(distribution, consumers, self._ties.setdefault(address, RoundRobin()))], {}, 0
+            if len(consumers) < 2 or not choice:
+                return (consumers, {}, 0), False
+            return ([pick_anycast(distribution, consumers, self._ties.setdefault(address, RoundRobin()))], {}, 0), True
         ties = self._ties.setdefault(address, RoundRobin())
-        routes = self.mesh.routes() if self.mesh is not None else {}
+        routes = self.mesh.routes()
+        chose = False
         if dests is None:
-            remote_ids = self.mesh.state.routers_with(address) if self.mesh is not None else set()
-            candidates = consumers + [self.remote_paths[r] for r in sorted(remote_ids) if r in self.remote_paths]
-            if not candidates:
-                return [], {}, 0
-            if distribution == MULTICAST or len(candidates) == 1:
-                chosen = candidates
-            else:
-                chosen = [pick_anycast(distribution, candidates, ties)]
-            local = [c for c in chosen if isinstance(c, Consumer)]
-            targets = [c.router_id for c in chosen if isinstance(c, RemotePath)]
+            remote_ids = self.mesh.state.routers_with(address)
+            chosen = consumers + [self.remote_paths[r] for r in sorted(remote_ids) if r in self.remote_paths]
+            if len(chosen) > 1 and choice:
+                chosen, chose = [pick_anycast(distribution, chosen, ties)], True
+            local = [c for c in chosen if c.__class__ is Consumer]
+            targets = [c.router_id for c in chosen if c.__class__ is RemotePath]
         else:
             local = []
             if self.router_id in dests and consumers:
-                local = consumers if distribution == MULTICAST or len(consumers) == 1 else [
-                    pick_anycast(distribution, consumers, ties)]
+                local = consumers
+                if len(consumers) > 1 and choice:
+                    local, chose = [pick_anycast(distribution, consumers, ties)], True
             targets = sorted(dests - {self.router_id})
         remote: dict[str, list[str]] = {}
         unroutable = 0 if dests is None or self.router_id not in dests or consumers else 1
@@ -844,7 +922,7 @@ class Router:
                 unroutable += 1
             else:
                 remote.setdefault(route.next_hop, []).append(rid)
-        return local, remote, unroutable
+        return (local, remote, unroutable), chose
 
     def _control(self, link, dlv: Delivery):
         data = read_message(link, dlv)
@@ -924,13 +1002,18 @@ class Router:
             consumer.in_flight.add(out)
 
     def _copy_sent_or_dropped(self, inbound: Inbound):
-        """One copy left the router's queues. Once all have, a pre-settled delivery gives its producer's credit
-        back; an unsettled one does when its outcome is known too (_copy_final). So at most a window of a
-        producer's messages is in flight per producer, as with qdrouterd: returning it on sending let a fast
-        producer fill the consumer's whole window and wait there (p50 ~280 ms against qdrouterd's ~50 ms with
-        Python clients)."""
+        """One copy left the router's queues. Once all have, a producer's credit for the delivery comes back
+        when it was pre-settled or came from a neighbour router (`credit_on_send`); a client's unsettled one
+        gives it back only when its outcome is known too (_copy_final).
+
+        So at most a window of a client's messages is in flight per producer, as with qdrouterd: returning it on
+        sending let a fast producer fill the consumer's whole window and wait there (p50 ~280 ms against
+        qdrouterd's ~50 ms with Python clients). Between routers that bound is already kept by the ingress
+        router, and the window only limits what waits here for a consumer's credit: tying it to the outcome
+        too made a mesh as slow as one window per outcome round trip through both routers. qdrouterd, too,
+        replenishes inter-router credit without waiting for settlement."""
         inbound.unsent -= 1
-        if inbound.unsent == 0 and (inbound.presettled or inbound.done):
+        if inbound.unsent == 0 and (inbound.credit_on_send or inbound.done):
             inbound.producer.undelivered -= 1
             self._top_up(inbound.producer)
 
@@ -950,7 +1033,7 @@ class Router:
                 return
             outcome, remote = combine_multicast(inbound.outcomes), None
         inbound.done = True
-        if inbound.unsent == 0:  # every copy is out and the outcome known: the producer's credit comes back
+        if inbound.unsent == 0 and not inbound.credit_on_send:  # every copy is out and the outcome known
             inbound.producer.undelivered -= 1
             self._top_up(inbound.producer)
         if inbound.producer.closed:
@@ -963,6 +1046,27 @@ class Router:
 
 
 _ROUTING_KEYS = (str(TO), str(DESTS))
+_CACHE_LIMIT = 10000  # entries in each of the router's per-address caches: addresses come and go
+
+
+@dataclass(frozen=True)
+class _Routing:
+    """The router's own annotations on a neighbour's copy: the address key it goes to, the routers it must
+    still reach (None: not said, e.g. from our interior uplink), and whether the section holds nothing else."""
+
+    to: str | None
+    dests: frozenset | None
+    only_router_keys: bool
+
+
+_NO_ROUTING = _Routing(None, None, True)
+
+
+def _routing_from(to, values, keys=None) -> _Routing:
+    dests = values.get(DESTS)
+    keys = values.keys() if keys is None else keys
+    return _Routing(to, None if DESTS not in values else frozenset(dests or ()),
+                    all(k in _ROUTING_KEYS for k in keys))
 
 
 def _annotated(data, values, drop: tuple = ()) -> bytes:
