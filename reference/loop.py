@@ -84,36 +84,33 @@ class EngineEvent:
     transport of every event up front (five Python objects, each with a record lookup); this one wraps only
     what the handler asks for. Valid during the handler call."""
 
-    __slots__ = ("_impl", "type")
+    __slots__ = ("raw", "type")
 
     def __init__(self, impl, etype: EventType):
-        self._impl, self.type = impl, etype
-
-    @property
-    def raw(self):
-        """The engine's event (pn_event_t), for a handler that calls proton-C on the message path without
-        wrapping the delivery and link in Python objects (reference/router/raw.py)."""
-        return self._impl
+        # `raw`: the engine's event (pn_event_t), for a handler that calls proton-C on the message path without
+        # wrapping the delivery and link in Python objects (reference/router/raw.py). A plain slot, not a
+        # property: the router reads it twice per delivery.
+        self.raw, self.type = impl, etype
 
     @property
     def delivery(self) -> Delivery | None:
-        return Delivery.wrap(pn_event_delivery(self._impl))
+        return Delivery.wrap(pn_event_delivery(self.raw))
 
     @property
     def link(self) -> Link | None:
-        return Link.wrap(pn_event_link(self._impl))
+        return Link.wrap(pn_event_link(self.raw))
 
     @property
     def session(self) -> Session | None:
-        return Session.wrap(pn_event_session(self._impl))
+        return Session.wrap(pn_event_session(self.raw))
 
     @property
     def connection(self) -> Connection | None:
-        return Connection.wrap(pn_event_connection(self._impl))
+        return Connection.wrap(pn_event_connection(self.raw))
 
     @property
     def transport(self) -> Transport | None:
-        return Transport.wrap(pn_event_transport(self._impl))
+        return Transport.wrap(pn_event_transport(self.raw))
 
 
 @dataclass(eq=False)

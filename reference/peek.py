@@ -117,15 +117,17 @@ def _scalar(data: bytes, pos: int):
     return object(), _skip(data, pos)  # present but not a field we read (ids, binary...)
 
 
+_FIXED_WIDTH = {0x4: 0, 0x5: 1, 0x6: 2, 0x7: 4, 0x8: 8, 0x9: 16}  # constructor's high nibble -> value bytes
+
+
 def _skip(data: bytes, pos: int) -> int:
     """Position after the value at `pos`, from its constructor's width class (AMQP 1.0 §1.2)."""
     c = data[pos]
     if c == 0x00:  # described: descriptor, then value
         return _skip(data, _skip(data, pos + 1))
     width = c >> 4
-    fixed = {0x4: 0, 0x5: 1, 0x6: 2, 0x7: 4, 0x8: 8, 0x9: 16}
-    if width in fixed:
-        return pos + 1 + fixed[width]
+    if width in _FIXED_WIDTH:
+        return pos + 1 + _FIXED_WIDTH[width]
     if width in (0xA, 0xC, 0xE):  # one-byte size
         return pos + 2 + data[pos + 1]
     if width in (0xB, 0xD, 0xF):  # four-byte size
@@ -199,8 +201,14 @@ def _routing_view(data: bytes) -> RoutingView:
             priority = values[1]
         elif code == _DELIVERY_ANN:
             pos = _skip(data, pos)
-        elif code == _MESSAGE_ANN:
-            at, pos = pos, _skip(data, pos)
+        elif code == _MESSAGE_ANN:  # its end from the map's size, without a call (a neighbour's copies have one)
+            ctor = data[pos + 3]
+            if ctor == _MAP32:
+                at, pos = pos, pos + 8 + _U32.unpack_from(data, pos + 4)[0]
+            elif ctor == _MAP8:
+                at, pos = pos, pos + 5 + data[pos + 4]
+            else:
+                at, pos = pos, _skip(data, pos)
             stop = pos
         else:
             if at is None:

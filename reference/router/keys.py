@@ -10,8 +10,13 @@ PHASE1 = "M1:"
 FALLBACK = "F:"
 
 
+_PREFIXES = (PHASE1, FALLBACK)
+
+
 def plain_address(key: str) -> str:
-    for prefix in (PHASE1, FALLBACK):
+    if not key.startswith(_PREFIXES):  # most keys are plain: one call for them (asked for every message)
+        return key
+    for prefix in _PREFIXES:
         if key.startswith(prefix):
             return key[len(prefix):]
     return key

@@ -101,7 +101,7 @@ class Consumer:
         return len(self.pending) + len(self.in_flight)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Inbound:
     delivery: object  # the engine's delivery (a pointer, held until settled: raw.hold / raw.release)
     producer: Producer
@@ -114,7 +114,7 @@ class Inbound:
     done: bool = False
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Outbound:
     inbound: Inbound
     consumer: Consumer
@@ -218,6 +218,7 @@ class Router:
         # The message path finds its state by the engine's pointers (raw.py), not through proton's wrappers:
         self.message_links: dict = {}  # link pointer -> Producer or Consumer
         self.outbound_of: dict = {}  # pointer of a copy sent unsettled -> Outbound
+        self._trace_messages = msglog.isEnabledFor(logging.DEBUG)  # the MESSAGE log at debug: one line per message
         self._encoded_annotations: dict = {}  # (key, router ids) -> peek.Annotations for copies to neighbours
         self._routing_by_section: dict = {}  # a neighbour's message-annotations section -> _Routing
         # Plans that involve no choice (one destination, multicast, none), by (address, distribution, dests);
@@ -225,6 +226,8 @@ class Router:
         self._fixed_plans: dict = {}
 
     def on_reactor_init(self, event):
+        # Logging is configured by now; asked here once, not for every message (it was some 3% of the router's CPU).
+        self._trace_messages = msglog.isEnabledFor(logging.DEBUG)
         self.connectors.start(event.container)
 
     # ---- shutdown ---------------------------------------------------------------------------------------
@@ -674,9 +677,10 @@ class Router:
     def on_delivery(self, event):
         # The message path first, on the engine's pointers (raw.py): a complete message from a producer, or an
         # outcome for a copy. Whatever it does not take (partial or aborted transfers, other links) goes on below.
-        role = self.message_links.get(raw.event_link(event.raw))
+        event_impl = event.raw
+        role = self.message_links.get(raw.event_link(event_impl))
         if role is not None:
-            impl = raw.event_delivery(event.raw)
+            impl = raw.event_delivery(event_impl)
             if role.__class__ is Producer:
                 data = raw.read_complete(role.impl, impl)
                 if data is not None:
@@ -803,7 +807,7 @@ class Router:
             self._dirty.add(neighbour.conn)
         self.stats["routed"] += 1
         self._top_up(producer)
-        if msglog.isEnabledFor(logging.DEBUG):
+        if self._trace_messages:
             msglog.debug("Routed %r (%s, priority %d): %d local, %d via neighbours", key, distribution,
                          priority, len(local), len(remote))
 
