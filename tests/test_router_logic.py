@@ -187,3 +187,38 @@ def test_round_robin_picks_the_least_recently_chosen_when_the_tie_set_changes():
     # a tie among all three, must go to it.
     never_chosen = {"a", "b", "c"} - set(seen[:2])
     assert seen[2] in never_chosen, f"picked {seen}: the third pick repeated an earlier choice"
+
+
+# ---- PriorityPending: the copies waiting on an inter-router link --------------------------------------------------
+
+
+def test_priority_pending_serves_higher_priorities_first_and_fifo_within_one():
+    from reference.router.router import Outbound, PriorityPending
+
+    pending = PriorityPending()
+
+    def add(priority, seq):
+        pending.append(Outbound(inbound=None, consumer=None, data=b"", priority=priority, seq=seq))
+
+    def take():
+        head = pending[0]
+        assert pending.popleft() is head
+        return head.priority, head.seq
+
+    add(4, 1), add(4, 2), add(2, 3)
+    assert take() == (4, 1)
+    add(9, 4), add(2, 5)  # a later higher priority overtakes what waits
+    assert [take() for _ in range(2)] == [(9, 4), (4, 2)]
+    add(4, 6)  # the priority a drained queue had comes back
+    assert len(pending) == 3 and [o.seq for o in pending] == [6, 3, 5]
+    assert [take() for _ in range(3)] == [(4, 6), (2, 3), (2, 5)]
+    assert not pending and len(pending) == 0
+    with pytest.raises(IndexError):
+        pending.popleft()
+    add(7, 7)
+    pending.clear()
+    assert not pending
+    with pytest.raises(IndexError):
+        pending[0]
+    add(1, 8)
+    assert take() == (1, 8)

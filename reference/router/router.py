@@ -127,35 +127,49 @@ class Outbound:
 
 class PriorityPending:
     """The copies waiting on an inter-router data link: FIFO within a priority, highest priority first.
-    Stands in for the deque a consumer link's copies wait in (append, popleft, [0], len, iteration, clear)."""
+    Stands in for the deque a consumer link's copies wait in (append, popleft, [0], len, iteration, clear).
+
+    Every message to a neighbour goes through here, so the queue the next copy comes from is kept at hand
+    (`_head`) instead of being looked for on each look and each pop."""
 
     def __init__(self):
         self._queues: dict[int, deque] = {}  # priority -> copies, highest priority first
         self._size = 0  # asked for on every pump, so counted rather than summed
+        self._head: deque | None = None  # the highest-priority queue with a copy in it; None when empty
+        self._head_priority = -1
 
     def append(self, out: Outbound) -> None:
-        queue = self._queues.get(out.priority)
+        priority = out.priority
+        queue = self._queues.get(priority)
         if queue is None:
-            queue = self._queues[out.priority] = deque()
+            queue = self._queues[priority] = deque()
             self._queues = dict(sorted(self._queues.items(), reverse=True))
         queue.append(out)
         self._size += 1
+        if priority > self._head_priority or self._head is None:
+            self._head, self._head_priority = queue, priority
 
-    def _head_queue(self) -> deque:
-        for queue in self._queues.values():
+    def _find_head(self) -> None:
+        for priority, queue in self._queues.items():
             if queue:
-                return queue
-        raise IndexError("no copy waiting")
+                self._head, self._head_priority = queue, priority
+                return
+        self._head, self._head_priority = None, -1
 
     def popleft(self) -> Outbound:
-        out = self._head_queue().popleft()
+        head = self._head
+        if head is None:
+            raise IndexError("no copy waiting")
+        out = head.popleft()
         self._size -= 1
+        if not head:
+            self._find_head()
         return out
 
     def __getitem__(self, index: int) -> Outbound:
-        if index != 0:
+        if index != 0 or self._head is None:
             raise IndexError("only the head copy can be looked at")
-        return self._head_queue()[0]
+        return self._head[0]
 
     def __len__(self) -> int:
         return self._size
@@ -170,6 +184,7 @@ class PriorityPending:
     def clear(self) -> None:
         self._queues.clear()
         self._size = 0
+        self._head, self._head_priority = None, -1
 
 
 @dataclass(eq=False)
