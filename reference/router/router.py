@@ -146,7 +146,7 @@ class PriorityPending:
             self._queues = dict(sorted(self._queues.items(), reverse=True))
         queue.append(out)
         self._size += 1
-        if priority > self._head_priority or self._head is None:
+        if priority > self._head_priority:  # an empty queue's head priority is -1, below any message's
             self._head, self._head_priority = queue, priority
 
     def _find_head(self) -> None:
@@ -233,7 +233,9 @@ class Router:
         # The message path finds its state by the engine's pointers (raw.py), not through proton's wrappers:
         self.message_links: dict = {}  # link pointer -> Producer or Consumer
         self.outbound_of: dict = {}  # pointer of a copy sent unsettled -> Outbound
-        self._trace_messages = msglog.isEnabledFor(logging.DEBUG)  # the MESSAGE log at debug: one line per message
+        # The MESSAGE log at debug (one line per message), asked once: the server configures logging before it
+        # makes the router, and asking per message was some 3% of the router's CPU.
+        self._trace_messages = msglog.isEnabledFor(logging.DEBUG)
         self._encoded_annotations: dict = {}  # (key, router ids) -> peek.Annotations for copies to neighbours
         self._routing_by_section: dict = {}  # a neighbour's message-annotations section -> _Routing
         # Plans that involve no choice (one destination, multicast, none), by (address, distribution, dests);
@@ -241,8 +243,6 @@ class Router:
         self._fixed_plans: dict = {}
 
     def on_reactor_init(self, event):
-        # Logging is configured by now; asked here once, not for every message (it was some 3% of the router's CPU).
-        self._trace_messages = msglog.isEnabledFor(logging.DEBUG)
         self.connectors.start(event.container)
 
     # ---- shutdown ---------------------------------------------------------------------------------------
@@ -749,7 +749,7 @@ class Router:
                 return
             to, priority = message.address, message.priority
             if producer.from_neighbour:
-                routing = _routing_from((message.annotations or {}).get(TO), message.annotations or {})
+                routing = _routing_from(message.annotations or {})
         presettled = raw.settled_by_peer(dlv)
         dests = None
         exclude = None
@@ -850,7 +850,7 @@ class Router:
                 return None
             if len(self._routing_by_section) >= _CACHE_LIMIT:
                 self._routing_by_section.clear()
-            found = self._routing_by_section[section] = _routing_from(values.get(TO), values, keys)
+            found = self._routing_by_section[section] = _routing_from(values, keys)
         return found
 
     def _without_router_annotations(self, data, view) -> bytes:
@@ -858,25 +858,29 @@ class Router:
         qdrouterd strips its own (`stripAnnotations`, by default) and as one router delivers it. AMQP 1.0
         §3.2.3 lets an intermediary add annotations; leaving ours on made every consumer behind a mesh decode
         two it never asked for."""
-        if view is not None:
-            if not view.has_annotations:
-                return data
-            routing = self._routing_of(data, view)
-            if routing is not None and routing.only_router_keys:
-                return replace_section(data, view, b"")
+        if view is not None and not view.has_annotations:
+            return data
+        if self._section_is_ours(data, view):
+            return replace_section(data, view, b"")
         return _annotated(data, encode_annotations({}), drop=_ROUTING_KEYS)
 
     def _annotated(self, data, view, values, drop: tuple = ()) -> bytes:
         """The message with the router's annotations `values` set and `drop` removed, other bytes as they came.
         A section that holds nothing but the router's own annotations (a neighbour's copy), or none, is replaced
         whole; one with other annotations in it is merged, entry by entry (_annotated)."""
-        if view is not None:
-            if not view.has_annotations:
-                return replace_section(data, view, values.section)
-            routing = self._routing_of(data, view)
-            if routing is not None and routing.only_router_keys:
-                return replace_section(data, view, values.section)
+        if self._section_is_ours(data, view):
+            return replace_section(data, view, values.section)
         return _annotated(data, values, drop)
+
+    def _section_is_ours(self, data, view) -> bool:
+        """May the message's message-annotations section be replaced whole: it has none (`view` says where one
+        goes), or one with nothing but the router's own annotations in it?"""
+        if view is None:
+            return False
+        if not view.has_annotations:
+            return True
+        routing = self._routing_of(data, view)
+        return routing is not None and routing.only_router_keys
 
     def _has_destinations(self, key: str) -> bool:
         return bool(self.consumers.get(key)) or (self.mesh is not None and bool(self.mesh.state.routers_with(key)))
@@ -1081,11 +1085,11 @@ class _Routing:
 _NO_ROUTING = _Routing(None, None, True)
 
 
-def _routing_from(to, values, keys=None) -> _Routing:
+def _routing_from(values: dict, keys=None) -> _Routing:
+    """From the router's annotations `values` (the section's `keys`, when it holds others; default: those)."""
     dests = values.get(DESTS)
-    keys = values.keys() if keys is None else keys
-    return _Routing(to, None if DESTS not in values else frozenset(dests or ()),
-                    all(k in _ROUTING_KEYS for k in keys))
+    return _Routing(values.get(TO), None if DESTS not in values else frozenset(dests or ()),
+                    all(k in _ROUTING_KEYS for k in (values.keys() if keys is None else keys)))
 
 
 def _annotated(data, values, drop: tuple = ()) -> bytes:
