@@ -2,7 +2,7 @@
 client-to-client ceiling, with Python clients and with C clients.
 
     .venv/bin/python bench/routing.py [--messages N] [--repeats R] [--clients python,c]
-                                      [--scenario NAME ...] [--isolate] [--results DIR]
+                                      [--scenario NAME ...] [--isolate] [--router-cpu F] [--results DIR]
 
 Scenarios (100-byte messages, 1 sender, window 1000): anycast unsettled, anycast pre-settled, multicast to 2
 receivers, and anycast across a 2-router mesh (producer on R1, consumer on R2). Each client is a process of
@@ -19,6 +19,13 @@ does: every client runs on the first CPU this process may use, every router proc
 others. Without it, a router that spends more CPU per message takes that CPU from the clients it is measured
 with, so on a small machine the Python clients' ceiling, not the router, decides most of the ratio. The two
 routers of the mesh share the router CPUs. The direct ceiling then has one CPU for both clients.
+
+`--router-cpu F` (implies --isolate, needs root) gives every router process a CPU budget of its own, F CPUs
+(bench/cpu_budget.py), so that a router has the same capacity alone and in the mesh, as on hosts of one
+size. Without it, on 2 cores the two mesh routers share the one router CPU that a single router has to itself,
+and the mesh/single ratio is about 0.5 for any router whose hop costs what a single router does (qdrouterd
+included): that compares CPUs, not mesh paths. F at most (router CPUs) / 2 keeps the mesh's routers from
+competing; records of such a run carry `+cpuF` in their scenario name and `details.router_cpu`.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.clients import stacks
+from bench.cpu_budget import BudgetUnavailable, CpuBudget
 from bench.figures import process_cpu_s
 from harness.peers.base import PeerStartError, PeerUnavailable
 from harness.peers.launch import start_topology
@@ -151,9 +159,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenario", action="append", help="run only these scenarios (repeatable)")
     parser.add_argument("--isolate", action="store_true",
                         help="clients on the first CPU, routers on the others (see the module's doc)")
+    parser.add_argument("--router-cpu", type=float, metavar="F",
+                        help="a CPU budget of F CPUs for every router process (implies --isolate; see the doc)")
     parser.add_argument("--results", help="write result records into DIR/<run_id>/")
     args = parser.parse_args(argv)
     cpus = sorted(os.sched_getaffinity(0))
+    budget = None
+    if args.router_cpu is not None:
+        args.isolate = True
+        if len(cpus) >= 2 and args.router_cpu > (len(cpus) - 1) / 2:
+            print(f"note: --router-cpu {args.router_cpu:g} is more than half the {len(cpus) - 1} router CPU(s): "
+                  "the mesh's two routers will compete for it", file=sys.stderr)
+        try:
+            budget = CpuBudget.create(args.router_cpu)
+        except BudgetUnavailable as exc:
+            parser.error(f"--router-cpu: {exc}")
     if args.isolate and len(cpus) < 2:
         parser.error(f"--isolate needs 2 CPUs or more; this process may use {len(cpus)}")
     names = {s.name for s in SCENARIOS}
@@ -184,15 +204,23 @@ def main(argv: list[str] | None = None) -> int:
                 except (PeerUnavailable, PeerStartError) as exc:
                     running[(topo, vendor)] = str(exc).splitlines()[0]
         if args.isolate:  # the routers run already: pin them, then this process, whose children the clients are
-            for rt in running.values():
+            for (topo, vendor), rt in running.items():
                 if not isinstance(rt, str):
-                    for pid in (pid for peer in rt.peers.values() for pid in peer.pids):
-                        pin_process(pid, set(cpus[1:]))
+                    for name, peer in rt.peers.items():
+                        for pid in peer.pids:
+                            pin_process(pid, set(cpus[1:]))
+                            if budget is not None:
+                                try:
+                                    budget.limit(pid, f"{topo}-{vendor}-{name}-{pid}")
+                                except OSError as exc:  # the routers are stopped by the `finally` below
+                                    sys.exit(f"bench/routing.py: --router-cpu: cannot limit {vendor} router "
+                                             f"{name} (pid {pid}): {exc}")
             os.sched_setaffinity(0, {cpus[0]})
         print(f"{args.messages} x {SIZE}-byte messages per pass, window {WINDOW}, {args.repeats} alternating "
               f"repeats; clients {', '.join(clients)}"
               + (f"; clients on CPU {cpus[0]}, routers on CPU {','.join(map(str, cpus[1:]))}" if args.isolate
-                 else ""), flush=True)
+                 else "")
+              + (f"; every router process limited to {args.router_cpu:g} CPU" if budget else ""), flush=True)
         for repeat in range(args.repeats):
             order = VENDORS if repeat % 2 == 0 else tuple(reversed(VENDORS))
             for scenario in scenarios:
@@ -207,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         for rt in running.values():
             if not isinstance(rt, str):
                 rt.stop()
+        if budget is not None:
+            budget.close()
     _print_table(scenarios, clients, cells)
     if args.results:
         _write_records(Path(args.results), scenarios, clients, cells, versions, args, started_at)
@@ -277,9 +307,10 @@ def _write_records(results: Path, scenarios, clients, cells, versions, args, sta
                     if cell is None:
                         continue
                     # an isolated run's figures are another measurement: its own scenario name keeps them apart
-                    name = scenario.name + ("+isolated" if args.isolate else "")
+                    name = scenario.name + ("+isolated" if args.isolate else "") \
+                        + (f"+cpu{args.router_cpu:g}" if args.router_cpu is not None else "")
                     details = {"bench": "routing", "scenario": name, "clients": stack,
-                               "isolated": bool(args.isolate),
+                               "isolated": bool(args.isolate), "router_cpu": args.router_cpu,
                                "repeats": len(cell.samples), "ratio_to": "qdrouterd",
                                "ratio": _ratio(cells, scenario.name, stack) if vendor == "reference" else None}
                     if cell.samples:
@@ -299,7 +330,8 @@ def _write_records(results: Path, scenarios, clients, cells, versions, args, sta
         writer.write_run_meta({"run_id": run_id, "started_at": started_at, "ended_at": utc_now_iso(),
                                "peers": {"router": list(VENDORS)},
                                "bench": {"name": "routing", "messages": args.messages, "repeats": args.repeats,
-                                         "clients": clients, "size": SIZE, "window": WINDOW}})
+                                         "clients": clients, "size": SIZE, "window": WINDOW,
+                                         "isolated": bool(args.isolate), "router_cpu": args.router_cpu}})
     print(f"result records: {results / run_id / 'results.jsonl'}")
 
 

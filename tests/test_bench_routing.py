@@ -49,3 +49,29 @@ def test_bad_input_is_one_line():
     assert bad.returncode == 2 and "unknown scenario 'nope'" in bad.stderr.strip().splitlines()[-1]
     bad = _run("--clients", "java", timeout=60)
     assert bad.returncode == 2 and "--clients" in bad.stderr.strip().splitlines()[-1]
+
+
+def test_router_cpu_budget_is_recorded_or_refused_in_one_line(tmp_path):
+    """--router-cpu puts every router under a CPU quota of its own where a cgroup can be made (root), and says in
+    one line why not elsewhere."""
+    from bench.cpu_budget import BudgetUnavailable, CpuBudget
+
+    try:
+        CpuBudget.create(0.5)
+    except BudgetUnavailable as exc:
+        done = _run("--router-cpu", "0.5", "--messages", "10", timeout=60)
+        assert done.returncode == 2 and str(exc) in done.stderr.strip().splitlines()[-1]
+        return
+    done = _run("--messages", "200", "--repeats", "1", "--clients", "c", "--scenario", "anycast-unsettled",
+                "--router-cpu", "0.5", "--results", str(tmp_path))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "every router process limited to 0.5 CPU" in done.stdout
+    [results] = list(tmp_path.glob("*/results.jsonl"))
+    records = {r["case"]: r for r in map(json.loads, results.read_text().splitlines())}
+    details = records["BENCH-routing/anycast-unsettled+isolated+cpu0.5/reference/c"]["details"]
+    assert details["router_cpu"] == 0.5 and details["isolated"] is True and details["msgs_per_s"] > 0
+
+
+def test_router_cpu_out_of_range_is_one_line():
+    bad = _run("--router-cpu", "0", timeout=60)
+    assert bad.returncode == 2 and "a CPU budget must be above 0" in bad.stderr.strip().splitlines()[-1]
