@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from cproton import (
     pn_decref,
-    pn_delivery as _pn_delivery_wrapped,
     pn_delivery_aborted,
     pn_delivery_partial,
     pn_delivery_pending,
@@ -31,13 +30,12 @@ from cproton import (
     pn_link_credit,
     pn_link_flow,
     pn_link_get_drain,
-    pn_link_recv as _pn_link_recv,
-    pn_link_send as _pn_link_send,
     pn_link_session,
     pn_link_set_drain,
     pn_link_state,
     pn_session_outgoing_bytes,
 )
+from cproton_ffi import ffi, lib
 from proton import Delivery, Endpoint
 
 ACCEPTED = Delivery.ACCEPTED.value
@@ -49,6 +47,9 @@ __all__ = [
     "settled_by_peer", "remote_state", "settle", "accept_and_settle", "update", "hold", "release", "credit",
     "flow", "drain_mode", "set_drain_mode", "link_active", "session_outgoing_bytes",
 ]
+
+_from_buffer = ffi.from_buffer
+_recv, _send, _new_delivery = lib.pn_link_recv, lib.pn_link_send, lib.pn_delivery
 
 event_delivery = pn_event_delivery
 event_link = pn_event_link
@@ -69,17 +70,20 @@ def read_complete(link, dlv):
     then nothing is consumed: the wrapper path handles partial and aborted deliveries."""
     if pn_delivery_partial(dlv) or pn_delivery_aborted(dlv) or not pn_delivery_readable(dlv):
         return None
-    read, data = _pn_link_recv(link, pn_delivery_pending(dlv))
+    # cproton's pn_link_recv and pn_link_send wrappers, written out here: a Python call less per message each.
+    size = pn_delivery_pending(dlv)
+    data = bytearray(size)
+    read = _recv(link, _from_buffer(data), size)
     if read < 0:  # end of stream or an error: what the wrapper path does with it is what it always did
         return None
     pn_link_advance(link)
-    return data
+    return data if read == size else data[:read]
 
 
 def send_copy(link, tag: bytes, data):
     """A new delivery on a sending link, its whole message written; returns the delivery."""
-    dlv = _pn_delivery_wrapped(link, tag)
-    _pn_link_send(link, data)
+    dlv = _new_delivery(link, (len(tag), _from_buffer(tag)))  # the tag as a pn_bytes_t
+    _send(link, _from_buffer(data), len(data))
     pn_link_advance(link)
     return dlv
 
