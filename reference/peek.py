@@ -172,10 +172,7 @@ class RoutingView:
     priority: int | None
     annotations_at: int
     annotations_end: int
-
-    @property
-    def has_annotations(self) -> bool:
-        return self.annotations_end > self.annotations_at
+    has_annotations: bool  # annotations_end > annotations_at: a field, not a property (asked several times a hop)
 
 
 def routing_view(data: bytes) -> RoutingView | None:
@@ -220,7 +217,7 @@ def _routing_view(data: bytes) -> RoutingView:
         at = stop = pos
     if stop > end or not (to is None or to.__class__ is str) or not (priority is None or priority.__class__ is int):
         raise _Unknown
-    return RoutingView(to, priority, at, stop)
+    return RoutingView(to, priority, at, stop, stop > at)
 
 
 def redelivered(data: bytes, delivery_count: int) -> bytes | None:

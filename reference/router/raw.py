@@ -45,7 +45,7 @@ LOCAL_ACTIVE = int(Endpoint.LOCAL_ACTIVE)
 __all__ = [
     "ACCEPTED", "RELEASED", "LOCAL_ACTIVE", "event_delivery", "event_link", "read_complete", "send_copy",
     "settled_by_peer", "remote_state", "settle", "accept_and_settle", "update", "hold", "release", "credit",
-    "flow", "drain_mode", "set_drain_mode", "link_active", "session_outgoing_bytes",
+    "flow", "drain_mode", "set_drain_mode", "link_active", "link_session", "outgoing_bytes",
 ]
 
 _from_buffer = ffi.from_buffer
@@ -97,6 +97,5 @@ def link_active(link) -> bool:
     return bool(pn_link_state(link) & LOCAL_ACTIVE)
 
 
-def session_outgoing_bytes(link) -> int:
-    """Bytes the link's session has encoded and not yet handed to the socket."""
-    return pn_session_outgoing_bytes(pn_link_session(link))
+link_session = pn_link_session
+outgoing_bytes = pn_session_outgoing_bytes  # of a session: bytes it has not yet handed to the socket

@@ -93,6 +93,7 @@ class Consumer:
 
     def __post_init__(self):
         self.impl = self.link._impl  # the engine's link, for the per-message calls (raw.py)
+        self.session_impl = raw.link_session(self.impl)  # its session, whose output the pump watches (neighbours)
         # Read once: a sending link's settle mode is fixed when it is attached, which is before it is a consumer.
         self.at_most_once = self.link.snd_settle_mode == Link.SND_SETTLED
 
@@ -807,7 +808,7 @@ class Router:
             if consumer.edge:  # an edge's consumers sit behind one anonymous link: say where it goes
                 payload = self._annotated(data, view, self._annotations_for(key, None), drop=(DESTS,))
             elif producer.from_neighbour:  # leaving the network: the router's own annotations stay behind
-                payload = delivered = delivered or self._without_router_annotations(data, view)
+                payload = delivered = delivered or self._without_router_annotations(data, view, routing)
             else:
                 payload = data
             consumer.pending.append(Outbound(inbound, consumer, payload, priority, next(self._seq)))
@@ -853,22 +854,23 @@ class Router:
             found = self._routing_by_section[section] = _routing_from(values, keys)
         return found
 
-    def _without_router_annotations(self, data, view) -> bytes:
+    def _without_router_annotations(self, data, view, routing: _Routing) -> bytes:
         """A neighbour's copy as its producer sent it, for a client: without the router's annotations, as
         qdrouterd strips its own (`stripAnnotations`, by default) and as one router delivers it. AMQP 1.0
         §3.2.3 lets an intermediary add annotations; leaving ours on made every consumer behind a mesh decode
-        two it never asked for."""
-        if view is not None and not view.has_annotations:
-            return data
-        if self._section_is_ours(data, view):
-            return replace_section(data, view, b"")
+        two it never asked for. (`routing`: what _route read of the section, _NO_ROUTING when it has none.)"""
+        if view is not None:
+            if not view.has_annotations:
+                return data
+            if routing.only_router_keys:  # read from this very section by _routing_of
+                return replace_section(data, view, b"")
         return _annotated(data, encode_annotations({}), drop=_ROUTING_KEYS)
 
     def _annotated(self, data, view, values, drop: tuple = ()) -> bytes:
         """The message with the router's annotations `values` set and `drop` removed, other bytes as they came.
         A section that holds nothing but the router's own annotations (a neighbour's copy), or none, is replaced
         whole; one with other annotations in it is merged, entry by entry (_annotated)."""
-        if self._section_is_ours(data, view):
+        if view is not None and not view.has_annotations or self._section_is_ours(data, view):
             return replace_section(data, view, values.section)
         return _annotated(data, values, drop)
 
@@ -991,7 +993,7 @@ class Router:
             best, best_key, held = None, None, False
             for consumer in consumers:
                 if consumer.pending and raw.credit(consumer.impl) > 0:
-                    if consumer.neighbour and _output_backed_up(consumer.impl):
+                    if consumer.neighbour and raw.outgoing_bytes(consumer.session_impl) >= OUTPUT_HOLD_BYTES:
                         held = True  # let it wait here, where a later higher-priority copy can overtake it
                         continue
                     head = consumer.pending[0]
@@ -1106,12 +1108,6 @@ def _annotated(data, values, drop: tuple = ()) -> bytes:
     for key in drop:
         message.annotations.pop(key, None)
     return message.encode()
-
-
-def _output_backed_up(link) -> bool:
-    """Is more of the link's session output waiting to be written than an inter-router link may queue?
-    (`link`: the engine's, see raw.py)"""
-    return raw.session_outgoing_bytes(link) >= OUTPUT_HOLD_BYTES
 
 
 def _effective_priority(section: AddressSection | None, priority: int | None) -> int:
