@@ -135,7 +135,9 @@ class Progress:
         self.label, self.budget_s, self.unit, self.every_s = label, budget_s, unit, every_s
         self.stream = stream or sys.stderr
         self.started = time.monotonic()
-        self._last = 0.0
+        # None until the first line: a start of 0.0 hid it on a machine up for less than `every_s` (the
+        # monotonic clock counts from boot), as on a fresh CI machine.
+        self._last: float | None = None
         self._tty = hasattr(self.stream, "isatty") and self.stream.isatty()
 
     def elapsed(self) -> float:
@@ -146,9 +148,7 @@ class Progress:
 
     def update(self, executed: int, failures: int, note: str = "", force: bool = False) -> None:
         now = time.monotonic()
-        if not force and not self._tty and now - self._last < self.every_s:
-            return
-        if not force and self._tty and now - self._last < 0.2:
+        if not force and self._last is not None and now - self._last < (0.2 if self._tty else self.every_s):
             return
         self._last = now
         line = (f"fuzz {self.label}: {executed} {self.unit}, {failures} failure(s), "
