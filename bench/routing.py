@@ -164,16 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", help="write result records into DIR/<run_id>/")
     args = parser.parse_args(argv)
     cpus = sorted(os.sched_getaffinity(0))
-    budget = None
     if args.router_cpu is not None:
         args.isolate = True
-        if len(cpus) >= 2 and args.router_cpu > (len(cpus) - 1) / 2:
-            print(f"note: --router-cpu {args.router_cpu:g} is more than half the {len(cpus) - 1} router CPU(s): "
-                  "the mesh's two routers will compete for it", file=sys.stderr)
-        try:
-            budget = CpuBudget.create(args.router_cpu)
-        except BudgetUnavailable as exc:
-            parser.error(f"--router-cpu: {exc}")
     if args.isolate and len(cpus) < 2:
         parser.error(f"--isolate needs 2 CPUs or more; this process may use {len(cpus)}")
     names = {s.name for s in SCENARIOS}
@@ -187,6 +179,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.messages <= 0 or args.repeats <= 0:
         parser.error("--messages and --repeats must be > 0")
     scenarios = [s for s in SCENARIOS if s.name in wanted]
+    budget = None
+    if args.router_cpu is not None:
+        try:
+            budget = CpuBudget.create(args.router_cpu)
+        except BudgetUnavailable as exc:
+            parser.error(f"--router-cpu: {exc}")
+        if args.router_cpu > (len(cpus) - 1) / 2:
+            print(f"note: --router-cpu {args.router_cpu:g} is more than half the {len(cpus) - 1} router CPU(s): "
+                  "the mesh's two routers will compete for it", file=sys.stderr)
     # SIGTERM ends the run through the `finally` below, which stops the routers it started: Python's default for
     # the signal ends the process at once and left them (and the clients) running.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench/routing.py: terminated"))
@@ -203,18 +204,8 @@ def main(argv: list[str] | None = None) -> int:
                     versions[vendor] = next(iter(rt.peers.values())).info.version
                 except (PeerUnavailable, PeerStartError) as exc:
                     running[(topo, vendor)] = str(exc).splitlines()[0]
-        if args.isolate:  # the routers run already: pin them, then this process, whose children the clients are
-            for (topo, vendor), rt in running.items():
-                if not isinstance(rt, str):
-                    for name, peer in rt.peers.items():
-                        for pid in peer.pids:
-                            pin_process(pid, set(cpus[1:]))
-                            if budget is not None:
-                                try:
-                                    budget.limit(pid, f"{topo}-{vendor}-{name}-{pid}")
-                                except OSError as exc:  # the routers are stopped by the `finally` below
-                                    sys.exit(f"bench/routing.py: --router-cpu: cannot limit {vendor} router "
-                                             f"{name} (pid {pid}): {exc}")
+        if args.isolate:  # the routers run already: place them, then this process, whose children the clients are
+            _place_routers(running, set(cpus[1:]), budget)
             os.sched_setaffinity(0, {cpus[0]})
         print(f"{args.messages} x {SIZE}-byte messages per pass, window {WINDOW}, {args.repeats} alternating "
               f"repeats; clients {', '.join(clients)}"
@@ -241,6 +232,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.results:
         _write_records(Path(args.results), scenarios, clients, cells, versions, args, started_at)
     return 0
+
+
+def _place_routers(running: dict, cpus: set[int], budget: CpuBudget | None) -> None:
+    """Every router process onto the router CPUs, and under its own CPU budget when there is one."""
+    for (topo, vendor), rt in running.items():
+        if isinstance(rt, str):  # a vendor that did not start
+            continue
+        for name, peer in rt.peers.items():
+            for pid in peer.pids:
+                pin_process(pid, cpus)
+                if budget is None:
+                    continue
+                try:
+                    budget.limit(pid, f"{topo}-{vendor}-{name}-{pid}")
+                except OSError as exc:  # the caller's `finally` stops the routers
+                    sys.exit(f"bench/routing.py: --router-cpu: cannot limit {vendor} router {name} (pid {pid}): {exc}")
 
 
 def pin_process(pid: int, cpus: set[int]) -> None:

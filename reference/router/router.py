@@ -870,7 +870,7 @@ class Router:
         """The message with the router's annotations `values` set and `drop` removed, other bytes as they came.
         A section that holds nothing but the router's own annotations (a neighbour's copy), or none, is replaced
         whole; one with other annotations in it is merged, entry by entry (_annotated)."""
-        if view is not None and not view.has_annotations or self._section_is_ours(data, view):
+        if self._section_is_ours(data, view):
             return replace_section(data, view, values.section)
         return _annotated(data, values, drop)
 
