@@ -49,7 +49,8 @@ PORTS = {"B2": 6002, "B3": 6003, "M": 6004, "S": 6005}
 def test_the_broker_element_and_its_children_in_alphabetical_order():
     text = render_activemq_xml(NETWORKED, "B1", {"clients": 5672}, connect_ports=PORTS)
     broker = broker_of(text)
-    assert dict(broker.attrib) == {"brokerName": "B1", "persistent": "true", "dataDirectory": "data"}
+    assert dict(broker.attrib) == {"brokerName": "B1", "persistent": "true", "dataDirectory": "data",
+                                   "useJmx": "false"}
     assert [child.tag.split("}")[1] for child in broker] == [
         "destinations", "networkConnectors", "transportConnectors"]
     assert destinations(broker, "destinations") == [("queue", "orders"), ("topic", "prices")]
@@ -60,7 +61,7 @@ def test_settings_give_persistence_and_the_data_directory():
     text = render_activemq_xml(NETWORKED, "B2", {"clients": 1},
                                {"persistence": False, "journal_directory": "/var/lib/amq/kahadb"})
     assert dict(broker_of(text).attrib) == {"brokerName": "B2", "persistent": "false",
-                                            "dataDirectory": "/var/lib/amq"}
+                                            "dataDirectory": "/var/lib/amq", "useJmx": "false"}
     with pytest.raises(RenderError, match=r"^B2: unknown broker setting 'persistent'"):
         render_activemq_xml(NETWORKED, "B2", {"clients": 1}, {"persistent": False})
 

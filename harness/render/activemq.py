@@ -8,6 +8,8 @@ image's `conf/activemq.xml` or a native install's. It carries only what the topo
   parent of `journal_directory`, as broker.xml's data directories). The other broker settings (dead-letter and
   expiry addresses, delivery attempts, journal sync) are left at Classic's defaults: its dead-letter queue is
   its own `ActiveMQ.DLQ`, which is why the vendor table leaves `dead-letter` out;
+* `useJmx="false"`: no MBeans (the harness's launcher answers queue statistics), no web console (none is
+  configured: Jetty is not even on the class path);
 * `<destinations>`: each topology queue as a `<queue>` (anycast) or a `<topic>` (multicast);
 * `<networkConnectors>` (004_05e35cdd7bc39ede.txt): one `<networkConnector>` per network connector of the node,
   `uri="static:(tcp://H:P,...)"` (a bridge to each broker listed) or `uri="masterslave:(tcp://H:P,tcp://H:P)"`
@@ -109,7 +111,10 @@ def render_activemq_xml(
     journal = s["journal_directory"]
     data = journal.rsplit("/", 1)[0] if "/" in journal else "data"
     broker_attrs = [("xmlns", ACTIVEMQ_CORE), ("brokerName", node_name),
-                    ("persistent", bool_text[s["persistence"]]), ("dataDirectory", data)]
+                    ("persistent", bool_text[s["persistence"]]), ("dataDirectory", data),
+                    # No JMX: the harness reads queue statistics from its launcher (harness/peers/activemq.py), and
+                    # MBeans for every destination and connection cost heap and CPU on a shared machine.
+                    ("useJmx", "false")]
     lines = [
         '<?xml version="1.0" encoding="UTF-8"?>',
         f"<!-- activemq.xml for broker {escape(node_name)} of topology '{escape(topology.name)}'.",

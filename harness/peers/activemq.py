@@ -1,0 +1,393 @@
+"""ActiveMQ Classic 6.x as a native peer: its jars from Maven Central, started from the node's activemq.xml.
+
+Getting it (`python -m harness.peers.activemq --fetch`, once): Maven Central has no 6.x bin tarball, only the
+jars, so a tiny pom in the cache folder ${INTEROP_CACHE:-~/.cache/amqp-interop}/activemq-classic-<VERSION>/
+names them (the broker, its AMQP transport, KahaDB, the xbean/Spring reader of activemq.xml, Spring itself and
+an slf4j backend) and maven-dependency-plugin 3.6.1 `copy-dependencies` puts them in its lib/. A MANIFEST
+records each jar's SHA-256; a second call only checks them (fast). The launcher
+(activemq_launcher/InteropActiveMQLauncher.java) is compiled into the same folder, again whenever its source
+changes. ACTIVEMQ_HOME names a bin distribution instead (its lib/ and lib/optional/); the launcher is then
+compiled against it into a folder of the cache of its own.
+
+Running it: one JVM per broker in the foreground, `java -Xmx.. -cp LIB/*:LAUNCHER InteropActiveMQLauncher
+xbean:file:WORKDIR/activemq.xml 0`, in the node's work dir (KahaDB under WORKDIR/data). The launcher prints
+the port each transport connector bound, a statistics port (queue depth and consumers without JMX) and a
+ready line; see its header. Kill -9, pause and restart on the same ports come from ProcessPeer.
+
+Addresses: ActiveMQ's AMQP transport takes an address without a prefix as a queue unless the link carries
+the `topic` capability, so a sender to a multicast address must say `topic://NAME` (wire_address does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..render.activemq import render_activemq_xml
+from ..render.qdrouterd import RenderError
+from .base import ManagementError, Peer, PeerInfo, PeerStartError, PeerUnavailable
+from .process import ProcessPeer
+from .provider import NodeSetup, Provider
+
+# Pinned: the newest 6.x whose jars all resolve from Maven Central and run on Java 17 (6.3.1 on Spring 7.0.8,
+# whose baseline is Java 17). Spring and slf4j follow activemq-parent 6.3.1's own versions.
+VERSION = "6.3.1"
+SPRING_VERSION = "7.0.8"
+SLF4J_VERSION = "2.0.18"
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+# (groupId, artifactId, version): what the pom asks for; Maven adds their own dependencies.
+ARTIFACTS = (
+    ("org.apache.activemq", "activemq-broker", VERSION),
+    ("org.apache.activemq", "activemq-amqp", VERSION),
+    ("org.apache.activemq", "activemq-kahadb-store", VERSION),
+    ("org.apache.activemq", "activemq-spring", VERSION),
+    # Optional in activemq-spring, needed to read activemq.xml.
+    ("org.springframework", "spring-context", SPRING_VERSION),
+    ("org.springframework", "spring-beans", SPRING_VERSION),
+    ("org.slf4j", "slf4j-simple", SLF4J_VERSION),
+)
+LAUNCHER_SOURCE = Path(__file__).resolve().parent / "activemq_launcher" / "InteropActiveMQLauncher.java"
+LAUNCHER_CLASS = "InteropActiveMQLauncher"
+MANIFEST = "MANIFEST.sha256"
+# Several brokers share two cores here: a small heap, the serial collector and the C1 compiler only (a quicker
+# start and no C2 compiler threads competing with the peers under test; these brokers carry test loads).
+JVM_OPTIONS = ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               "-Dorg.slf4j.simpleLogger.showDateTime=true",
+               "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS")
+
+_LISTENING = re.compile(r"^Listening on (\S+):(\d+) \(connector '([^']*)'\)")
+_STATISTICS = re.compile(r"^Statistics on (\S+):(\d+)")
+_READY = re.compile(r"^Broker \S+ started; ready \(ActiveMQ (\S+)\)")
+_JAR_VERSION = re.compile(r"^activemq-broker-(\d[\w.-]*)\.jar$")
+CLIENT_CONNECTOR = "amqp"  # the renderer names the clients listener's transport connector so
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("INTEROP_CACHE") or Path.home() / ".cache" / "amqp-interop")
+
+
+def install_dir(version: str = VERSION) -> Path:
+    return cache_root() / f"activemq-classic-{version}"
+
+
+# ---- getting it -----------------------------------------------------------------------------------------------
+
+
+def render_pom(version: str = VERSION) -> str:
+    """The pom whose dependencies are the broker's runtime (packaging pom: it builds nothing)."""
+    deps = "\n".join(
+        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
+        for g, a, v in ARTIFACTS)
+    return (f"""<?xml version="1.0" encoding="UTF-8"?>
+<!-- Written by harness.peers.activemq: the jars of ActiveMQ Classic {version}, for `copy-dependencies`. -->
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>interop.cache</groupId>
+  <artifactId>activemq-classic-runtime</artifactId>
+  <version>{version}</version>
+  <packaging>pom</packaging>
+  <dependencies>
+{deps}
+  </dependencies>
+</project>
+""")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_cache(folder: Path) -> str | None:
+    """None when `folder` holds a complete fetch (every jar of its MANIFEST, unchanged, and every pinned
+    artifact among them), else one line saying what is wrong."""
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        return f"ActiveMQ Classic {VERSION} is not fetched ({folder} has no {MANIFEST}): run " \
+               "`python -m harness.peers.activemq --fetch` (make activemq), or set ACTIVEMQ_HOME"
+    names = set()
+    for line in manifest.read_text().splitlines():
+        digest, _, name = line.partition("  ")
+        jar = folder / "lib" / name
+        if not jar.is_file():
+            return f"{jar} is missing: fetch again (python -m harness.peers.activemq --fetch)"
+        if _sha256(jar) != digest:
+            return f"{jar} differs from its SHA-256 in {manifest}: remove {folder} and fetch again"
+        names.add(name)
+    missing = [f"{a}-{v}.jar" for _, a, v in ARTIFACTS if f"{a}-{v}.jar" not in names]
+    if missing:
+        return f"{manifest} lacks {', '.join(missing)}: remove {folder} and fetch again"
+    return None
+
+
+def fetch(mvn: str | None = None) -> str:
+    """Fetch the pinned jars into the cache and compile the launcher, or only check them when already there;
+    one line saying which. PeerUnavailable (one line) when Maven or javac is missing or fails."""
+    folder = install_dir()
+    if check_cache(folder) is None:
+        launcher = ensure_launcher(folder / "launcher", _cache_classpath(folder))
+        return f"ActiveMQ Classic {VERSION}: ready in {folder} (jars checked, launcher {launcher.name})"
+    mvn = mvn or shutil.which("mvn")
+    if mvn is None:
+        raise PeerUnavailable("mvn is not on PATH: Maven is needed once to fetch ActiveMQ Classic's jars "
+                              "(Debian package maven)")
+    started = time.monotonic()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pom.xml").write_text(render_pom())
+    staging = folder / "lib.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    result = subprocess.run(
+        [mvn, "-B", "-q", "-f", str(folder / "pom.xml"), f"{DEPENDENCY_PLUGIN}:copy-dependencies",
+         f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
+        capture_output=True, text=True)
+    if result.returncode != 0:
+        errors = [ln for ln in (result.stdout + result.stderr).splitlines() if "ERROR" in ln]
+        raise PeerUnavailable(f"fetching ActiveMQ Classic {VERSION} with Maven failed: "
+                              f"{(errors or ['exit status ' + str(result.returncode)])[0].strip()}")
+    shutil.rmtree(folder / "lib", ignore_errors=True)
+    staging.rename(folder / "lib")  # whole or not at all: a half-copied lib/ never carries a MANIFEST
+    jars = sorted((folder / "lib").glob("*.jar"))
+    (folder / MANIFEST).write_text("".join(f"{_sha256(j)}  {j.name}\n" for j in jars))
+    if (why := check_cache(folder)) is not None:
+        raise PeerUnavailable(why)
+    ensure_launcher(folder / "launcher", _cache_classpath(folder))
+    return (f"ActiveMQ Classic {VERSION}: fetched {len(jars)} jars into {folder} and compiled the launcher "
+            f"in {time.monotonic() - started:.0f} s")
+
+
+def ensure_launcher(parent: Path, classpath: list[str]) -> Path:
+    """The folder holding the launcher compiled from the current source against `classpath`: parent/<sha12 of
+    the source>, compiled now if missing (into a temporary folder renamed at the end, so that two harness
+    processes compiling at once both end with a whole one)."""
+    source = LAUNCHER_SOURCE.read_bytes()
+    target = parent / hashlib.sha256(source).hexdigest()[:12]
+    if (target / f"{LAUNCHER_CLASS}.class").is_file():
+        return target
+    javac = shutil.which("javac")
+    if javac is None:
+        raise PeerUnavailable("javac is not on PATH: a JDK 17 is needed to compile the ActiveMQ launcher "
+                              "(Debian package openjdk-17-jdk-headless)")
+    parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="compiling-", dir=parent))
+    result = subprocess.run([javac, "-nowarn", "-cp", os.pathsep.join(classpath), "-d", str(scratch),
+                             str(LAUNCHER_SOURCE)], capture_output=True, text=True)
+    if result.returncode != 0:
+        shutil.rmtree(scratch, ignore_errors=True)
+        first = next((ln for ln in result.stderr.splitlines() if "error" in ln), result.stderr.strip())
+        raise PeerUnavailable(f"compiling {LAUNCHER_SOURCE.name} failed: {first}")
+    try:
+        scratch.rename(target)
+    except OSError:  # another process got there first: its copy is as good
+        shutil.rmtree(scratch, ignore_errors=True)
+    return target
+
+
+def _cache_classpath(folder: Path) -> list[str]:
+    return [str(folder / "lib" / "*")]
+
+
+# ---- finding it -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActiveMQInstall:
+    version: str
+    classpath: tuple[str, ...]  # entries for `java -cp` (folders of jars as DIR/*)
+    launcher_parent: Path  # where the launcher is (or will be) compiled against that classpath
+    origin: str  # for messages: the cache folder or ACTIVEMQ_HOME=...
+
+
+def find_install() -> ActiveMQInstall:
+    """ACTIVEMQ_HOME when set (a bin distribution), else the fetched cache; PeerUnavailable (one line) if
+    neither can run a broker with AMQP."""
+    home = os.environ.get("ACTIVEMQ_HOME")
+    if home:
+        return _home_install(Path(home))
+    folder = install_dir()
+    if (why := check_cache(folder)) is not None:
+        raise PeerUnavailable(why)
+    return ActiveMQInstall(VERSION, tuple(_cache_classpath(folder)), folder / "launcher", str(folder))
+
+
+def _home_install(home: Path) -> ActiveMQInstall:
+    lib = home / "lib"
+    brokers = sorted(lib.glob("activemq-broker-*.jar"))
+    if not brokers:
+        raise PeerUnavailable(f"ACTIVEMQ_HOME={home}: expected an ActiveMQ Classic bin distribution "
+                              "(no lib/activemq-broker-*.jar)")
+    if not list((lib / "optional").glob("activemq-amqp-*.jar")) + list(lib.glob("activemq-amqp-*.jar")):
+        raise PeerUnavailable(f"ACTIVEMQ_HOME={home}: no activemq-amqp jar in lib/ or lib/optional/ "
+                              "(this install cannot speak AMQP)")
+    match = _JAR_VERSION.match(brokers[-1].name)
+    version = match.group(1) if match else "unknown"
+    classpath = (str(lib / "*"), str(lib / "optional" / "*"))
+    digest = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:8]
+    return ActiveMQInstall(version, classpath, cache_root() / f"activemq-classic-launcher-{version}-{digest}",
+                           f"ACTIVEMQ_HOME={home}")
+
+
+_probe_cache: dict[tuple[str | None, str | None], str | None] = {}
+
+
+def probe_reason() -> str | None:
+    """None when a broker can run here, else why not (checked once per ACTIVEMQ_HOME/cache per process)."""
+    key = (os.environ.get("ACTIVEMQ_HOME"), os.environ.get("INTEROP_CACHE"))
+    if key not in _probe_cache:
+        reason = None
+        if shutil.which("java") is None:
+            reason = "java is not on PATH (ActiveMQ Classic 6 needs Java 17)"
+        else:
+            try:
+                find_install()
+            except PeerUnavailable as exc:
+                reason = str(exc)
+        _probe_cache[key] = reason
+    return _probe_cache[key]
+
+
+# ---- the peer -------------------------------------------------------------------------------------------------
+
+
+class ActiveMQPeer(ProcessPeer):
+    """One ActiveMQ Classic broker for node `setup.node_name`."""
+
+    def __init__(self, setup: NodeSetup, install: ActiveMQInstall, workdir: Path | None = None):
+        self.setup = setup
+        self.install = install
+        self.launcher = ensure_launcher(install.launcher_parent, list(install.classpath))
+        name = setup.node_name
+        workdir = workdir or Path(tempfile.mkdtemp(prefix=f"interop-{name}-"))
+        super().__init__(name, "broker", PeerInfo("activemq-classic", install.version, "native"),
+                         setup.capabilities, workdir)
+        self.config_path = workdir / "activemq.xml"
+        self.config_path.write_text(self.render({}))  # a RenderError here is the topology's, said before start
+        self.statistics: tuple[str, int] | None = None
+        self.start_seconds: float | None = None
+
+    def render(self, ports: dict[str, int]) -> str:
+        """activemq.xml with the wiring's ports, `ports` over them (the learned ones on restart)."""
+        return render_activemq_xml(self.setup.topology, self.name, {**self.setup.listen_ports, **ports},
+                                   self.setup.broker_settings(), host="127.0.0.1",
+                                   connect_ports=self.setup.connect_ports)
+
+    def command(self) -> list[str]:
+        java = shutil.which("java") or "java"
+        classpath = os.pathsep.join([*self.install.classpath, str(self.launcher)])
+        return [java, *JVM_OPTIONS, "-cp", classpath, LAUNCHER_CLASS, f"xbean:file:{self.config_path}", "0"]
+
+    def start(self, timeout: float = 60.0) -> None:
+        started = time.monotonic()
+        self.endpoints = {}
+        self._start_logged(timeout, _READY, _LISTENING, "ActiveMQ Classic broker")
+        # The clients listener's connector is named `amqp` in activemq.xml; the harness knows it as `clients`.
+        if CLIENT_CONNECTOR in self.endpoints:
+            endpoint = self.endpoints.pop(CLIENT_CONNECTOR)
+            endpoint.name = "clients"
+            self.endpoints = {"clients": endpoint, **self.endpoints}
+        found = self._log_matches(_STATISTICS)
+        if not found:
+            raise PeerStartError(f"{self.name}: the launcher said it was ready but gave no statistics port")
+        self.statistics = (found[-1].group(1), int(found[-1].group(2)))
+        self.start_seconds = round(time.monotonic() - started, 2)
+
+    def _prepare_restart(self) -> None:
+        """Come back on the ports the connectors got, with the same KahaDB (the work dir's data/)."""
+        self.config_path.write_text(self.render({name: ep.port for name, ep in self.endpoints.items()}))
+
+    def wire_address(self, name: str) -> str:
+        """`topic://NAME` for a multicast address of the node, else the name (a queue, ActiveMQ's default);
+        names already prefixed pass unchanged."""
+        if "://" in name:
+            return name
+        routing = {q.address: q.routing for q in self.setup.node.queues}
+        return f"topic://{name}" if routing.get(name) == "multicast" else name
+
+    def queue_stats(self, name: str) -> dict:
+        """{"depth", "consumers", "in_flight", "enqueued", "dequeued", ..., "exists"} of queue `name`; a queue the
+        broker does not have is {"exists": False} with depth and consumers 0."""
+        return self._ask(f"QUEUE {name}", f"queue statistics of {name!r}")
+
+    def topic_stats(self, name: str) -> dict:
+        return self._ask(f"TOPIC {name}", f"topic statistics of {name!r}")
+
+    def network_bridges(self) -> dict[str, list[dict]]:
+        """network connector name -> its bridges up now ({"remote_broker", "remote_address"} each)."""
+        answer = self._ask("BRIDGES", "the network bridges")
+        return {c["name"]: c["bridges"] for c in answer["connectors"]}
+
+    def _ask(self, request: str, what: str, timeout: float = 5.0) -> dict:
+        """One request to the launcher's statistics port; its JSON answer, or ManagementError (one line)."""
+        if self.statistics is None or not self.is_running():
+            raise ManagementError(f"{self.name}: cannot read {what}: the broker is not running")
+        try:
+            with socket.create_connection(self.statistics, timeout=timeout) as sock:
+                sock.sendall(request.encode() + b"\n")
+                line = sock.makefile("r", encoding="utf-8").readline()
+        except OSError as exc:
+            raise ManagementError(f"{self.name}: cannot read {what}: {exc}") from None
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            raise ManagementError(f"{self.name}: cannot read {what}: the launcher answered {line[:80]!r}") from None
+        if "error" in answer:
+            raise ManagementError(f"{self.name}: cannot read {what}: {answer['error']}")
+        return answer
+
+
+class NativeActiveMQ(Provider):
+    """ActiveMQ Classic from the fetched jars (or ACTIVEMQ_HOME), one JVM per broker."""
+
+    vendor, name, role = "activemq-classic", "native", "broker"
+
+    @classmethod
+    def probe(cls) -> str | None:
+        return probe_reason()
+
+    @classmethod
+    def create(cls, setup: NodeSetup) -> Peer:
+        try:
+            return ActiveMQPeer(setup, find_install())
+        except RenderError as exc:
+            raise PeerStartError(str(exc)) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.peers.activemq",
+                                     description="Get ActiveMQ Classic for the harness (README: Getting ActiveMQ "
+                                                 "Classic).")
+    parser.add_argument("--fetch", action="store_true",
+                        help=f"fetch ActiveMQ Classic {VERSION}'s jars into {install_dir()} and compile the "
+                             "launcher (once; later only checks); with ACTIVEMQ_HOME, check that install")
+    args = parser.parse_args(argv)
+    if not args.fetch:
+        parser.print_usage(sys.stderr)
+        return 2
+    try:
+        if os.environ.get("ACTIVEMQ_HOME"):
+            install = find_install()
+            launcher = ensure_launcher(install.launcher_parent, list(install.classpath))
+            print(f"ActiveMQ Classic {install.version}: {install.origin} usable (launcher in {launcher})")
+        else:
+            print(fetch())
+    except PeerUnavailable as exc:
+        print(f"activemq: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
