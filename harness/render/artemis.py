@@ -110,6 +110,8 @@ def render_broker_xml(
     connect_ports: dict[str, int] | None = None,
     dial_host: str = "127.0.0.1",
     pki: TestPki | None = None,
+    management_port: int | None = None,
+    management_role: str | None = None,
 ) -> str:
     """broker.xml text for broker `node_name`.
 
@@ -120,6 +122,10 @@ def render_broker_xml(
     connectors) to the port to dial on `dial_host`: the node's listener, or the fault proxy's port when the link
     goes `via: proxy` (launch.Wiring.connect_ports[node_name]).
     `pki` gives the certificates of listeners with TLS (`access.tls`); needed when the node has one.
+    `management_port` adds a plain AMQP acceptor on `host` that no topology names, for a harness that manages
+    a real Artemis over AMQP messages (harness/peers/artemis.py); `management_role`, on a node that
+    authenticates, is the role allowed to do that: every permission on the management address and the reply
+    queues under its name (`activemq.management.#`), and nothing elsewhere. The reference broker gets neither.
     """
     node = topology.node(node_name)
     if node.role != "broker":
@@ -135,6 +141,9 @@ def render_broker_xml(
             raise RenderError(f"{node_name}: acceptor {listener.name!r}: expected a port 0-65535, got {port!r}")
         url = f"tcp://{host}:{port}?protocols=AMQP" + _tls_params(topology, node_name, listener.name, pki)
         acceptors.append(f'      <acceptor name={quoteattr(listener.name)}>{escape(url)}</acceptor>')
+    if management_port is not None:
+        acceptors.append(f'      <acceptor name="{MANAGEMENT_ACCEPTOR}">'
+                         f'{escape(f"tcp://{host}:{management_port}?protocols=AMQP")}</acceptor>')
 
     addresses: list[str] = []
     declared: set[str] = set()
@@ -193,7 +202,7 @@ def render_broker_xml(
         f"    <journal-datasync>{bool_text[s['journal_datasync']]}</journal-datasync>",
         *([] if s["journal_sync_non_transactional"] else ["    <journal-sync-non-transactional>false"
                                                           "</journal-sync-non-transactional>"]),
-        *_security(node),
+        *_security(node, management_role),
         "    <acceptors>",
         *acceptors,
         "    </acceptors>",
@@ -219,9 +228,11 @@ PERMISSION_TYPES = {"send": "send", "consume": "consume", "create_address": "cre
 # Artemis whose `#` setting gives everything to everyone logged in.
 ALL_USERS_ROLE = "interop-users"
 USERS_FILE, ROLES_FILE = "artemis-users.properties", "artemis-roles.properties"
+MANAGEMENT_ADDRESS = "activemq.management"  # Artemis's default management-address
+MANAGEMENT_ACCEPTOR = "interop-management"
 
 
-def _security(node: Node) -> list[str]:
+def _security(node: Node, management_role: str | None = None) -> list[str]:
     """`security-enabled` and `security-settings`: on when the node's `access.authenticate` is. Artemis's
     security is broker-wide, so it covers every acceptor. Only SASL PLAIN is rendered: Artemis's EXTERNAL needs a
     certificate login module the reference does not read."""
@@ -244,6 +255,12 @@ def _security(node: Node) -> list[str]:
             roles = permission.roles_for(field_name)
             if roles:
                 lines.append(f"        <permission type={quoteattr(kind)} roles={quoteattr(','.join(roles))}/>")
+        lines.append("      </security-setting>")
+    if management_role is not None:
+        # Artemis picks the most specific match, so this covers the management address alone.
+        lines.append(f'      <security-setting match="{MANAGEMENT_ADDRESS}.#">')
+        lines += [f"        <permission type={quoteattr(kind)} roles={quoteattr(management_role)}/>"
+                  for kind in PERMISSION_TYPES.values()]
         lines.append("      </security-setting>")
     lines.append("    </security-settings>")
     return lines

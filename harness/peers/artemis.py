@@ -1,0 +1,571 @@
+"""ActiveMQ Artemis as a native peer: the binary distribution from Maven Central, one instance per node.
+
+Getting it (`python -m harness.peers.artemis --fetch`, `make artemis`): Maven's dependency plugin unpacks
+org.apache.activemq:apache-artemis:2.40.0:tar.gz:bin into the cache ($INTEROP_CACHE, else
+~/.cache/amqp-interop) as artemis-2.40.0/, checks it (bin/artemis there, the server jar of the pinned version)
+and makes an instance template beside it with `artemis create` (5 s, once). A second fetch only checks.
+ARTEMIS_HOME names another install instead; its template goes into the cache too.
+
+Each node gets a copy of the template in a temp work dir (the instance's absolute paths rewritten to the
+copy), its broker.xml rendered from the topology (harness.render.artemis, as the reference broker reads it),
+and for nodes that authenticate the login module's users and roles files and a login.config without the guest
+module. `bin/artemis run` runs it in the foreground as a ProcessPeer (kill -9, pause, restart, slow disk).
+
+Ports: Artemis logs each acceptor's bound port (AMQ221020) but not the acceptor's name, so at most one acceptor
+binds port 0 (the clients listener where no other node dials it); the others get a free port up front.
+Management: an extra plain acceptor on loopback that no topology names, over which the harness speaks
+Artemis's management by AMQP messages (requests to `activemq.management`, ManagementClient below), so that a
+TLS-only or authenticating node can still be asked for its queues and broker connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..render.artemis import MANAGEMENT_ADDRESS
+from ..wait import WaitTimeout, free_port, wait_for
+from .base import Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable
+from .process import ProcessPeer, _accepts
+from .provider import NodeSetup, Provider
+
+ARTEMIS_VERSION = "2.40.0"
+ARTIFACT = f"org.apache.activemq:apache-artemis:{ARTEMIS_VERSION}:tar.gz:bin"
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+
+# Heap and start-up. Several brokers share two cores and must each start fast: a 256 MiB heap is plenty for
+# the suites' message volumes (Artemis pages to disk past half of it), the client compiler alone (C1) halves
+# the JIT's start-up work, and the serial collector has no helper threads to start. Measured in
+# ArtemisPeer.start_seconds.
+JAVA_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
+
+MANAGEMENT_USER = "interop-management"  # also its role: the one that may manage, on nodes that authenticate
+
+# The broker's log lines the peer reads (console pattern `%d %-5level [%logger] %msg`).
+_ACCEPTOR = re.compile(r"AMQ221020: Started \w+ Acceptor at (\S+):(\d+) for protocols")
+_ACTIVE = re.compile(r"AMQ221007: Server is now active")
+_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) ")
+# Broker connection events (ActiveMQAMQPProtocolLogger 111001-111003): each is a header line with the code,
+# then a line of stars, then the text with the connection's name and the HOST:PORT it dialled.
+_BC_EVENT = re.compile(r"(?P<event>Could not re-establish AMQP Server|Retrying Server AMQP|Connected on Server AMQP) "
+                       r"Connection (?P<name>\S+) on (?P<target>\S+?)(?: after| retry)")
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("INTEROP_CACHE") or Path.home() / ".cache" / "amqp-interop")
+
+
+def cached_home(version: str = ARTEMIS_VERSION) -> Path:
+    return cache_dir() / f"artemis-{version}" / f"apache-artemis-{version}"
+
+
+@dataclass(frozen=True)
+class ArtemisInstall:
+    home: Path  # holds bin/artemis and lib/
+    version: str
+
+    @property
+    def template(self) -> Path:
+        """The instance every node copies: under the cache, one per install."""
+        if self.home == cached_home(self.version):
+            return self.home.parent / "instance-template"
+        digest = hashlib.sha1(str(self.home).encode()).hexdigest()[:10]
+        return cache_dir() / f"artemis-instance-{self.version}-{digest}"
+
+
+def installed_version(home: Path) -> str | None:
+    """The version of the Artemis at `home`, from its server jar's name; None when there is none."""
+    jars = sorted((home / "lib").glob("artemis-server-*.jar"))
+    match = re.fullmatch(r"artemis-server-(\d[\w.-]*)\.jar", jars[0].name) if jars else None
+    return match.group(1) if match else None
+
+
+def check_install(home: Path, expected: str | None) -> str | None:
+    """Why `home` is not a usable Artemis (of version `expected`, when given); None when it is."""
+    if not os.access(home / "bin" / "artemis", os.X_OK):
+        return f"{home}/bin/artemis is missing or not executable"
+    version = installed_version(home)
+    if version is None:
+        return f"{home}/lib has no artemis-server-VERSION.jar"
+    if expected is not None and version != expected:
+        return f"{home} holds Artemis {version}, expected {expected}"
+    return None
+
+
+def find_artemis() -> ArtemisInstall:
+    """The Artemis to run: $ARTEMIS_HOME, else the cached pinned version; PeerUnavailable (one line) if none."""
+    if shutil.which("java") is None:
+        raise PeerUnavailable("ActiveMQ Artemis needs Java 17 or later, and `java` is not on PATH")
+    named = os.environ.get("ARTEMIS_HOME")
+    if named:
+        home = Path(named)
+        why = check_install(home, None)
+        if why is not None:
+            raise PeerUnavailable(f"ARTEMIS_HOME: {why} (expected an unpacked Artemis binary distribution)")
+        return ArtemisInstall(home, installed_version(home))
+    home = cached_home()
+    why = check_install(home, ARTEMIS_VERSION)
+    if why is not None:
+        raise PeerUnavailable(f"ActiveMQ Artemis {ARTEMIS_VERSION} is not in the cache ({why}): run `make artemis` "
+                              "(python -m harness.peers.artemis --fetch) or set ARTEMIS_HOME")
+    return ArtemisInstall(home, ARTEMIS_VERSION)
+
+
+def fetch(say=print) -> ArtemisInstall:
+    """Unpack the pinned distribution into the cache with Maven unless a checked copy is there; then make sure
+    the instance template exists. Raises PeerUnavailable (one line) when it cannot."""
+    home = cached_home()
+    if check_install(home, ARTEMIS_VERSION) is None:
+        install = ArtemisInstall(home, ARTEMIS_VERSION)
+        instance_template(install)
+        say(f"artemis: {ARTEMIS_VERSION} already in {home.parent} (checked)")
+        return install
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise PeerUnavailable(f"cannot fetch Artemis {ARTEMIS_VERSION}: `mvn` (Maven) is not on PATH")
+    home.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=home.parent))
+    try:
+        command = [mvn, "-B", "-q", "-C", f"{DEPENDENCY_PLUGIN}:unpack", f"-Dartifact={ARTIFACT}",
+                   f"-DoutputDirectory={staging}"]
+        done = subprocess.run(command, cwd=staging, capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["(no output)"]
+            raise PeerUnavailable(f"cannot fetch {ARTIFACT} with Maven (exit {done.returncode}): {tail[0]}")
+        unpacked = staging / home.name
+        why = check_install(unpacked, ARTEMIS_VERSION)
+        if why is not None:
+            raise PeerUnavailable(f"fetched {ARTIFACT} but it does not check: {why}")
+        shutil.rmtree(home, ignore_errors=True)
+        unpacked.rename(home)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    install = ArtemisInstall(home, ARTEMIS_VERSION)
+    instance_template(install)
+    say(f"artemis: fetched {ARTEMIS_VERSION} into {home.parent}")
+    return install
+
+
+def instance_template(install: ArtemisInstall) -> Path:
+    """The instance `artemis create` made for this install, made now if missing (under a lock: parallel
+    sessions may ask at once)."""
+    template = install.template
+    if (template / "etc" / "artemis.profile").is_file():
+        return template
+    template.parent.mkdir(parents=True, exist_ok=True)
+    with open(template.parent / f".{template.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (template / "etc" / "artemis.profile").is_file():
+            return template
+        staging = template.with_name(f".{template.name}-{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        # --silent: no questions; --no-web: no console (the harness manages over AMQP); --nio: no libaio;
+        # --no-autotune: no disk benchmark. broker.xml is replaced per node, so its journal flags do not matter.
+        command = [str(install.home / "bin" / "artemis"), "create", str(staging), "--silent", "--force",
+                   "--user", "admin", "--password", "admin", "--allow-anonymous", "--no-web", "--no-autotune",
+                   "--nio", "--java-memory", "256M"]
+        done = subprocess.run(command, capture_output=True, text=True, env=_artemis_env(install), timeout=120)
+        if done.returncode != 0 or not (staging / "etc" / "artemis.profile").is_file():
+            tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["(no output)"]
+            shutil.rmtree(staging, ignore_errors=True)
+            raise PeerUnavailable(f"`artemis create` failed for {install.home} (exit {done.returncode}): {tail[0]}")
+        for scratch in ("data", "log", "tmp"):
+            shutil.rmtree(staging / scratch, ignore_errors=True)
+            (staging / scratch).mkdir()
+        staging.rename(template)
+    return template
+
+
+def _artemis_env(install: ArtemisInstall) -> dict[str, str]:
+    """The environment for Artemis's scripts: its home, and none of the user's JAVA_ARGS (which would replace
+    the profile's, including an --add-opens the broker needs)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_ARGS", "ARTEMIS_INSTANCE")}
+    env["ARTEMIS_HOME"] = str(install.home)
+    return env
+
+
+_TEMPLATE_PATH = re.compile(r"^ARTEMIS_INSTANCE='([^']+)'", re.MULTILINE)
+
+
+def make_instance(template: Path, workdir: Path) -> None:
+    """Copy the template into `workdir` and point the copy's scripts and configs at it (`create` writes the
+    instance's absolute path into bin/artemis, etc/artemis.profile and etc/bootstrap.xml)."""
+    shutil.copytree(template, workdir, dirs_exist_ok=True, symlinks=True)
+    match = _TEMPLATE_PATH.search((workdir / "etc" / "artemis.profile").read_text())
+    if match is None:
+        raise PeerStartError(f"{template}/etc/artemis.profile names no ARTEMIS_INSTANCE: remake the template")
+    old = match.group(1)
+    for folder in ("bin", "etc"):
+        for path in (workdir / folder).iterdir():
+            if path.is_file():
+                text = path.read_text(errors="surrogateescape")
+                if old in text:
+                    path.write_text(text.replace(old, str(workdir)), errors="surrogateescape")
+
+
+def login_config(users_file: str, roles_file: str) -> str:
+    """A login.config with the properties module alone: a node that authenticates takes no guests."""
+    return ("activemq {\n"
+            "   org.apache.activemq.artemis.spi.core.security.jaas.PropertiesLoginModule required\n"
+            "       debug=false\n"
+            "       reload=false\n"
+            f'       org.apache.activemq.jaas.properties.user="{users_file}"\n'
+            f'       org.apache.activemq.jaas.properties.role="{roles_file}";\n'
+            "};\n")
+
+
+def acceptor_ports(wanted: dict[str, int]) -> dict[str, int]:
+    """Ports for the acceptors: the ones given stay; of those asking for port 0, the clients listener (else the
+    first) keeps 0 and the others get a free port, since the log does not say which acceptor got which port."""
+    zero = [name for name, port in wanted.items() if port == 0]
+    keep = "clients" if "clients" in zero else (zero[0] if zero else None)
+    return {name: (free_port() if port == 0 and name != keep else port) for name, port in wanted.items()}
+
+
+def bound_ports(log_lines: list[str]) -> list[tuple[str, int]]:
+    """(host, port) of every acceptor the broker said it started, in log order."""
+    return [(m.group(1), int(m.group(2))) for m in map(_ACCEPTOR.search, log_lines) if m]
+
+
+def log_time(line: str) -> float | None:
+    """Epoch seconds of a log line's timestamp (the broker logs local time with milliseconds)."""
+    m = _STAMP.match(line)
+    if m is None:
+        return None
+    return time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) + int(m.group(2)) / 1000
+
+
+def connection_events(log_lines: list[str]) -> dict[str, list[tuple[str, str, float | None]]]:
+    """name -> [(event, HOST:PORT, epoch seconds)] of every broker connection event in the log, in order;
+    event is "retrying" (a dial failed, another comes), "connected" or "gave-up" (a dial failed, no more come)."""
+    events: dict[str, list[tuple[str, str, float | None]]] = {}
+    stamp = None
+    kinds = {"Could not re-establish AMQP Server": "gave-up", "Retrying Server AMQP": "retrying",
+             "Connected on Server AMQP": "connected"}
+    for line in log_lines:
+        if _STAMP.match(line):
+            stamp = log_time(line)
+        m = _BC_EVENT.search(line)
+        if m:
+            events.setdefault(m.group("name"), []).append((kinds[m.group("event")], m.group("target"), stamp))
+    return events
+
+
+def connection_row(name: str, uri: str, started: bool, connected: bool,
+                   events: list[tuple[str, str, float | None]]) -> dict:
+    """One broker connection as Peer.broker_connections describes it, from the management view (name, uri,
+    started, connected) and the broker's log of its dials. Artemis logs a failed dial (retrying or giving up)
+    and a successful one, each with the HOST:PORT it dialled, so each event is one attempt."""
+    failures = 0
+    connects = 0
+    for event, _target, _at in events:
+        if event == "connected":
+            connects, failures = connects + 1, 0
+        else:
+            failures += 1
+    last = events[-1] if events else None
+    return {"name": name, "uri": uri, "started": started, "connected": connected,
+            "target": last[1] if last else None, "attempts": failures, "connects": connects,
+            "gave_up": bool(last and last[0] == "gave-up" and not started),
+            "attempt_times": [at for _e, _t, at in events if at is not None],
+            "targets_tried": [target for _e, target, _at in events]}
+
+
+# ---- management over AMQP -------------------------------------------------------------------------------------
+
+
+def management_request(resource: str, reply_to: str, *, operation: str | None = None,
+                       attribute: str | None = None, arguments: list | tuple = ()):
+    """The request message Artemis's management address understands: the resource (`broker`, `queue.NAME`,
+    `address.NAME`, `brokerconnection.NAME`) and the operation or attribute as application properties, the
+    arguments as a JSON array in the body."""
+    from proton import Message
+
+    if (operation is None) == (attribute is None):
+        raise ValueError("a management request names an operation or an attribute, not both")
+    properties = {"_AMQ_ResourceName": resource}
+    if operation is not None:
+        properties["_AMQ_OperationName"] = operation
+    else:
+        properties["_AMQ_Attribute"] = attribute
+    return Message(address=MANAGEMENT_ADDRESS, reply_to=reply_to, properties=properties,
+                   body=json.dumps(list(arguments)))
+
+
+def management_answer(message, what: str):
+    """The value a management reply carries (its body is a JSON array of one value); ManagementError with the
+    broker's own words when the operation failed."""
+    properties = message.properties or {}
+    try:
+        values = json.loads(message.body) if isinstance(message.body, str) else message.body
+    except ValueError:
+        raise ManagementError(f"cannot {what}: the broker answered something that is not JSON: "
+                              f"{str(message.body)[:120]!r}") from None
+    if not properties.get("_AMQ_OperationSucceeded", False):
+        detail = values[0] if isinstance(values, list) and values else values
+        raise ManagementError(f"cannot {what}: the broker answered: {detail}")
+    if isinstance(values, list):
+        return values[0] if values else None
+    return values
+
+
+class ManagementClient:
+    """One AMQP connection to a broker's management acceptor: a sender to `activemq.management` and a receiver
+    on a reply queue of its own, reopened when the broker restarted. Calls are serialised."""
+
+    def __init__(self, url: str, user: str | None = None, password: str | None = None, timeout: float = 10.0):
+        self.url, self.user, self.password, self.timeout = url, user, password, timeout
+        # Under the management address's name, so that the one security setting that lets the harness manage
+        # (harness.render.artemis, management_role) covers the reply queue too.
+        self.reply_to = f"{MANAGEMENT_ADDRESS}.reply.{uuid.uuid4().hex}"
+        self._lock = threading.Lock()
+        self._conn = self._sender = self._receiver = None
+
+    def _open(self) -> None:
+        from proton.utils import BlockingConnection
+
+        auth = {"user": self.user, "password": self.password, "allowed_mechs": "PLAIN"} if self.user else {}
+        self._conn = BlockingConnection(self.url, timeout=self.timeout, **auth)
+        self._receiver = self._conn.create_receiver(self.reply_to, credit=10)
+        self._sender = self._conn.create_sender(MANAGEMENT_ADDRESS)
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def call(self, resource: str, what: str, **request):
+        """One request and its answer; a broken connection is reopened once (the broker may have restarted)."""
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    if self._conn is None:
+                        self._open()
+                    self._sender.send(management_request(resource, self.reply_to, **request))
+                    reply = self._receiver.receive(timeout=self.timeout)
+                    self._receiver.accept()
+                    return management_answer(reply, what)
+                except ManagementError:
+                    raise
+                except Exception as exc:  # proton's timeouts, link and connection errors
+                    self.close()
+                    if attempt == 2:
+                        raise ManagementError(f"cannot {what}: management over {self.url} failed: "
+                                              f"{type(exc).__name__}: {exc}") from None
+
+
+# ---- the peer -------------------------------------------------------------------------------------------------
+
+
+class ArtemisPeer(ProcessPeer):
+    """One Artemis instance in its own work dir, run by `bin/artemis run`."""
+
+    def __init__(self, setup: NodeSetup, install: ArtemisInstall, workdir: Path | None = None):
+        from ..render.artemis import ROLES_FILE, USERS_FILE, render_artemis_security
+
+        name = setup.node_name
+        workdir = workdir or Path(tempfile.mkdtemp(prefix=f"interop-{name}-artemis-"))
+        super().__init__(name, "broker", PeerInfo("artemis", install.version, "native"), setup.capabilities, workdir)
+        self.install, self.setup = install, setup
+        make_instance(instance_template(install), workdir)
+        self.ports = acceptor_ports(dict(setup.listen_ports))
+        self.management_port = free_port()
+        self.management_user = self.management_password = None
+        files = render_artemis_security(setup.topology, name)
+        if files:  # the node authenticates: its users, plus the harness's own who may only manage
+            self.management_user, self.management_password = MANAGEMENT_USER, secrets.token_hex(12)
+            files[USERS_FILE] += f"{MANAGEMENT_USER} = {self.management_password}\n"
+            files[ROLES_FILE] += f"{MANAGEMENT_USER} = {MANAGEMENT_USER}\n"
+            files["login.config"] = login_config(USERS_FILE, ROLES_FILE)
+        for file_name, text in files.items():
+            path = workdir / "etc" / file_name
+            path.write_text(text)
+            path.chmod(0o600)
+        self.config_path = workdir / "etc" / "broker.xml"
+        self.config_path.write_text(self._render())
+        self.management = ManagementClient(f"amqp://127.0.0.1:{self.management_port}", self.management_user,
+                                           self.management_password)
+        self.start_seconds: float | None = None
+
+    def _render(self) -> str:
+        return self.setup.render_broker_xml(self.ports, management_port=self.management_port,
+                                            management_role=self.management_user)
+
+    def command(self) -> list[str]:
+        return [str(self.workdir / "bin" / "artemis"), "run"]
+
+    def environment(self) -> dict[str, str]:
+        env = _artemis_env(self.install)
+        env["JAVA_ARGS_APPEND"] = " ".join(JAVA_OPTIONS)
+        return env
+
+    def start(self, timeout: float = 60.0) -> None:
+        began = time.monotonic()
+        self._spawn()
+
+        def active():
+            self._check_alive()
+            return bool(self._log_matches(_ACTIVE))
+        try:
+            wait_for(active, timeout, f"Artemis {self.name} to log AMQ221007 (server active)",
+                     describe=self._last_log_line)
+        except WaitTimeout as exc:
+            self.kill()
+            raise PeerStartError(f"{exc}\n{self._log_tail()}") from None
+        self.start_seconds = time.monotonic() - began
+        with self._log_lock:
+            bound = bound_ports(self._log_lines)
+        fixed = {port for port in self.ports.values() if port} | {self.management_port}
+        chosen = [port for _host, port in bound if port not in fixed]
+        self.endpoints = {}
+        for listener, port in self.ports.items():
+            if port == 0:
+                if len(chosen) != 1:
+                    self.kill()
+                    raise PeerStartError(f"{self.name}: acceptor {listener!r} asked for port 0 but the log gives "
+                                         f"{len(chosen)} such ports: {bound}")
+                port = chosen[0]
+            self.endpoints[listener] = Endpoint(listener, "127.0.0.1", port, "normal")
+        for endpoint in self.endpoints.values():
+            if not _accepts(endpoint.host, endpoint.port):
+                raise PeerStartError(f"{self.name}: Artemis said it listens on {endpoint.host}:{endpoint.port} "
+                                     "but refuses connections")
+
+    def _log_tail(self, lines: int = 15) -> str:
+        return "\n".join(self.logs().splitlines()[-lines:])
+
+    def _prepare_restart(self) -> None:
+        """Come back on the ports the acceptors got, with the same data directory (under the work dir)."""
+        self.ports = {name: ep.port for name, ep in self.endpoints.items()}
+        self.config_path.write_text(self._render())
+        self.management.close()
+
+    def stop(self, timeout: float = 20.0) -> None:
+        self.management.close()
+        super().stop(timeout)
+
+    def kill(self) -> None:
+        self.management.close()
+        super().kill()
+
+    # ---- management view ----------------------------------------------------------------------------------
+
+    def _manage(self, resource: str, what: str, **request):
+        if not self.is_running():
+            raise PeerStartError(f"{self.name}: cannot {what}: Artemis is not running")
+        try:
+            return self.management.call(resource, what, **request)
+        except ManagementError as exc:
+            raise ManagementError(f"{self.name}: {exc}") from None
+
+    def _queues(self, field: str, value: str) -> list[dict]:
+        """The broker's rows (listQueues) of the queues whose `field` equals `value`."""
+        options = json.dumps({"field": field, "operation": "EQUALS", "value": value})
+        text = self._manage("broker", f"list queues with {field} {value!r}", operation="listQueues",
+                            arguments=[options, 1, 1000])
+        return json.loads(text).get("data", []) if isinstance(text, str) else []
+
+    def queue_stats(self, name: str) -> dict:
+        """{"depth", "available", "in_flight", "consumers", "exists", ...} of a queue; for a multicast address,
+        the sums over its subscription queues plus "subscriptions"; a name that is neither is {"exists": False}
+        with depth and consumers 0. Artemis's messageCount counts the messages being delivered too."""
+        rows = self._queues("name", name)
+        if rows:
+            return {**_sums(rows), "name": name, "exists": True}
+        subscriptions = self._queues("address", name)
+        if subscriptions or self._address_exists(name):
+            return {**_sums(subscriptions), "name": name, "exists": True, "subscriptions": len(subscriptions)}
+        return {"name": name, "depth": 0, "available": 0, "in_flight": 0, "consumers": 0, "exists": False}
+
+    def _address_exists(self, name: str) -> bool:
+        options = json.dumps({"field": "name", "operation": "EQUALS", "value": name})
+        text = self._manage("broker", f"list addresses named {name!r}", operation="listAddresses",
+                            arguments=[options, 1, 10])
+        return bool(json.loads(text).get("data")) if isinstance(text, str) else False
+
+    def delete_queue(self, name: str) -> None:
+        """destroyQueue(name, removeConsumers=true): as an operator would, whoever consumes it."""
+        self._manage("broker", f"delete queue {name!r}", operation="destroyQueue", arguments=[name, True])
+
+    def broker_connections(self) -> list[dict]:
+        text = self._manage("broker", "list broker connections", operation="listBrokerConnections")
+        listed = json.loads(text) if isinstance(text, str) else (text or [])
+        with self._log_lock:
+            events = connection_events(self._log_lines)
+        rows = []
+        for item in listed:
+            name = item["name"]
+            control = f"brokerconnection.{name}"
+            uri = self._manage(control, f"read the uri of broker connection {name!r}", attribute="uri")
+            connected = self._manage(control, f"ask whether {name!r} is connected", attribute="connected")
+            rows.append(connection_row(name, uri, bool(item.get("started")), bool(connected), events.get(name, [])))
+        return rows
+
+    def start_broker_connection(self, name: str) -> None:
+        self._manage("broker", f"start broker connection {name!r}", operation="startBrokerConnection",
+                     arguments=[name])
+
+
+def _sums(rows: list[dict]) -> dict:
+    """Depth, in-flight and consumers summed over listQueues rows (numbers come back as strings)."""
+    depth = sum(int(row.get("messageCount", 0)) for row in rows)
+    in_flight = sum(int(row.get("deliveringCount", 0)) for row in rows)
+    return {"depth": depth, "available": depth - in_flight, "in_flight": in_flight,
+            "consumers": sum(int(row.get("consumerCount", 0)) for row in rows)}
+
+
+class NativeArtemis(Provider):
+    """ActiveMQ Artemis from the cache (`make artemis`) or ARTEMIS_HOME, one local instance per node."""
+
+    vendor = "artemis"
+    name = "native"
+    role = "broker"
+
+    @classmethod
+    def probe(cls) -> str | None:
+        try:
+            find_artemis()
+        except PeerUnavailable as exc:
+            return str(exc)
+        return None
+
+    @classmethod
+    def create(cls, setup: NodeSetup) -> ArtemisPeer:
+        return ArtemisPeer(setup, find_artemis())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.peers.artemis",
+                                     description=f"Get ActiveMQ Artemis {ARTEMIS_VERSION} for the harness.")
+    parser.add_argument("--fetch", action="store_true",
+                        help="fetch it into the cache with Maven unless a checked copy is there (then only check)")
+    args = parser.parse_args(argv)
+    if not args.fetch:
+        parser.print_usage()
+        return 2
+    try:
+        fetch()
+    except PeerUnavailable as exc:
+        print(f"artemis: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
