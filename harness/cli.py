@@ -554,25 +554,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _peer_choices(values: list[str]) -> dict[str, str]:
-    """Role -> vendor, in the syntax of the plugin's --peer option, checked before pytest starts.
+    """Role -> vendor from --peer values, checked before pytest starts (harness.peers.vendors: the one parser)."""
+    from .peers.vendors import parse_peer_choices
 
-    (Not imported from harness.pytest_plugin: importing the plugin here, before pytest loads it, would stop
-    pytest from rewriting its asserts.)
-    """
-    from .peers.vendors import DEFAULT_PEERS, vendor
-
-    choices = dict(DEFAULT_PEERS)
-    for value in values:
-        for item in filter(None, (part.strip() for part in value.split(","))):
-            role, sep, name = (part.strip() for part in item.partition("="))
-            if not sep or not role or not name:
-                raise UsageError(f"--peer {item}: expected ROLE=VENDOR, e.g. router=reference")
-            try:
-                vendor(name, role)
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
-            choices[role] = name
-    return choices
+    try:
+        return parse_peer_choices(values)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _results_dir(value: str) -> Path:

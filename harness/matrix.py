@@ -34,9 +34,7 @@ import dataclasses
 import json
 import os
 import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -303,58 +301,32 @@ def _suite_list(value: Any, suites: list[str], where: str) -> list[str]:
 # ---- what can run on this machine -----------------------------------------------------------------------------
 
 
-def docker_engine() -> str | None:
-    """None when a Docker engine answers /_ping, else why not. Fast: a unix socket, no client library."""
-    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    if not host.startswith("unix://"):
-        return f"DOCKER_HOST={host} is not probed (only local unix sockets are)"
-    path = host[len("unix://"):]
-    if not os.path.exists(path):
-        return f"no Docker engine ({path} does not exist)"
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(2)
-            sock.connect(path)
-            sock.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
-            answer = sock.recv(64)
-    except OSError as exc:
-        return f"no Docker engine ({path}: {exc.strerror or exc})"
-    return None if b" 200 " in answer else f"Docker engine at {path} did not answer /_ping with 200"
-
-
 def probe_vendor(name: str) -> str | None:
     """None if the harness can start vendor `name` (`vendor` or `vendor@provider`) here, else one line saying why
-    not. Fast: no peer is started."""
-    base, _, provider = name.partition("@")
-    if base == REFERENCE or base.startswith("external:"):
-        return None
-    native = {
-        "qdrouterd": lambda: None if shutil.which("qdrouterd") else "qdrouterd is not on PATH",
-        "rabbitmq": lambda: None if _rabbitmq_server() else "rabbitmq-server is not installed",
-        "artemis": lambda: None if os.environ.get("ARTEMIS_HOME") and Path(
-            os.environ["ARTEMIS_HOME"], "bin", "artemis").is_file() else "ARTEMIS_HOME is not set",
-        "activemq-classic": lambda: "no native provider (Debian's ActiveMQ leaves out the AMQP module)",
-    }
-    why_native = native.get(base, lambda: f"no probe for vendor {base}")() if provider in ("", "native") else \
-        "native provider not chosen"
-    if why_native is None:
-        return None
-    why_container = docker_engine() if provider in ("", "container") else "container provider not chosen"
-    if why_container is None:
-        return None
-    return f"{why_native}; {why_container}" if provider == "" else (why_native if provider == "native"
-                                                                      else why_container)
+    not: each provider the registry lists for it is asked in turn. Fast: no peer is started."""
+    from .peers.registry import entries_of, provider_class
 
-
-def _rabbitmq_server() -> str | None:
-    return shutil.which("rabbitmq-server") or next(
-        (p for p in ("/usr/sbin/rabbitmq-server", "/usr/lib/rabbitmq/bin/rabbitmq-server") if os.path.exists(p)),
-        None)
+    base, _, wanted = name.partition("@")
+    if base.startswith("external:"):
+        return None
+    providers = {path: provider_class(path) for e in entries_of(base) for path in e.providers}
+    reasons = []
+    for provider in providers.values():
+        if wanted and provider.name != wanted:
+            continue
+        if (why := provider.probe()) is None:
+            return None
+        reasons.append(why)
+    if not providers:
+        return f"unknown vendor {base}"
+    return "; ".join(reasons) or f"{base} has no provider {wanted!r}"
 
 
 def machine_notes() -> list[tuple[str, str]]:
     """What the probes found that no cell shows: the container engine."""
-    why = docker_engine()
+    from .peers.containers import ArtemisContainer
+
+    why = ArtemisContainer.probe()
     return [("containers (qdrouterd, RabbitMQ, Artemis, ActiveMQ Classic images)", why)] if why else []
 
 

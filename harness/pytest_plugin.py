@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import re
 import time
 from datetime import datetime, UTC
 from pathlib import Path
@@ -36,7 +35,8 @@ from .drivers import DEFAULT_STACK, STACKS, Stacks
 from .history import History
 from .peers.base import PeerUnavailable
 from .peers.launch import RunningTopology, start_topology
-from .peers.vendors import DEFAULT_PEERS, vendor
+from .peers import vendors
+from .peers.vendors import vendor
 from .results import RUN_ID_ENV, ResultWriter, default_results_dir, host_facts, make_record, new_run_id
 from .topology import ROLES, load_topology
 
@@ -83,23 +83,12 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-# Commas separate choices only before `ROLE=`, so `external:amqp://h:p?caps=a,b` keeps its commas.
-_NEXT_CHOICE = re.compile(r",(?=\s*(?:" + "|".join(ROLES) + r")\s*=)")
-
-
 def parse_peer_choices(values: list[str]) -> dict[str, str]:
-    choices = dict(DEFAULT_PEERS)
-    for value in values:
-        for item in filter(None, (part.strip() for part in _NEXT_CHOICE.split(value))):
-            role, sep, name = (part.strip() for part in item.partition("="))
-            if not sep or not role or not name:
-                raise pytest.UsageError(f"--peer {item}: expected ROLE=VENDOR, e.g. router=reference")
-            try:
-                vendor(name, role)
-            except ValueError as exc:
-                raise pytest.UsageError(str(exc)) from None
-            choices[role] = name
-    return choices
+    """harness.peers.vendors.parse_peer_choices, its one-line errors as pytest usage errors."""
+    try:
+        return vendors.parse_peer_choices(values)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 class InteropSession:

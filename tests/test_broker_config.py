@@ -1110,7 +1110,7 @@ def test_merge_agrees_with_artemis_on_random_settings(seed):
 
 
 def node_settings(topology, name: str) -> dict:
-    """What the providers pass to the renderer (harness/peers/launch.py `_broker_settings`)."""
+    """What the providers pass to the renderer (harness/peers/provider.py `NodeSetup.broker_settings`)."""
     return {"dead_letter_address": None, "expiry_address": None, **topology.node(name).settings.as_dict()}
 
 

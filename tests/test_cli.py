@@ -486,3 +486,12 @@ def test_catalog_reports_a_suite_that_cannot_be_collected(tmp_path, monkeypatch,
     err = capsys.readouterr().err
     assert "no_such_module_anywhere" in err
     assert err.rstrip().splitlines()[-1].startswith("interop catalog: collecting the suite cases failed")
+
+
+def test_interop_run_takes_the_readme_external_example(capsys):
+    """The README's external example is one --peer choice for `interop run` as for pytest (one parser)."""
+    code = cli.main(["run", "--list", "--peer",
+                     "broker=external:amqp://127.0.0.1:5999?caps=store-and-forward,drain&vendor=artemis"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "broker=external:amqp://127.0.0.1:5999?caps=store-and-forward,drain&vendor=artemis" in out

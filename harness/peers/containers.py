@@ -36,6 +36,7 @@ from ..render.rabbitmq import wire_address as rabbitmq_wire_address
 from ..topology import Topology
 from ..wait import WaitTimeout, free_port, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable
+from .provider import NodeSetup, Provider
 
 DOCKER_TIMEOUT = 2.0  # seconds for the engine to answer a ping
 DEFAULT_SOCKET = "/var/run/docker.sock"
@@ -349,3 +350,41 @@ class ContainerPeer(Peer):
         rows = {row["name"]: row for row in _json_rows(output.decode(errors="replace"))}
         logical = _logical(name)
         return _stats([rows[logical]], True) if logical in rows else _stats([], False)
+
+
+# ---- providers (harness/peers/registry.py lists them) ------------------------------------------------------------
+
+
+class _ContainerProvider(Provider):
+    """A vendor's image over a Docker engine; probe() asks the engine once per process (cached)."""
+
+    name = "container"
+
+    @classmethod
+    def probe(cls) -> str | None:
+        try:
+            docker_engine()
+        except PeerUnavailable as exc:
+            return str(exc)
+        return None
+
+    @classmethod
+    def create(cls, setup: NodeSetup) -> Peer:
+        spec = SPECS[cls.vendor](setup.topology, setup.node_name)
+        return ContainerPeer(setup.node_name, spec, setup.capabilities)
+
+
+class ArtemisContainer(_ContainerProvider):
+    vendor, role = "artemis", "broker"
+
+
+class ActiveMQClassicContainer(_ContainerProvider):
+    vendor, role = "activemq-classic", "broker"
+
+
+class RabbitMQContainer(_ContainerProvider):
+    vendor, role = "rabbitmq", "broker"
+
+
+class QdrouterdContainer(_ContainerProvider):
+    vendor, role = "qdrouterd", "router"

@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ..wait import WaitTimeout, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, VendorSpec
-from .vendors import EXTERNAL, VENDORS
+from .vendors import EXTERNAL
 
 _PARAMS = ("caps", "vendor", "version", "prefix")
 _DEFAULT_PREFIX = {"rabbitmq": "/queue/"}
@@ -48,7 +48,9 @@ class ExternalTarget:
 
 def known_capabilities() -> frozenset[str]:
     caps: set[str] = set()
-    for spec in VENDORS.values():
+    from .registry import REGISTRY  # the registry imports vendors, which imports this module lazily
+
+    for spec in (e.spec for e in REGISTRY):
         caps |= spec.capabilities
     return frozenset(caps)
 
@@ -88,7 +90,10 @@ def parse_external(choice: str, role: str) -> ExternalTarget:
             raise ValueError(f"{where}: unknown capability {cap!r}"
                              + (f" (did you mean {hint[0]!r}?)" if hint else ""))
     else:
-        spec = VENDORS.get((name, role))
+        from .registry import entry
+
+        registered = entry(name, role)
+        spec = registered.spec if registered is not None else None
         caps = spec.capabilities if spec is not None else frozenset()
     prefix = params.get("prefix", _DEFAULT_PREFIX.get(name, ""))
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"

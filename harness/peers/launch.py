@@ -13,90 +13,38 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..render.qdrouterd import render_router
 from ..tlsca import TestPki
-from ..wait import free_port
 from ..topology import Topology
+from ..wait import free_port
 from .base import Peer, PeerUnavailable
-from .process import NativeQdrouterdPeer, ReferenceRouterPeer
-from .vendors import EXTERNAL, PROVIDERS, split_choice, vendor
+from .provider import NodeSetup
+from .registry import entry, provider_class
+from .vendors import EXTERNAL, split_choice, vendor
 
 
 def make_peer(topology: Topology, node_name: str, vendor_name: str, wiring: Wiring | None = None) -> Peer:
     """A not-yet-started peer for one node; raises PeerUnavailable if it cannot run here.
 
-    `vendor_name` is a `--peer` choice: `VENDOR` (each provider of the vendor in turn, native first),
-    `VENDOR@PROVIDER` (that provider only) or `external:amqp://...` (harness/peers/external.py).
+    `vendor_name` is a `--peer` choice: `VENDOR` (each provider the registry lists for it in turn, native
+    first), `VENDOR@PROVIDER` (that provider only) or `external:amqp://...` (harness/peers/external.py).
     """
     node = topology.nodes[node_name]
     spec = vendor(vendor_name, node.role)
     if vendor_name.startswith(EXTERNAL):
         return _external_peer(topology, node_name, vendor_name)
-    base, provider = split_choice(vendor_name)
-    providers = [provider] if provider else list(PROVIDERS.get(base, ()))
+    base, wanted = split_choice(vendor_name)
+    setup = NodeSetup(topology, node_name, spec.capabilities, wiring or Wiring())
     reasons = []
-    wiring = wiring or Wiring()
-    for name in providers:
+    for provider in map(provider_class, entry(base, node.role).providers):
+        if wanted is not None and provider.name != wanted:
+            continue
         try:
-            return _make(topology, node_name, base, name, spec.capabilities, wiring)
+            if (why := provider.probe()) is not None:
+                raise PeerUnavailable(why)
+            return provider.create(setup)
         except PeerUnavailable as exc:
             reasons.append(str(exc))
     raise PeerUnavailable("; ".join(reasons) or f"no provider for a {node.role} of vendor {base} yet")
-
-
-def _make(topology: Topology, node_name: str, base: str, provider: str, capabilities: frozenset[str],
-          wiring: Wiring) -> Peer:
-    node = topology.nodes[node_name]
-    listen = wiring.listen_ports.get(node_name) or {"clients": 0}
-    if node.role == "router":
-        def render(ports):
-            return render_router(topology, node_name, listen_ports={**listen, **ports},
-                                 connect_ports=wiring.connect_ports.get(node_name),
-                                 external_address=wiring.external_address, files_dir=wiring.files, **_pki(wiring))
-        if base == "reference":
-            return ReferenceRouterPeer(node_name, render({}), capabilities)
-        if base == "qdrouterd" and provider == "native":
-            return NativeQdrouterdPeer(node_name, render, capabilities, clients_port=listen.get("clients") or None)
-    else:
-        settings = _broker_settings(node)
-        if base == "reference":
-            try:
-                from .reference_broker import ReferenceBrokerPeer
-            except ImportError as exc:
-                raise PeerUnavailable(f"the reference broker provider is not available: {exc}") from None
-            from ..render.artemis import render_artemis_security, render_broker_xml
-
-            return ReferenceBrokerPeer(
-                node_name, lambda ports: render_broker_xml(topology, node_name, {**listen, **ports}, settings,
-                                                           connect_ports=wiring.connect_ports.get(node_name),
-                                                           **_pki(wiring)),
-                capabilities, files=render_artemis_security(topology, node_name))
-        if base == "rabbitmq" and provider == "native":
-            from .rabbitmq import RabbitMQPeer
-
-            return RabbitMQPeer(node, capabilities, settings, **_pki(wiring))
-    if provider == "container":
-        from .containers import ContainerPeer, container_spec, docker_engine
-
-        docker_engine()  # the engine first: without one, say so at once instead of rendering anything
-        return ContainerPeer(node_name, container_spec(base, topology, node_name), capabilities)
-    raise PeerUnavailable(f"no {provider} provider for a {node.role} of vendor {base} yet")
-
-
-def _pki(wiring: Wiring) -> dict:
-    """`pki=` for a renderer or peer, given only when the topology has a PKI: renderers of topologies without
-    security fields are called exactly as before."""
-    return {"pki": wiring.pki} if wiring.pki is not None else {}
-
-
-def _broker_settings(node) -> dict:
-    """The topology's broker settings for the renderers: what it leaves out, the vendor's default (None for
-    the dead-letter and expiry addresses: none unless the topology names one)."""
-    settings = {"dead_letter_address": None, "expiry_address": None}
-    node_settings = getattr(node, "settings", None)
-    if node_settings is not None:
-        settings.update(node_settings.as_dict())
-    return settings
 
 
 def _external_peer(topology: Topology, node_name: str, choice: str) -> Peer:

@@ -21,6 +21,7 @@ from pathlib import Path
 from ..faults.disk import StraceMissing, traced_command
 from ..wait import WaitTimeout, free_port, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
+from .provider import NodeSetup, Provider
 
 _LISTENING = re.compile(r"Listening on (\S+):(\d+) \(listener '([^']*)', role (?P<role>\S+)\)")
 _READY = re.compile(r"Router \S+ started .*; ready")
@@ -344,3 +345,28 @@ class NativeQdrouterdPeer(ProcessPeer):
         except WaitTimeout as exc:
             self.kill()
             raise PeerStartError(str(exc)) from None
+
+
+class ReferenceRouter(Provider):
+    """The reference router, `python -m reference.router`, from this checkout: it always runs."""
+
+    vendor, name, role = "reference", "subprocess", "router"
+
+    @classmethod
+    def create(cls, setup: NodeSetup) -> Peer:
+        return ReferenceRouterPeer(setup.node_name, setup.render_router(), setup.capabilities)
+
+
+class NativeQdrouterd(Provider):
+    """A `qdrouterd` on PATH (README: "Getting a qdrouterd")."""
+
+    vendor, name, role = "qdrouterd", "native", "router"
+
+    @classmethod
+    def probe(cls) -> str | None:
+        return None if shutil.which("qdrouterd") else "qdrouterd is not on PATH"
+
+    @classmethod
+    def create(cls, setup: NodeSetup) -> Peer:
+        return NativeQdrouterdPeer(setup.node_name, setup.render_router, setup.capabilities,
+                                   clients_port=setup.listen_ports.get("clients") or None)

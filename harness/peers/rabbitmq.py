@@ -50,6 +50,7 @@ from ..tlsca import Issued, TestPki
 from ..topology import Node
 from ..wait import WaitTimeout, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
+from .provider import NodeSetup, Provider
 
 # Where the Debian package keeps the real scripts (the /usr/sbin ones are `su rabbitmq` wrappers).
 SBIN_CANDIDATES = ("/usr/lib/rabbitmq/bin",)
@@ -195,6 +196,24 @@ def _tls_files(node: Node, pki: TestPki | None) -> Issued | None:
     if pki is None:
         raise PeerStartError(f"{node.name}: access.tls needs the run's test PKI (the topology declares no cas?)")
     return pki.listener_files(node.name, node.access.tls)
+
+
+class NativeRabbitMQ(Provider):
+    """Debian's `rabbitmq-server` (or RABBITMQ_SBIN), one private node per broker on loopback ports."""
+
+    vendor, name, role = "rabbitmq", "native", "broker"
+
+    @classmethod
+    def probe(cls) -> str | None:
+        try:
+            find_rabbitmq()
+        except PeerUnavailable as exc:
+            return str(exc)
+        return None
+
+    @classmethod
+    def create(cls, setup: NodeSetup) -> Peer:
+        return RabbitMQPeer(setup.node, setup.capabilities, setup.broker_settings(), **setup.pki)
 
 
 class RabbitMQPeer(Peer):

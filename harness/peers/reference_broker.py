@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .base import ManagementError, PeerInfo, PeerStartError
 from .process import ProcessPeer
+from .provider import NodeSetup, Provider
 
 _LISTENING = re.compile(r"Listening on (\S+):(\d+) \(acceptor '([^']*)'")
 _MANAGEMENT = re.compile(r"Management on (\S+):(\d+)")
@@ -120,3 +121,16 @@ def _reason(exc: urllib.error.HTTPError) -> str:
     except ValueError:
         pass
     return body.splitlines()[0][:200] if body else str(exc.reason)
+
+
+class ReferenceBroker(Provider):
+    """The reference broker, `python -m reference.broker`, from this checkout, reading the node's broker.xml."""
+
+    vendor, name, role = "reference", "subprocess", "broker"
+
+    @classmethod
+    def create(cls, setup: NodeSetup) -> ReferenceBrokerPeer:
+        from ..render.artemis import render_artemis_security
+
+        return ReferenceBrokerPeer(setup.node_name, setup.render_broker_xml, setup.capabilities,
+                                   files=render_artemis_security(setup.topology, setup.node_name))

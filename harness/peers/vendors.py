@@ -15,6 +15,9 @@ A vendor name may play several roles ("reference" is both a router and a broker)
 
 from __future__ import annotations
 
+import re
+
+from ..topology import ROLES
 from .base import VendorSpec
 
 ROUTER_MESSAGE_ROUTING = frozenset({
@@ -53,7 +56,6 @@ BROKER_SECURITY = frozenset({"sasl.plain", "tls", "broker-permissions", "permiss
 # link libsasl2 and has no sasl_server_new): its built-in SASL offers ANONYMOUS and EXTERNAL only, and a PLAIN
 # client gets "Authentication failed [mech=none]" whatever the sasldb holds. So qdrouterd here lacks sasl.plain.
 ROUTER_SECURITY = frozenset({"tls", "sasl.external", "sasl.plain"})
-QDROUTERD_SECURITY = ROUTER_SECURITY - {"sasl.plain"}
 
 # Local transactions (AMQP 1.0 part 4): a coordinator that declares and discharges, transactional posting and
 # retirement. A router has no coordinator of its own; qdrouterd and the reference router carry one only
@@ -61,78 +63,20 @@ QDROUTERD_SECURITY = ROUTER_SECURITY - {"sasl.plain"}
 TRANSACTIONS = frozenset({"transactions"})
 ROUTER_COORDINATOR_ROUTE = frozenset({"coordinator-link-route"})
 
-# RabbitMQ 3.10 with its AMQP 1.0 plugin, measured against the Debian package (classic queues):
-# - the source advertises outcomes accepted/rejected/released (default-outcome released); a `modified`
-#   disposition (with or without delivery-failed/undeliverable-here) ends the session with
-#   amqp:invalid-field "Unrecognised state", and the message comes back only because the session ended;
-# - drain on a classic queue ends the session with amqp:internal-error (function_clause in
-#   rabbit_classic_queue:handle_event/3, send_drained); quorum queues drain correctly;
-# - any link error (attach to a missing /amq/queue/NAME, a redeclare with other properties) ends the whole
-#   session (`end` with the error), never a `detach` of the link alone;
-# - a message to an address with no queue behind it (missing /amq/queue/NAME, unbound exchange) is
-#   `accepted` and dropped;
-# - rejected goes to the dead-letter queue through a policy (harness/render/rabbitmq.py), expired messages
-#   too (no separate expiry address); durable messages on durable queues survive kill -9;
-# - no transactions: attaching a link to the coordinator ends the session with amqp:not-implemented
-#   "Transactions not supported".
-# - federation: queue federation for queues, exchange federation for topics (`network-of-brokers`; the
-#   rabbitmq_federation plugin ships in Debian's package).
-RABBITMQ_BROKER = ((BROKER_STORE_AND_FORWARD - {"outcome.modified", "drain"}) | NETWORK_OF_BROKERS
-                   | (BROKER_SECURITY - {"permissions.send-per-queue"}))
-
-# Not measured on this machine (no Docker engine): declared from the products' documentation; broker
-# connections and mirroring from Artemis's own "AMQP broker connections" chapter (002_f23507c2891d6d06.txt), a
-# network of brokers from its AMQP federation over broker connections.
-ARTEMIS_BROKER = BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS | NETWORK_OF_BROKERS | BROKER_SECURITY
-# ActiveMQ Classic's AMQP transport: outcomes, drain, TTL, durable; its dead-letter queue is its own shared
-# ActiveMQ.DLQ (not the topology's), so `dead-letter` is left out. It has no AMQP broker connections (its own
-# network connectors speak OpenWire), and RabbitMQ none either: neither has `broker-connection` or `mirror`.
-# Its network connectors are the very ones the 004 seed configures (`network-of-brokers`).
-ACTIVEMQ_CLASSIC_BROKER = (BROKER_STORE_AND_FORWARD - {"dead-letter"}) | TRANSACTIONS | NETWORK_OF_BROKERS
-
-# Choices of the reference router stricter than the documents, which a conforming router need not make:
-# - credit-withdrawal: unused credit is drained as soon as the last consumer of an address leaves (003
-#   §12.1.1.1 only says credit is granted while a consumer exists; qdrouterd 1.19 keeps idle credit and stops
-#   the producer after the first message it has to release).
-REFERENCE_ROUTER_CHOICES = frozenset({"credit-withdrawal"})
-
-VENDORS: dict[tuple[str, str], VendorSpec] = {
-    ("reference", "router"): VendorSpec("reference", "router",
-                                        ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE
-                                        | REFERENCE_ROUTER_CHOICES | ROUTER_SECURITY),
-    # Qpid Dispatch Router / AMQ Interconnect: the product the routing documents describe.
-    ("qdrouterd", "router"): VendorSpec("qdrouterd", "router",
-                                        ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE
-                                        | QDROUTERD_SECURITY),
-    ("reference", "broker"): VendorSpec("reference", "broker",
-                                        BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS
-                                        | NETWORK_OF_BROKERS | BROKER_SECURITY),
-    ("rabbitmq", "broker"): VendorSpec("rabbitmq", "broker", RABBITMQ_BROKER),
-    ("artemis", "broker"): VendorSpec("artemis", "broker", ARTEMIS_BROKER),
-    ("activemq-classic", "broker"): VendorSpec("activemq-classic", "broker", ACTIVEMQ_CLASSIC_BROKER),
-}
-
-# Which providers can run each vendor, in the order they are tried for a plain `VENDOR` choice.
-PROVIDERS: dict[str, tuple[str, ...]] = {
-    "reference": ("subprocess",),
-    "qdrouterd": ("native", "container"),
-    "rabbitmq": ("native", "container"),
-    "artemis": ("container",),
-    "activemq-classic": ("container",),
-}
-
 DEFAULT_PEERS = {"router": "reference", "broker": "reference"}
 EXTERNAL = "external:"
 
 
 def vendor_roles() -> list[tuple[str, str]]:
-    """Every (vendor, role) pair the matrix knows, in table order."""
-    return list(VENDORS)
+    """Every (vendor, role) pair the registry knows, in its order."""
+    from .registry import REGISTRY  # the registry imports this module's vocabulary
+
+    return [(e.spec.vendor, e.spec.role) for e in REGISTRY]
 
 
 def vendor_names(role: str | None = None) -> list[str]:
     names: list[str] = []
-    for name, r in VENDORS:
+    for name, r in vendor_roles():
         if (role is None or r == role) and name not in names:
             names.append(name)
     return names
@@ -150,16 +94,40 @@ def vendor(name: str, role: str) -> VendorSpec:
         from .external import external_spec  # external.py imports this module
 
         return external_spec(name, role)
+    from .registry import entries_of, entry
+
     base, provider = split_choice(name)
-    spec = VENDORS.get((base, role))
-    if spec is None:
-        roles = [r for v, r in VENDORS if v == base]
+    found = entry(base, role)
+    if found is None:
+        roles = [e.spec.role for e in entries_of(base)]
         if roles:
             raise ValueError(f"--peer {role}={name}: {base} plays the {' and '.join(roles)} role, not {role}")
         known = ", ".join(vendor_names(role)) or "none"
         raise ValueError(f"--peer {role}={name}: unknown vendor (expected one of: {known}; "
                          f"or {EXTERNAL}amqp://HOST:PORT)")
-    if provider is not None and provider not in PROVIDERS.get(base, ()):
+    if provider is not None and provider not in found.provider_names():
         raise ValueError(f"--peer {role}={name}: {base} has no provider {provider!r} "
-                         f"(expected one of: {', '.join(PROVIDERS.get(base, ()))})")
-    return spec
+                         f"(expected one of: {', '.join(found.provider_names())})")
+    return found.spec
+
+
+# Commas and ampersands inside an external URL (`external:amqp://h:p?caps=a,b&vendor=x`) belong to it: a new
+# choice starts only at a comma followed by `ROLE=`.
+_NEXT_CHOICE = re.compile(r",(?=\s*(?:" + "|".join(ROLES) + r")\s*=)")
+
+
+def parse_peer_choices(values: list[str]) -> dict[str, str]:
+    """Role -> vendor choice from `--peer` values (`ROLE=VENDOR`, several per value separated by commas, the
+    later winning), over DEFAULT_PEERS. The one parser of `--peer`: `interop` and the pytest plugin both use it.
+    ValueError, one line naming the choice, for anything it cannot take."""
+    choices = dict(DEFAULT_PEERS)
+    for value in values:
+        for item in filter(None, (part.strip() for part in _NEXT_CHOICE.split(value))):
+            role, sep, name = (part.strip() for part in item.partition("="))
+            if not sep or not role or not name:
+                raise ValueError(f"--peer {item}: expected ROLE=VENDOR, e.g. router=reference")
+            if role not in ROLES:
+                raise ValueError(f"--peer {item}: unknown role {role!r} (expected one of: {', '.join(ROLES)})")
+            vendor(name, role)
+            choices[role] = name
+    return choices
