@@ -26,6 +26,7 @@ import concurrent.futures
 import itertools
 import socket
 import threading
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,11 +107,19 @@ class Clients:
         return future.result(timeout)
 
     def connect(self, url: str, name: str | None = None, wait: bool = True, *,
-                max_frame_size: int | None = None, security: ClientSecurity | None = None) -> ClientConnection:
+                max_frame_size: int | None = None, security: ClientSecurity | None = None,
+                container_id: str | None = None) -> ClientConnection:
         """A new connection. `max_frame_size` (at least 512, AMQP 1.0 §2.7.1) is the largest frame this side
         accepts, sent in its open: the peer must split what it sends into frames no larger. `security`: SASL
-        PLAIN/EXTERNAL and TLS (AMQP 1.0 part 5), else SASL ANONYMOUS over plain TCP."""
-        conn = ClientConnection(self, url, name or f"conn{next(self._names)}", max_frame_size, security)
+        PLAIN/EXTERNAL and TLS (AMQP 1.0 part 5), else SASL ANONYMOUS over plain TCP.
+
+        `container_id`: the container-id of its open; by default one of its own, `<Clients' id>-<8 hex>`. Each
+        connection has its own because brokers that take the container-id as the JMS client id (ActiveMQ
+        Classic) refuse a second connection with one already connected (amqp:invalid-field, container-id); a
+        case that resumes a durable subscription on a new connection names the same container-id for both."""
+        container_id = container_id or f"{self._container.container_id}-{uuid.uuid4().hex[:8]}"
+        conn = ClientConnection(self, url, name or f"conn{next(self._names)}", max_frame_size, security,
+                                container_id)
         self._connections.append(conn)
         if wait:
             conn.wait_open()
@@ -189,8 +198,9 @@ class ClientSecurity:
 
 class ClientConnection:
     def __init__(self, clients: Clients, url: str, name: str, max_frame_size: int | None = None,
-                 security: ClientSecurity | None = None):
+                 security: ClientSecurity | None = None, container_id: str | None = None):
         self.clients, self.url, self.name = clients, url, name
+        self.container_id = container_id or clients._container.container_id
         self.max_frame_size = max_frame_size
         self.history = clients.history
         self.opened = threading.Event()
@@ -199,7 +209,8 @@ class ClientConnection:
         self._links: list = []
         target, options = (security or ClientSecurity()).options(url)
         self._conn = clients.call(lambda: clients._container.connect(
-            target, handler=_ConnectionHandler(self), reconnect=False, max_frame_size=max_frame_size, **options))
+            target, handler=_ConnectionHandler(self), reconnect=False, max_frame_size=max_frame_size,
+            container_id=self.container_id, **options))
 
     def wait_open(self, timeout: float = DEFAULT_TIMEOUT) -> None:
         wait_for(lambda: self.opened.is_set() or self.ended, timeout, f"connection {self.name} to {self.url}")

@@ -37,9 +37,9 @@ def address(broker):
 
 @pytest.fixture
 def connect(clients, broker):
-    """`connect()` -> a new client connection to the broker."""
-    def open_connection():
-        return clients.connect(broker.url)
+    """`connect(**options)` -> a new client connection to the broker (options of Clients.connect)."""
+    def open_connection(**options):
+        return clients.connect(broker.url, **options)
     return open_connection
 
 

@@ -1,5 +1,7 @@
 """Store-and-forward, ordering, competing consumers, topics and drain (000 seed; AMQP 1.0 §2.6.7, §3.5.3)."""
 
+import uuid
+
 import pytest
 
 from harness.wait import wait_for
@@ -75,12 +77,16 @@ def test_every_subscriber_of_a_topic_gets_a_copy(connect, address, details):
 def test_durable_subscription_keeps_messages_while_detached(clients, connect, address, details):
     topic = address("news")
     name = clients.unique("durable-sub-")
-    subscriber = connect().receiver(topic, name=name, capabilities=("topic",), durable=True)
+    # A subscription is the client container's (container-id, link name): the subscriber comes back on a new
+    # connection of the same container, once its first one is closed.
+    container = f"durable-{uuid.uuid4().hex[:10]}"
+    subscriber = connect(container_id=container).receiver(topic, name=name, capabilities=("topic",), durable=True)
     subscriber.detach(close=False)  # detach, not close: the subscription stays
+    subscriber.conn.close()
     sender = connect().sender(topic)
     sender.send(3)
     sender.wait_outcomes(3)
-    again = connect().receiver(topic, name=name, capabilities=("topic",), durable=True)
+    again = connect(container_id=container).receiver(topic, name=name, capabilities=("topic",), durable=True)
     got = again.wait_received(3)
     details.update(received_after_reattach=len(got))
     assert [m.seq for m in got] == [0, 1, 2]

@@ -85,7 +85,7 @@ def test_a_subscription_on_a_multicast_address_is_mirrored_with_its_messages(mir
     link = unique("sub")
     subscriber = clients.connect(mirrored.client_url("primary"))
     sub = subscriber.receiver("events", link, capabilities=("topic",), durable=True, credit=0)
-    queue = f"{subscriber.clients._container.container_id}.{link}"
+    queue = f"{subscriber.container_id}.{link}"
     sub.detach(close=False)  # the subscription stays and collects what is published meanwhile
     wait_for(lambda: exists(dc2, queue), WAIT, f"the subscription queue {queue} on DC2",
              describe=lambda: str(stats(dc2, queue)))
@@ -93,8 +93,8 @@ def test_a_subscription_on_a_multicast_address_is_mirrored_with_its_messages(mir
     send_accepted(snd, m)
     wait_depth(dc1, queue, m)
     wait_depth(dc2, queue, m, what=" (the subscription's messages mirrored)")
-    moved = clients.connect(mirrored.client_url("mirror")).receiver("events", link, capabilities=("topic",),
-                                                                   durable=True)
+    moved = clients.connect(mirrored.client_url("mirror"), container_id=subscriber.container_id).receiver(
+        "events", link, capabilities=("topic",), durable=True)
     wait_for(lambda: len(moved.seqs(snd.name)) >= m, WAIT, f"the {m} messages of the subscription, read on DC2",
              describe=lambda: f"{moved.seqs(snd.name)}")
     moved.conn.sync()
