@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup system-packages qdrouterd report-jvm-cache run test clean client-stacks
+.PHONY: setup setup-test system-packages qdrouterd artemis activemq report-jvm-cache run test clean client-stacks
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,57 +47,66 @@ $(RHEA): clients/rhea/package.json clients/rhea/package-lock.json
 client-stacks: $(RHEA)
 	$(MAKE) -s -C clients/cpp || echo "cpp client stack: not built (see above); its cases will be skipped"
 
-setup: system-packages qdrouterd $(STAMP) $(ALLURE) report-jvm-cache client-stacks
+# ActiveMQ Artemis and ActiveMQ Classic from Maven Central, into a cache outside the checkout
+# ($$INTEROP_CACHE, default ~/.cache/amqp-interop), pinned and checked: fetched once, a second run only checks.
+# Without Maven or the network their cases are skipped, with the reason (README: "Getting an Artemis", "Getting
+# ActiveMQ Classic"); ARTEMIS_HOME and ACTIVEMQ_HOME name installs of your own.
+artemis: $(STAMP)
+	$(VENV)/bin/python -m harness.peers.artemis --fetch || echo "artemis: not fetched (see above); its cases will be skipped"
+activemq: $(STAMP)
+	$(VENV)/bin/python -m harness.peers.activemq --fetch || echo "activemq: not fetched (see above); its cases will be skipped"
+
+# What the tests need; `make run` adds the report JVM's cache (a training run of the report, minutes), which no
+# test needs: without it the report's JVM only warms up more slowly.
+setup-test: system-packages qdrouterd $(STAMP) $(ALLURE) client-stacks artemis activemq
+setup: setup-test report-jvm-cache
 
 # The main job: the conformance matrix (matrix.yaml: the reference peers plus every real product found
 # here), then the Spark report over every run in results/ (results/report/index.html).
 run: setup
 	$(VENV)/bin/interop run --matrix matrix.yaml --report
 
-# The project's own tests (unit tests under tests/) and every suite against the reference peers; then the
-# suites that involve a broker against RabbitMQ, those that involve a router against qdrouterd, and those that
-# involve both against qdrouterd in front of RabbitMQ (each skipped, with the reason, where its product cannot
-# run). The two fallback cases that fail in some runs of that last pairing are RabbitMQ's crash when
-# qdrouterd drains its fallback autolink: recorded, not strict, in suites/expected/rabbitmq.yaml.
+# The project's own tests, in three timed steps (the last lines print each step's wall time):
 #
-# The type interop suite (suites/types: every AMQP type, all 9 ordered pairs of the python, C++ and rhea client stacks)
-# runs in the first line through the reference router and broker (about 5 s), then through RabbitMQ (its broker cases,
-# under 2 minutes: RabbitMQ takes about 3 s to reset each connection a value breaks) and qdrouterd (its router cases,
-# about 1 minute).
+# 1. reference: the unit tests (tests/) and every suite against the reference router and broker;
+# 2. products: every suite that involves a broker against each real broker found here, those that involve a
+#    router against qdrouterd, and the paired suites with qdrouterd in front of each broker, as the cells of
+#    tests/products.yaml run by `interop run -j`: cells of different products side by side, never two of one
+#    product (each skipped, with the reason, where its product cannot run). Its output is a line per cell, the
+#    failures in full at the end;
+# 3. fuzz: a short (30 s) fuzzing session of each mode on the reference router and broker (and the frames mode
+#    once more behind SASL PLAIN and TLS: --secured), fixed seeds so that CI runs the same programs and hostile
+#    cases every time (`interop fuzz`; longer sessions with random seeds are for a nightly job or by hand). A
+#    session that finds something exits 1.
 #
-# Then a short (30 s) fuzzing session of each mode on the reference router and broker (and the frames mode once more
-# behind SASL PLAIN and TLS: --secured), fixed seeds so that CI runs
-# the same programs and hostile cases every time (`interop fuzz`; longer sessions with random seeds are
-# for a nightly job or by hand). A session that finds something exits 1.
-#
+# A failed step does not stop the later ones (their results are worth having); `make test` fails at the end.
 # Every run of these tests writes its records under $(TEST_RESULTS) (INTEROP_RESULTS, the default of every
 # --results), never into the checkout's results/: that folder is what `make run` reports on, and test runs there
 # showed up in the report as targets of their own. The last step checks that results/ gained no run.
-BROKER_SUITES := suites/broker suites/brokered suites/linkroutes suites/fallback suites/faults suites/robustness \
-                 suites/brokerconnections suites/network $(wildcard suites/security/test_broker_*.py)
-ROUTER_SUITES := suites/routing suites/mesh suites/brokered suites/linkroutes suites/fallback suites/faults \
-                 suites/robustness suites/brokerconnections/test_peers.py $(wildcard suites/security/test_router_*.py)
-PAIRED_SUITES := suites/fallback suites/faults suites/brokered suites/linkroutes
 FUZZ_BUDGET ?= 30s
 FUZZ_SEED ?= 15
+PRODUCT_JOBS ?= 3
 TEST_RESULTS ?= $(or $(TMPDIR),/tmp)/interop-test-results
+STEPS = $(TEST_RESULTS).steps
+STEP = scripts/timed-step.sh $(STEPS)
+FUZZ = $(VENV)/bin/interop fuzz --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
 test: export INTEROP_RESULTS = $(TEST_RESULTS)
-test: setup
+test:
+	@mkdir -p "$(TEST_RESULTS)"; rm -f "$(STEPS)"
 	@ls results 2>/dev/null | sort > "$(TEST_RESULTS).before" || true
-	$(VENV)/bin/python -m pytest -q
-	$(VENV)/bin/python -m pytest -q $(BROKER_SUITES) --peer broker=rabbitmq
-	$(VENV)/bin/python -m pytest -q $(ROUTER_SUITES) --peer router=qdrouterd
-	$(VENV)/bin/python -m pytest -q $(PAIRED_SUITES) --peer router=qdrouterd --peer broker=rabbitmq
-	$(VENV)/bin/python -m pytest -q suites/types -k broker --peer broker=rabbitmq
-	$(VENV)/bin/python -m pytest -q suites/types -k router --peer router=qdrouterd
-	$(VENV)/bin/interop fuzz --peer router=reference --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
-	$(VENV)/bin/interop fuzz --peer broker=reference --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
-	$(VENV)/bin/interop fuzz --frames --peer router=reference --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
-	$(VENV)/bin/interop fuzz --frames --peer broker=reference --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
-	$(VENV)/bin/interop fuzz --frames --secured --peer router=reference --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
+	@$(STEP) setup $(MAKE) -s setup-test
+	-@$(STEP) "reference: unit tests and every suite" $(VENV)/bin/python -m pytest -q
+	-@$(STEP) "products: tests/products.yaml, -j $(PRODUCT_JOBS)" \
+	  $(VENV)/bin/interop run --matrix tests/products.yaml -j $(PRODUCT_JOBS)
+	-@$(STEP) "fuzz: router programs" $(FUZZ) --peer router=reference
+	-@$(STEP) "fuzz: broker programs" $(FUZZ) --peer broker=reference
+	-@$(STEP) "fuzz: router frames" $(FUZZ) --frames --peer router=reference
+	-@$(STEP) "fuzz: broker frames" $(FUZZ) --frames --peer broker=reference
+	-@$(STEP) "fuzz: router frames, SASL PLAIN + TLS" $(FUZZ) --frames --secured --peer router=reference
 	@ls results 2>/dev/null | sort | comm -13 "$(TEST_RESULTS).before" - > "$(TEST_RESULTS).added"; \
 	if [ -s "$(TEST_RESULTS).added" ]; then echo "make test: these runs were written into results/ (expected under \
 	$(TEST_RESULTS)):"; cat "$(TEST_RESULTS).added"; exit 1; fi; echo "test records: $(TEST_RESULTS)"
+	@scripts/timed-step.sh --summary "$(STEPS)"
 
 clean:
 	rm -rf $(VENV) results build *.egg-info

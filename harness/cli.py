@@ -422,7 +422,7 @@ def _matrix_for(args: argparse.Namespace, suites: dict[str, Path]) -> Matrix:
             raise UsageError(str(exc)) from None
         if args.suite:
             for cell in matrix.cells:
-                cell.suites = [s for s in cell.suites if s in suites]
+                cell.suites = [s for s in cell.suites if s.partition("/")[0] in suites]
             matrix.cells = [c for c in matrix.cells if c.suites]
             if not matrix.cells:
                 raise UsageError(f"--suite {', '.join(suites)}: no cell of {matrix.source} runs that suite")
@@ -442,15 +442,15 @@ def _matrix_for(args: argparse.Namespace, suites: dict[str, Path]) -> Matrix:
 
 def _cell_pytest_args(cell: Cell, suites: dict[str, Path], args: argparse.Namespace, results_dir: Path,
                       folder: Path, timeout: float, single: bool) -> list[str]:
-    known = available_suites()
-    paths = [str(known[name]) for name in cell.suites]
+    paths = _cell_paths(cell)
     pytest_args = paths + _pytest_base_args()
     pytest_args += ["--results", str(results_dir), "--peer", cell.peer_option()]
     if cell.client != "python":
         pytest_args += ["--client", cell.client]
     pytest_args += (["-qq"] if args.quiet else ["-q"]) if single else ["-q", "-rfE"]
-    if args.keyword is not None:
-        pytest_args += ["-k", args.keyword]
+    keywords = [k for k in (cell.keyword, args.keyword) if k is not None]
+    if keywords:
+        pytest_args += ["-k", " and ".join(f"({k})" for k in keywords) if len(keywords) > 1 else keywords[0]]
     if args.exitfirst:
         pytest_args += ["-x"]
     if not single:
@@ -464,6 +464,23 @@ def _cell_pytest_args(cell: Cell, suites: dict[str, Path], args: argparse.Namesp
     if _allure_available():
         pytest_args += ["--alluredir", str(folder / ALLURE_DIR)]
     return pytest_args
+
+
+def _cell_paths(cell: Cell) -> list[str]:
+    """The folders and files a cell's pytest session runs: a suite's folder, or the files of a
+    `SUITE/FILE-PATTERN` entry (a pattern that matches nothing is a usage error, not an empty cell)."""
+    known = available_suites()
+    paths: list[str] = []
+    for entry in cell.suites:
+        suite, _, pattern = entry.partition("/")
+        if not pattern:
+            paths.append(str(known[suite]))
+            continue
+        files = sorted(str(p) for p in known[suite].glob(pattern) if p.is_file())
+        if not files:
+            raise UsageError(f"cell {cell.name}: suites entry {entry!r} matches no file in {known[suite]}")
+        paths += files
+    return paths
 
 
 def _allure_available() -> bool:
@@ -513,7 +530,8 @@ def format_matrix(matrix: Matrix) -> str:
     lines = [f"matrix: {matrix.source}, {len(matrix.cells)} cell(s), {matrix.timeout:g}s per case"]
     for cell in matrix.cells:
         broken = f"  BROKEN: {' '.join(map(str, cell.breaks))}" if cell.breaks else ""
-        lines.append(f"  cell {cell.name}: {cell.peer_option()}; suites {' '.join(cell.suites)}{broken}")
+        only = f" -k {cell.keyword!r}" if cell.keyword else ""
+        lines.append(f"  cell {cell.name}: {cell.peer_option()}; suites {' '.join(cell.suites)}{only}{broken}")
     if matrix.not_used:
         lines.append("not used:")
         lines += [f"  {what}: {why}" for what, why in matrix.not_used]

@@ -168,6 +168,11 @@ class Cell:
     suites: list[str]
     breaks: list[Break] = field(default_factory=list)
     client: str = "python"  # the client stack (harness/drivers.py) of the cases that run through a stack driver
+    keyword: str | None = None  # a pytest -k expression: only the cases of its suites that match it
+
+    def suite_names(self) -> list[str]:
+        """The suite folders the cell runs (an entry `security/test_broker_*.py` names some files of one)."""
+        return list(dict.fromkeys(entry.partition("/")[0] for entry in self.suites))
 
     @property
     def products(self) -> frozenset[str]:
@@ -179,7 +184,7 @@ class Cell:
 
     def as_dict(self) -> dict:
         return {"name": self.name, "peers": dict(self.peers), "suites": list(self.suites),
-                "breaks": [str(b) for b in self.breaks], "client": self.client}
+                "breaks": [str(b) for b in self.breaks], "client": self.client, "keyword": self.keyword}
 
 
 @dataclass
@@ -225,9 +230,13 @@ def load_matrix(path: str | Path, suites: list[str], check_vendor: Callable[[str
         where = f"{shown}: cells[{i}]"
         if not isinstance(raw, dict):
             raise MatrixError(f"{where}: expected a mapping with 'peers'")
-        extra = sorted(set(raw) - {"name", "peers", "suites", "breaks", "client"})
+        extra = sorted(set(raw) - {"name", "peers", "suites", "breaks", "client", "keyword"})
         if extra:
-            raise MatrixError(f"{where}: unknown field {extra[0]!r} (expected name, peers, suites, breaks, client)")
+            raise MatrixError(f"{where}: unknown field {extra[0]!r} "
+                              "(expected name, peers, suites, breaks, client, keyword)")
+        keyword = raw.get("keyword")
+        if keyword is not None and (not isinstance(keyword, str) or not keyword.strip()):
+            raise MatrixError(f"{where}.keyword: expected a pytest -k expression, e.g. 'broker', got {keyword!r}")
         client = raw.get("client", "python")
         if client not in CLIENT_STACKS:
             raise MatrixError(f"{where}.client: expected one of {', '.join(CLIENT_STACKS)}, got {client!r}")
@@ -251,7 +260,7 @@ def load_matrix(path: str | Path, suites: list[str], check_vendor: Callable[[str
             raise MatrixError(f"{where}.name: expected letters, digits and . _ + = - , got {name!r}")
         if any(c.name == name for c in cells):
             raise MatrixError(f"{where}.name: {name!r} is used by an earlier cell (names must be unique)")
-        cells.append(Cell(name, peers, cell_suites, breaks, client))
+        cells.append(Cell(name, peers, cell_suites, breaks, client, keyword))
     return _probed(Matrix(cells, source=shown, timeout=float(timeout)), probe)
 
 
@@ -293,8 +302,13 @@ def _suite_list(value: Any, suites: list[str], where: str) -> list[str]:
     if not isinstance(value, list) or not value:
         raise MatrixError(f"{where}: expected a list of suite names or 'all'")
     for name in value:
-        if name not in suites:
-            raise MatrixError(f"{where}: unknown suite {name!r} (expected one of: {', '.join(suites)})")
+        # `SUITE` or `SUITE/FILE-PATTERN` (some files of one suite, e.g. security/test_broker_*.py)
+        suite, _, pattern = str(name).partition("/")
+        if suite not in suites:
+            raise MatrixError(f"{where}: unknown suite {suite!r} (expected one of: {', '.join(suites)})")
+        if "/" in name and (not pattern or "/" in pattern or ".." in pattern):
+            raise MatrixError(f"{where}: {name!r}: expected SUITE or SUITE/FILE-PATTERN, e.g. "
+                              "security/test_broker_*.py")
     return [str(v) for v in value]
 
 

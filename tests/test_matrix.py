@@ -228,3 +228,31 @@ def test_a_killed_matrix_run_leaves_readable_results(tmp_path):
     assert json.loads((folder / "run.json").read_text())["interrupted"] is True
     leftovers = subprocess.run(["pgrep", "-f", str(folder)], capture_output=True, text=True).stdout.split()
     assert str(os.getpid()) not in leftovers and leftovers == [], "cells must not outlive the run"
+
+
+def test_cells_may_name_files_of_a_suite_and_a_keyword(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text("cells:\n  - peers: {broker: reference}\n    suites: [broker, security/test_broker_*.py]\n"
+                    "    keyword: queue\n")
+    m = load_matrix(path, list(cli.available_suites()), lambda role, name: None, probe=lambda name: None)
+    cell = m.cells[0]
+    assert cell.suites == ["broker", "security/test_broker_*.py"] and cell.keyword == "queue"
+    assert cell.suite_names() == ["broker", "security"]
+    paths = cli._cell_paths(cell)
+    assert paths[0].endswith("suites/broker") and all("/security/test_broker_" in p for p in paths[1:])
+    assert len(paths) > 2
+    for text, message in [("suites: [nosuch/test_x.py]", "unknown suite 'nosuch'"),
+                          ("suites: [security/../x.py]", "expected SUITE or SUITE/FILE-PATTERN"),
+                          ("keyword: ''", "keyword: expected a pytest -k expression")]:
+        path.write_text(f"cells:\n  - peers: {{broker: reference}}\n    {text}\n")
+        with pytest.raises(MatrixError, match=message):
+            load_matrix(path, list(cli.available_suites()), lambda role, name: None, probe=lambda name: None)
+
+
+def test_the_products_matrix_of_make_test_loads():
+    m = load_matrix(ROOT / "tests" / "products.yaml", list(cli.available_suites()),
+                    lambda role, name: __import__("harness.peers.vendors", fromlist=["vendor"]).vendor(name, role),
+                    probe=lambda name: None)
+    assert {c.name for c in m.cells} >= {"rabbitmq", "qdrouterd", "qdrouterd-rabbitmq"}
+    for cell in m.cells:
+        assert cli._cell_paths(cell)

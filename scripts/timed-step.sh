@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Run one step of `make test` and note its wall time, so that the last step can print them all.
+#   timed-step.sh LOG NAME COMMAND...   appends "NAME<TAB>SECONDS<TAB>EXIT" to LOG and exits with COMMAND's status
+#   timed-step.sh --summary LOG         prints the table of LOG's steps and their total; exits 1 if a step failed
+set -uo pipefail
+if [ "${1:-}" = "--summary" ]; then
+    log=${2:?usage: timed-step.sh --summary LOG}
+    [ -s "$log" ] || exit 0
+    awk -F'\t' 'BEGIN { printf "\n%-44s %9s  %s\n", "make test: step", "wall", "exit" }
+                { total += $2; printf "%-44s %7.0f s  %s\n", $1, $2, $3 }
+                END { printf "%-44s %7.0f s  (%.1f min)\n", "total", total, total / 60 }' "$log"
+    failed=$(awk -F'\t' '$3 != 0 { printf "%s%s", sep, $1; sep = "; " }' "$log")
+    if [ -n "$failed" ]; then
+        echo "make test: FAILED: $failed (their output is above)"
+        exit 1
+    fi
+    exit 0
+fi
+log=${1:?usage: timed-step.sh LOG NAME COMMAND...}
+name=${2:?usage: timed-step.sh LOG NAME COMMAND...}
+shift 2
+start=$(date +%s.%N)
+"$@"
+status=$?
+end=$(date +%s.%N)
+awk -v n="$name" -v s="$start" -v e="$end" -v x="$status" 'BEGIN { printf "%s\t%.1f\t%s\n", n, e - s, x }' >> "$log"
+exit $status
