@@ -180,11 +180,14 @@ def test_a_node_that_authenticates_gets_its_users_the_harness_manager_and_no_gue
     assert set(settings["activemq.management.#"].values()) == {art.MANAGEMENT_USER}
     assert "manage" in settings["activemq.management.#"] and "consume" in settings["activemq.management.#"]
     assert peer.management.user == art.MANAGEMENT_USER
+    acceptors = {a.get("name"): a.text for a in core.findall("c:acceptors/c:acceptor", NS)}
+    assert acceptors["clients"] == "tcp://127.0.0.1:0?protocols=AMQP;saslMechanisms=PLAIN", "no ANONYMOUS offered"
 
 
 def test_the_renderer_adds_nothing_for_the_reference_broker():
     text = render_broker_xml(SECURED, "B1", {"clients": 5672})
     assert "activemq.management" not in text and "interop-management" not in text
+    assert "saslMechanisms" not in text
 
 
 # ---- ports and readiness ----------------------------------------------------------------------------------------
@@ -304,3 +307,18 @@ def test_a_real_artemis_refuses_a_management_call_for_a_missing_queue_in_one_lin
 def test_the_module_fetch_command_needs_its_flag(capsys):
     assert art.main([]) == 2
     assert "--fetch" in capsys.readouterr().out
+
+
+def test_a_network_connectors_user_may_use_artemis_federation_addresses_on_the_broker_it_dials():
+    from harness.render.artemis import render_artemis_security
+    from harness.topology import load_topology
+
+    topology = load_topology("topologies/security-broker-network.yaml")
+    core = ET.fromstring(render_broker_xml(topology, "B2", {"clients": 5672}).encode()).find("c:core", NS)
+    settings = {s.get("match"): {p.get("type"): p.get("roles") for p in s.findall("c:permission", NS)}
+                for s in core.findall("c:security-settings/c:security-setting", NS)}
+    assert set(settings["$ACTIVEMQ_ARTEMIS_FEDERATION.#"].values()) == {"interop-federation"}
+    assert settings["jobs.#"]["send"] == "network,producers", "the topology's own grants are unchanged"
+    assert "interop-federation = myCommonUser\n" in render_artemis_security(topology, "B2")["artemis-roles.properties"]
+    dialler = render_broker_xml(topology, "B1", {"clients": 5672}, connect_ports={"B2": 5673})
+    assert "ACTIVEMQ_ARTEMIS_FEDERATION" not in dialler, "nobody dials B1"

@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..render.artemis import MANAGEMENT_ADDRESS
-from ..wait import WaitTimeout, free_port, wait_for
+from ..wait import WaitTimeout, accepts, free_port, wait_for
 from .base import Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable
-from .process import ProcessPeer, _accepts
+from .process import ProcessPeer
 from .provider import NodeSetup, Provider
 
 ARTEMIS_VERSION = "2.40.0"
@@ -290,10 +290,10 @@ def connection_row(name: str, uri: str, started: bool, connected: bool,
 
 
 def management_request(resource: str, reply_to: str, *, operation: str | None = None,
-                       attribute: str | None = None, arguments: list | tuple = ()):
+                       attribute: str | None = None, arguments: list | tuple = (), request_id: str | None = None):
     """The request message Artemis's management address understands: the resource (`broker`, `queue.NAME`,
     `address.NAME`, `brokerconnection.NAME`) and the operation or attribute as application properties, the
-    arguments as a JSON array in the body."""
+    arguments as a JSON array in the body. Artemis answers with the request's id as the correlation id."""
     from proton import Message
 
     if (operation is None) == (attribute is None):
@@ -303,7 +303,7 @@ def management_request(resource: str, reply_to: str, *, operation: str | None = 
         properties["_AMQ_OperationName"] = operation
     else:
         properties["_AMQ_Attribute"] = attribute
-    return Message(address=MANAGEMENT_ADDRESS, reply_to=reply_to, properties=properties,
+    return Message(id=request_id, address=MANAGEMENT_ADDRESS, reply_to=reply_to, properties=properties,
                    body=json.dumps(list(arguments)))
 
 
@@ -330,9 +330,7 @@ class ManagementClient:
 
     def __init__(self, url: str, user: str | None = None, password: str | None = None, timeout: float = 10.0):
         self.url, self.user, self.password, self.timeout = url, user, password, timeout
-        # Under the management address's name, so that the one security setting that lets the harness manage
-        # (harness.render.artemis, management_role) covers the reply queue too.
-        self.reply_to = f"{MANAGEMENT_ADDRESS}.reply.{uuid.uuid4().hex}"
+        self.reply_to = ""
         self._lock = threading.Lock()
         self._conn = self._sender = self._receiver = None
 
@@ -340,6 +338,10 @@ class ManagementClient:
         from proton.utils import BlockingConnection
 
         auth = {"user": self.user, "password": self.password, "allowed_mechs": "PLAIN"} if self.user else {}
+        # A reply queue per connection, so that an answer that came too late for a closed one is never taken
+        # for the answer to a later request; under the management address's name, so that the one security
+        # setting that lets the harness manage (harness.render.artemis, management_role) covers it too.
+        self.reply_to = f"{MANAGEMENT_ADDRESS}.reply.{uuid.uuid4().hex}"
         self._conn = BlockingConnection(self.url, timeout=self.timeout, **auth)
         self._receiver = self._conn.create_receiver(self.reply_to, credit=10)
         self._sender = self._conn.create_sender(MANAGEMENT_ADDRESS)
@@ -357,10 +359,14 @@ class ManagementClient:
                 try:
                     if self._conn is None:
                         self._open()
-                    self._sender.send(management_request(resource, self.reply_to, **request))
-                    reply = self._receiver.receive(timeout=self.timeout)
-                    self._receiver.accept()
-                    return management_answer(reply, what)
+                    request_id = uuid.uuid4().hex
+                    self._sender.send(management_request(resource, self.reply_to, request_id=request_id, **request))
+                    deadline = time.monotonic() + self.timeout
+                    while True:  # skip answers to earlier requests that timed out
+                        reply = self._receiver.receive(timeout=max(0.1, deadline - time.monotonic()))
+                        self._receiver.accept()
+                        if reply.correlation_id == request_id:
+                            return management_answer(reply, what)
                 except ManagementError:
                     raise
                 except Exception as exc:  # proton's timeouts, link and connection errors
@@ -377,17 +383,26 @@ class ArtemisPeer(ProcessPeer):
     """One Artemis instance in its own work dir, run by `bin/artemis run`."""
 
     def __init__(self, setup: NodeSetup, install: ArtemisInstall, workdir: Path | None = None):
-        from ..render.artemis import ROLES_FILE, USERS_FILE, render_artemis_security
-
         name = setup.node_name
         workdir = workdir or Path(tempfile.mkdtemp(prefix=f"interop-{name}-artemis-"))
         super().__init__(name, "broker", PeerInfo("artemis", install.version, "native"), setup.capabilities, workdir)
         self.install, self.setup = install, setup
-        make_instance(instance_template(install), workdir)
-        self.ports = acceptor_ports(dict(setup.listen_ports))
+        try:
+            self._make(workdir)
+        except BaseException:  # a node that cannot be made leaves no instance behind
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
+        self.start_seconds: float | None = None
+
+    def _make(self, workdir: Path) -> None:
+        """The node's instance: the template's copy, its broker.xml and, when it authenticates, its users."""
+        from ..render.artemis import ROLES_FILE, USERS_FILE, render_artemis_security
+
+        make_instance(instance_template(self.install), workdir)
+        self.ports = acceptor_ports(dict(self.setup.listen_ports))
         self.management_port = free_port()
         self.management_user = self.management_password = None
-        files = render_artemis_security(setup.topology, name)
+        files = render_artemis_security(self.setup.topology, self.name)
         if files:  # the node authenticates: its users, plus the harness's own who may only manage
             self.management_user, self.management_password = MANAGEMENT_USER, secrets.token_hex(12)
             files[USERS_FILE] += f"{MANAGEMENT_USER} = {self.management_password}\n"
@@ -401,11 +416,10 @@ class ArtemisPeer(ProcessPeer):
         self.config_path.write_text(self._render())
         self.management = ManagementClient(f"amqp://127.0.0.1:{self.management_port}", self.management_user,
                                            self.management_password)
-        self.start_seconds: float | None = None
 
     def _render(self) -> str:
         return self.setup.render_broker_xml(self.ports, management_port=self.management_port,
-                                            management_role=self.management_user)
+                                            management_role=self.management_user, sasl_mechanisms=True)
 
     def command(self) -> list[str]:
         return [str(self.workdir / "bin" / "artemis"), "run"]
@@ -443,7 +457,7 @@ class ArtemisPeer(ProcessPeer):
                 port = chosen[0]
             self.endpoints[listener] = Endpoint(listener, "127.0.0.1", port, "normal")
         for endpoint in self.endpoints.values():
-            if not _accepts(endpoint.host, endpoint.port):
+            if not accepts(endpoint.host, endpoint.port):
                 raise PeerStartError(f"{self.name}: Artemis said it listens on {endpoint.host}:{endpoint.port} "
                                      "but refuses connections")
 

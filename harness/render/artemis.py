@@ -112,6 +112,7 @@ def render_broker_xml(
     pki: TestPki | None = None,
     management_port: int | None = None,
     management_role: str | None = None,
+    sasl_mechanisms: bool = False,
 ) -> str:
     """broker.xml text for broker `node_name`.
 
@@ -125,7 +126,9 @@ def render_broker_xml(
     `management_port` adds a plain AMQP acceptor on `host` that no topology names, for a harness that manages
     a real Artemis over AMQP messages (harness/peers/artemis.py); `management_role`, on a node that
     authenticates, is the role allowed to do that: every permission on the management address and the reply
-    queues under its name (`activemq.management.#`), and nothing elsewhere. The reference broker gets neither.
+    queues under its name (`activemq.management.#`), and nothing elsewhere. `sasl_mechanisms` writes a listener's
+    mechanisms where it authenticates (`saslMechanisms=PLAIN`): Artemis offers ANONYMOUS too unless told, and
+    then refuses the anonymous client only after its open. The reference broker gets none of the three.
     """
     node = topology.node(node_name)
     if node.role != "broker":
@@ -140,6 +143,9 @@ def render_broker_xml(
         if not isinstance(port, int) or not 0 <= port <= 65535:
             raise RenderError(f"{node_name}: acceptor {listener.name!r}: expected a port 0-65535, got {port!r}")
         url = f"tcp://{host}:{port}?protocols=AMQP" + _tls_params(topology, node_name, listener.name, pki)
+        authenticate, mechanisms = topology.listener_mechanisms(node_name, listener.name)
+        if sasl_mechanisms and authenticate:
+            url += f";saslMechanisms={','.join(mechanisms)}"
         acceptors.append(f'      <acceptor name={quoteattr(listener.name)}>{escape(url)}</acceptor>')
     if management_port is not None:
         acceptors.append(f'      <acceptor name="{MANAGEMENT_ACCEPTOR}">'
@@ -202,7 +208,7 @@ def render_broker_xml(
         f"    <journal-datasync>{bool_text[s['journal_datasync']]}</journal-datasync>",
         *([] if s["journal_sync_non_transactional"] else ["    <journal-sync-non-transactional>false"
                                                           "</journal-sync-non-transactional>"]),
-        *_security(node, management_role),
+        *_security(node, management_role, federation_users(topology, node_name)),
         "    <acceptors>",
         *acceptors,
         "    </acceptors>",
@@ -229,10 +235,30 @@ PERMISSION_TYPES = {"send": "send", "consume": "consume", "create_address": "cre
 ALL_USERS_ROLE = "interop-users"
 USERS_FILE, ROLES_FILE = "artemis-users.properties", "artemis-roles.properties"
 MANAGEMENT_ADDRESS = "activemq.management"  # Artemis's default management-address
+FEDERATION_ADDRESS = "$ACTIVEMQ_ARTEMIS_FEDERATION"  # where Artemis federation's control and event links live
+FEDERATION_ROLE = "interop-federation"  # the users network connectors dial a node as (federation_users)
 MANAGEMENT_ACCEPTOR = "interop-management"
 
 
-def _security(node: Node, management_role: str | None = None) -> list[str]:
+def federation_users(topology: Topology, node_name: str) -> list[str]:
+    """This node's users that other brokers' network connectors dial it as, where the node grants permissions
+    by address: Artemis federation, which the network connectors are rendered as, opens its control and event
+    links under `$ACTIVEMQ_ARTEMIS_FEDERATION`, and its user needs every permission there (Artemis's
+    AMQPFederationConstants), as an ActiveMQ network user needs its advisory topics. Without it the dialled
+    broker refuses the control link and nothing is forwarded, whatever the topology grants on its queues."""
+    node = topology.node(node_name)
+    if not node.access.authenticate or not node.permissions:
+        return []
+    users: list[str] = []
+    for other in topology.nodes.values():
+        for connector in other.network_connectors:
+            dialled = {target for _name, targets in connector.connections for target in targets}
+            if node_name in dialled and connector.user in node.users and connector.user not in users:
+                users.append(connector.user)
+    return users
+
+
+def _security(node: Node, management_role: str | None = None, federated: list[str] | None = None) -> list[str]:
     """`security-enabled` and `security-settings`: on when the node's `access.authenticate` is. Artemis's
     security is broker-wide, so it covers every acceptor. Only SASL PLAIN is rendered: Artemis's EXTERNAL needs a
     certificate login module the reference does not read."""
@@ -255,6 +281,11 @@ def _security(node: Node, management_role: str | None = None) -> list[str]:
             roles = permission.roles_for(field_name)
             if roles:
                 lines.append(f"        <permission type={quoteattr(kind)} roles={quoteattr(','.join(roles))}/>")
+        lines.append("      </security-setting>")
+    if federated:
+        lines.append(f'      <security-setting match="{FEDERATION_ADDRESS}.#">')
+        lines += [f"        <permission type={quoteattr(kind)} roles={quoteattr(FEDERATION_ROLE)}/>"
+                  for kind in PERMISSION_TYPES.values()]
         lines.append("      </security-setting>")
     if management_role is not None:
         # Artemis picks the most specific match, so this covers the management address alone.
@@ -280,6 +311,9 @@ def render_artemis_security(topology: Topology, node_name: str) -> dict[str, str
     roles = dict(node.roles) if node.permissions else {ALL_USERS_ROLE: tuple(node.users)}
     header = f"# generated from topology {topology.name!r} for broker {node_name} by harness.render.artemis\n"
     users = header + "".join(f"{user} = {password}\n" for user, password in node.users.items())
+    federated = federation_users(topology, node_name)
+    if federated:
+        roles[FEDERATION_ROLE] = tuple(federated)
     role_lines = header + "".join(f"{role} = {','.join(members)}\n" for role, members in roles.items())
     return {USERS_FILE: users, ROLES_FILE: role_lines}
 
