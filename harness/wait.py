@@ -81,3 +81,17 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def accepts(host: str, port: int, timeout: float = 0.5) -> bool:
+    """Whether something on host:port completes a TCP handshake within `timeout` seconds: a listener is up.
+
+    It says nothing about whether the program behind it serves (harness.peers.liveness asks that); it is the
+    cheap first condition to wait for after starting a peer, and the cheap test that an external one is there.
+    """
+    try:
+        # A URL's IPv6 host comes in brackets ("[::1]"), which the socket layer does not take.
+        with socket.create_connection((host.strip("[]"), port), timeout=timeout):
+            return True
+    except OSError:
+        return False

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from harness.wait import WaitTimeout, free_port, wait_for
+from harness.wait import WaitTimeout, accepts, free_port, wait_for
 
 
 def test_returns_the_predicates_truthy_value():
@@ -103,3 +103,24 @@ def test_free_port_is_bindable_on_loopback():
     assert 0 < port < 65536
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
+
+
+def test_accepts_a_listener_and_not_a_closed_port():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert accepts("127.0.0.1", port)
+    assert not accepts("127.0.0.1", port)
+
+
+def test_accepts_takes_a_url_s_bracketed_ipv6_host():
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    with socket.socket(socket.AF_INET6) as listener:
+        try:
+            listener.bind(("::1", 0))
+        except OSError:
+            pytest.skip("no IPv6 loopback on this machine")
+        listener.listen()
+        assert accepts("[::1]", listener.getsockname()[1])

@@ -34,7 +34,7 @@ from ..render.qdrouterd import render_router
 from ..render.rabbitmq import render_rabbitmq
 from ..render.rabbitmq import wire_address as rabbitmq_wire_address
 from ..topology import Topology
-from ..wait import WaitTimeout, free_port, wait_for
+from ..wait import WaitTimeout, accepts, free_port, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable
 from .provider import NodeSetup, Provider
 
@@ -254,13 +254,11 @@ class ContainerPeer(Peer):
             self.info = PeerInfo(self.spec.vendor, version, "container")
 
     def _wait_ready(self, timeout: float) -> None:
-        from .rabbitmq import _accepts
-
         def ready():
             if not self.is_running():
                 raise PeerStartError(f"{self.name}: container {self.spec.image} exited: {self._tail()}")
             return bool(self.spec.ready.search(self.logs()[self._log_mark:])) and all(
-                _accepts(ep.host, ep.port) for ep in self.endpoints.values())
+                accepts(ep.host, ep.port) for ep in self.endpoints.values())
         try:
             wait_for(ready, timeout, f"{self.spec.vendor} container {self.name} to be ready", describe=self._tail)
         except WaitTimeout as exc:

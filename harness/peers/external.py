@@ -23,7 +23,7 @@ import difflib
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
-from ..wait import WaitTimeout, wait_for
+from ..wait import WaitTimeout, accepts, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, VendorSpec
 from .vendors import EXTERNAL
 
@@ -105,16 +105,6 @@ def external_spec(choice: str, role: str) -> VendorSpec:
     return VendorSpec(target.vendor, role, target.capabilities)
 
 
-def _accepts(host: str, port: int) -> bool:
-    import socket
-
-    try:
-        with socket.create_connection((host.strip("[]"), port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
 class ExternalPeer(Peer):
     def __init__(self, name: str, role: str, target: ExternalTarget):
         self.name, self.role, self.target = name, role, target
@@ -124,7 +114,7 @@ class ExternalPeer(Peer):
 
     def start(self, timeout: float = CONNECT_TIMEOUT) -> None:
         try:
-            wait_for(lambda: _accepts(self.target.host, self.target.port), min(timeout, CONNECT_TIMEOUT),
+            wait_for(lambda: accepts(self.target.host, self.target.port), min(timeout, CONNECT_TIMEOUT),
                      f"external {self.role} {self.target.url} to accept connections")
         except WaitTimeout:
             raise PeerStartError(f"external {self.role} {self.target.url} is unreachable: nothing accepts "
@@ -145,7 +135,7 @@ class ExternalPeer(Peer):
     resume = pause
 
     def is_running(self) -> bool:
-        return _accepts(self.target.host, self.target.port)
+        return accepts(self.target.host, self.target.port)
 
     def logs(self) -> str:
         return f"(external peer {self.target.url}: its logs are wherever its owner keeps them)"

@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ import threading
 from pathlib import Path
 
 from ..faults.disk import StraceMissing, traced_command
-from ..wait import WaitTimeout, free_port, wait_for
+from ..wait import WaitTimeout, accepts, free_port, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
 from .provider import NodeSetup, Provider
 
@@ -179,7 +178,7 @@ class ProcessPeer(Peer):
             name = m.group(3) or f"listener{len(self.endpoints)}"
             self.endpoints[name] = Endpoint(name, host, int(m.group(2)), m.groupdict().get("role") or "normal")
         for ep in self.endpoints.values():
-            if not _accepts(ep.host, ep.port):
+            if not accepts(ep.host, ep.port):
                 raise PeerStartError(f"{self.name}: said it listens on {ep.host}:{ep.port} but refuses connections")
 
     def _last_log_line(self) -> str:
@@ -248,14 +247,6 @@ def _process_state(pid: int | None) -> str | None:
             return f.read().rpartition(")")[2].split()[0]
     except (OSError, IndexError):
         return None
-
-
-def _accepts(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 class ReferenceRouterPeer(ProcessPeer):
@@ -339,7 +330,7 @@ class NativeQdrouterdPeer(ProcessPeer):
 
         def ready():
             self._check_alive()
-            return _accepts("127.0.0.1", self.port)
+            return accepts("127.0.0.1", self.port)
         try:
             wait_for(ready, timeout, f"qdrouterd {self.name} to accept on port {self.port}")
         except WaitTimeout as exc:

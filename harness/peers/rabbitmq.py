@@ -48,7 +48,7 @@ from ..render.qdrouterd import RenderError
 from ..render.rabbitmq import declared_names, federation_plan, render_rabbitmq_node, wire_address
 from ..tlsca import Issued, TestPki
 from ..topology import Node
-from ..wait import WaitTimeout, wait_for
+from ..wait import WaitTimeout, accepts, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
 from .provider import NodeSetup, Provider
 
@@ -140,14 +140,6 @@ def low_port(host: str = "127.0.0.1") -> int:
 def release_ports(*ports: int) -> None:
     with _port_lock:
         _ports_in_use.difference_update(ports)
-
-
-def _accepts(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 def group_states(pgid: int) -> dict[int, str]:
@@ -326,7 +318,7 @@ class RabbitMQPeer(Peer):
             self._check_alive()
             with self._log_lock:
                 started = any(_READY_LINE in line for line in self._log_lines[mark:])
-            return started and _accepts("127.0.0.1", self.amqp_port)
+            return started and accepts("127.0.0.1", self.amqp_port)
         try:
             wait_for(ready, timeout, f"RabbitMQ node {self.node_name} ({self.name}) to start",
                      describe=self._last_log_line)
@@ -347,7 +339,7 @@ class RabbitMQPeer(Peer):
             if self._epmd.poll() is not None:
                 raise PeerStartError(f"{self.name}: epmd exited with status {self._epmd.returncode} "
                                      f"on port {self.epmd_port}")
-            return _accepts("127.0.0.1", self.epmd_port)
+            return accepts("127.0.0.1", self.epmd_port)
         try:
             wait_for(up, min(timeout, 10.0), f"epmd of {self.name} on port {self.epmd_port}")
         except WaitTimeout as exc:
