@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/fault_proxy.py [--megabytes 512] [--echoes 5000] [--toxiproxy]
 
-Starts the fault proxy server (`start_fault_proxy`, this project's unless --toxiproxy and a real
-toxiproxy-server is on PATH) and, in a separate process, a sink server and an echo server on loopback. Then:
+Starts the fault proxy server (`start_fault_proxy`, this project's unless --toxiproxy asks for the real
+toxiproxy-server) and, in a separate process, a sink server and an echo server on loopback. Then:
 
 - throughput: 1 MB writes into the sink, direct and through the proxy; the sink acknowledges once it has read
   every byte, so the figure is end to end (MB = 10^6 bytes);
@@ -112,14 +112,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=int, default=512, help="bytes to push per throughput run, in MiB")
     parser.add_argument("--echoes", type=int, default=5000, help="64-byte round trips per latency run")
-    parser.add_argument("--toxiproxy", action="store_true", help="use a real toxiproxy-server if on PATH")
+    parser.add_argument("--toxiproxy", action="store_true", help="use the real toxiproxy-server (`make toxiproxy`)")
     args = parser.parse_args()
 
     parent, child = multiprocessing.Pipe()
     servers = multiprocessing.Process(target=servers_main, args=(child,), daemon=True)
     servers.start()
     sink_port, echo_port = parent.recv()
-    handle = start_fault_proxy(prefer_toxiproxy=args.toxiproxy)
+    handle = start_fault_proxy(kind="toxiproxy" if args.toxiproxy else "harness")
     try:
         client = handle.client()
         sink_proxy = client.create(upstream=f"127.0.0.1:{sink_port}", name="bench_sink")
