@@ -53,7 +53,9 @@ def _json(status: int, value) -> Response:
 
 
 def _error(message: str, status: int) -> Response:
-    return Response(status, json.dumps({"error": message, "status": status}).encode() + b"\n")
+    # Toxiproxy writes its JSON error through Go's http.Error, which labels it text/plain.
+    return Response(status, json.dumps({"error": message, "status": status}).encode() + b"\n",
+                    "text/plain; charset=utf-8")
 
 
 class ApiServer:
@@ -138,7 +140,8 @@ class ApiServer:
         reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
         head = [f"HTTP/1.1 {status} {reason}", f"Server: {SERVER_NAME}"]
         if status != 204:
-            head.append(f"Content-Type: {response.content_type}")
+            if response.content_type:
+                head.append(f"Content-Type: {response.content_type}")
             head.append(f"Content-Length: {len(response.body)}")
         head.append("Connection: keep-alive" if keep_alive else "Connection: close")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (response.body if status != 204 else b""))
@@ -155,7 +158,7 @@ class ApiServer:
             return Response(404, b"404 page not found\n", "text/plain; charset=utf-8")
         handler = ROUTES[route].get(method)
         if handler is None:
-            return Response(405, b"", "text/plain; charset=utf-8")
+            return Response(405, b"", "")  # as gorilla/mux: no body, no Content-Type
         try:
             return handler(self, *args, body)
         except (ApiError, ToxicError) as exc:
@@ -172,17 +175,23 @@ class ApiServer:
         return Response(204)
 
     def proxy_index(self, body: bytes) -> Response:
-        return _json(200, {name: p.as_json() for name, p in self.collection.proxies.items()})
+        # Go's encoding/json writes a map's keys sorted
+        return _json(200, {name: self.collection.proxies[name].as_json() for name in sorted(self.collection.proxies)})
 
     def proxy_create(self, body: bytes) -> Response:
         return _json(201, self.collection.create(_decode(body)).as_json())
 
     def populate(self, body: bytes) -> Response:
+        # Always a JSON answer (also for errors, unlike the other routes), with the proxies done before an error;
+        # none is `null`, as Go writes a nil slice.
         try:
-            proxies = self.collection.populate(_decode(body))
+            proxies, error = self.collection.populate(_decode(body))
         except (ApiError, ToxicError) as exc:
-            return _json(exc.status, {"error": str(exc), "status": exc.status, "proxies": None})
-        return _json(201, {"proxies": [p.as_json() for p in proxies]})
+            proxies, error = [], exc
+        listed = {"proxies": [p.as_json() for p in proxies] or None}
+        if error is not None:
+            return _json(error.status, {"error": str(error), "status": error.status, **listed})
+        return _json(201, listed)
 
     def proxy_show(self, name: str, body: bytes) -> Response:
         return _json(200, self.collection.get(name).as_json())
@@ -200,7 +209,7 @@ class ApiServer:
 
     def toxic_create(self, name: str, body: bytes) -> Response:
         proxy = self.collection.get(name)
-        spec = ToxicSpec.from_json(_decode(body))
+        spec = ToxicSpec.from_json(_decode(body), taken=proxy.toxics)
         proxy.add_toxic(spec)
         return _json(200, spec.as_json())
 

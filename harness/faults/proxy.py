@@ -43,23 +43,52 @@ class ApiError(Exception):
         self.status = status
 
 
-def split_address(text: str, what: str) -> tuple[str, int]:
-    """'host:port' (IPv6 as '[::1]:port') -> (host, port); '' host means all interfaces, as in Go."""
-    if not isinstance(text, str) or ":" not in text:
-        raise ApiError(f"{what} must be host:port, got {text!r}", 400)
+class AddressError(ValueError):
+    """An address Go's net package would refuse; str() is Go's wording ("address x: missing port in address")."""
+
+
+_WILDCARDS = ("", "0.0.0.0", "::")
+
+
+def split_address(text: str) -> tuple[str, int]:
+    """'host:port' (IPv6 as '[::1]:port') -> (host, port), as Go's net.SplitHostPort and port parsing; '' host
+    means all interfaces, and so does '' (Go listens on ':0' for it)."""
+    if text == "":
+        return "", 0
+    if ":" not in text:
+        raise AddressError(f"address {text}: missing port in address")
     host, _, port = text.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    try:
-        number = int(port)
-    except ValueError:
-        raise ApiError(f"{what} must be host:port, got {text!r}", 400) from None
-    if not 0 <= number <= 65535:
-        raise ApiError(f"{what}: port out of range in {text!r}", 400)
-    return host, number
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise AddressError(f"address {text}: too many colons in address")
+    if port == "":
+        port = "0"  # Go reads "host:" as port 0
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise AddressError(f"address {port}: invalid port")
+    return host, int(port)
 
 
 def join_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def resolved_address(text: str) -> str:
+    """`text` as Go's net.ResolveTCPAddr(...).String() writes it: what Toxiproxy compares a proxy's listen
+    address with to tell whether an update or a populate changes it ('localhost:0' -> '127.0.0.1:0')."""
+    if text == "":
+        return ""
+    host, port = split_address(text)
+    return join_address(_resolve_host(host) if host else "", port)
+
+
+def _resolve_host(host: str) -> str:
+    if host == "localhost":
+        return "127.0.0.1"  # Go's resolver prefers the IPv4 answer
+    try:
+        return socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)[0][4][0]
+    except (OSError, UnicodeError):
+        raise AddressError(f"lookup {host}: no such host") from None
 
 
 class _Side(asyncio.BufferedProtocol):
@@ -231,8 +260,10 @@ class Connection:
         self.closed = False
 
     def start(self, toxics: list[ToxicSpec]) -> None:
+        if any(spec.type == "reset_peer" for spec in toxics):
+            self._linger_zero()  # as Toxiproxy: only a connection that opens with reset_peer is closed with RST
         for spec in toxics:
-            self.links[spec.stream].add_toxic(spec)
+            self.links[spec.direction].add_toxic(spec)
         self.ready = True
         self.client.resume("starting")
         self.upstream.resume("starting")
@@ -268,8 +299,8 @@ class Connection:
                 side.transport.abort()
         self.proxy.connections.discard(self)
 
-    def reset(self) -> None:
-        """Close both sockets with a TCP RST (SO_LINGER 0): each peer sees ECONNRESET."""
+    def _linger_zero(self) -> None:
+        """From now on closing either socket sends a TCP RST (SO_LINGER 0): each peer sees ECONNRESET."""
         for side in (self.client, self.upstream):
             sock = side.transport.get_extra_info("socket") if side.transport is not None else None
             if sock is not None and not side.closed:
@@ -277,7 +308,6 @@ class Connection:
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 except OSError:
                     pass
-        self.abort()
 
 
 class Proxy:
@@ -294,23 +324,37 @@ class Proxy:
         self._accept_task: asyncio.Task | None = None
 
     def as_json(self) -> dict:
+        # "Logger": {} is in every proxy Toxiproxy 2.12 answers with: its Proxy struct's exported zerolog field
+        # has no json tag, so Go writes it out (as an empty object). Answered the same, so that a client or a
+        # comparison that reads whole objects sees one API.
         return {"name": self.name, "listen": self.listen, "upstream": self.upstream, "enabled": self.enabled,
-                "toxics": [t.as_json() for t in self.toxic_list()]}
+                "Logger": {}, "toxics": [t.as_json() for t in self.toxic_list()]}
 
     def toxic_list(self) -> list[ToxicSpec]:
-        return [t for stream in tx.STREAMS for t in self.toxics.values() if t.stream == stream]
+        return [t for stream in tx.STREAMS for t in self.toxics.values() if t.direction == stream]
 
     # listening
     def bind(self) -> None:
-        """Bind the listen address (once; it stays bound while the proxy exists) and note the real port."""
+        """Bind the listen address (it stays bound until the proxy is deleted or moved) and note the address
+        the kernel gave, written as Go writes a listener's address ('[::]:41559' for all interfaces).
+        ApiError (500, Toxiproxy's wording) when the address is bad or cannot be had."""
         if self._sock is not None:
             return
-        host, port = split_address(self.listen, "listen")
-        self._sock = _bind_reserved(host, port)
-        self.listen = join_address(host or "0.0.0.0", self._sock.getsockname()[1])
+        try:
+            host, port = split_address(self.listen)
+            host = "" if host in _WILDCARDS else _resolve_host(host)
+        except AddressError as exc:
+            raise ApiError(f"listen tcp: {exc}", 500) from None
+        try:
+            self._sock = _bind_reserved(host, port)
+        except OSError as exc:
+            reason = (exc.strerror or str(exc)).lower()
+            raise ApiError(f"listen tcp {join_address(host, port)}: bind: {reason}", 500) from None
+        bound = self._sock.getsockname()
+        self.listen = join_address(bound[0], bound[1])
 
     def start(self) -> None:
-        """Enable: listen and accept. Raises OSError when the address cannot be had."""
+        """Enable: listen and accept. ApiError (500) when the address cannot be had."""
         if self.enabled:
             return
         self.bind()
@@ -366,9 +410,10 @@ class Proxy:
         peer = join_address(str(addr[0]), addr[1]) if isinstance(addr, tuple) else str(addr)
         conn = Connection(self, peer)
         try:
-            host, port = split_address(self.upstream, "upstream")
+            # Toxiproxy takes any upstream text and only finds out here, when it dials (net.Dial).
+            host, port = split_address(self.upstream)
             await asyncio.wait_for(loop.create_connection(lambda: conn.upstream, host, port), CONNECT_TIMEOUT)
-        except (OSError, ApiError, TimeoutError) as exc:
+        except (OSError, AddressError, TimeoutError) as exc:
             log.warning("proxy %s: client %s: cannot reach upstream %s: %s", self.name, peer, self.upstream, exc)
             client.close()
             return
@@ -393,7 +438,7 @@ class Proxy:
             raise ToxicError("toxic already exists", 409)
         self.toxics[spec.name] = spec
         for conn in list(self.connections):
-            conn.links[spec.stream].add_toxic(spec)
+            conn.links[spec.direction].add_toxic(spec)
 
     def update_toxic(self, name: str, body) -> ToxicSpec:
         current = self.toxics.get(name)
@@ -402,7 +447,7 @@ class Proxy:
         spec = current.updated(body)
         self.toxics[name] = spec
         for conn in list(self.connections):
-            conn.links[spec.stream].update_toxic(spec)
+            conn.links[spec.direction].update_toxic(spec)
         return spec
 
     def remove_toxic(self, name: str) -> None:
@@ -410,7 +455,7 @@ class Proxy:
         if spec is None:
             raise ToxicError("toxic not found", 404)
         for conn in list(self.connections):
-            conn.links[spec.stream].remove_toxic(name)
+            conn.links[spec.direction].remove_toxic(name)
 
     def reset_toxics(self) -> None:
         for name in list(self.toxics):
@@ -424,12 +469,14 @@ def _bind_reserved(host: str, port: int) -> socket.socket:
     let the kernel pick one with a helper socket and bind ours to that same port (both with SO_REUSEADDR,
     neither listening, which Linux allows), then close the helper.
     """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    host = host or ("::" if family == socket.AF_INET6 else "0.0.0.0")
-    if host == "localhost":
-        host = "127.0.0.1"
+    if host == "":  # all interfaces: one dual-stack socket, as Go listens ('[::]:port'), else IPv4 only
+        family, host = (socket.AF_INET6, "::") if socket.has_ipv6 else (socket.AF_INET, "0.0.0.0")
+    else:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if family == socket.AF_INET6 and host == "::":
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
     sock.setblocking(False)
     try:
         if port:
@@ -449,7 +496,8 @@ def _bind_reserved(host: str, port: int) -> socket.socket:
 
 
 class ProxyCollection:
-    """All proxies of one server, by name, with the operations the HTTP API offers."""
+    """All proxies of one server, by name, with the operations the HTTP API offers (Toxiproxy's
+    proxy_collection.go and proxy.go: the same checks in the same order, the same answers)."""
 
     def __init__(self) -> None:
         self.proxies: dict[str, Proxy] = {}
@@ -472,49 +520,35 @@ class ProxyCollection:
         self.proxies[proxy.name] = proxy
         return proxy
 
-    def _start_new(self, fields: dict) -> Proxy:
-        proxy = Proxy(fields["name"], fields.get("listen") or "127.0.0.1:0", fields["upstream"])
-        split_address(proxy.upstream, "upstream")
-        try:
-            proxy.bind()
-            if fields.get("enabled", True):
+    @staticmethod
+    def _start_new(fields: dict) -> Proxy:
+        """A new proxy, listening if enabled (the default). One created disabled binds nothing and keeps its
+        listen text as given ('' when none), as Toxiproxy's does."""
+        proxy = Proxy(fields["name"], fields.get("listen") or "", fields["upstream"])
+        if fields.get("enabled", True):
+            try:
                 proxy.start()
-        except OSError as exc:
-            proxy.close()
-            raise ApiError(f"listen tcp {proxy.listen}: {exc.strerror or exc}", 500) from None
+            except ApiError:
+                proxy.close()
+                raise
         return proxy
 
     def update(self, name: str, body) -> Proxy:
+        """Toxiproxy's Proxy.Update: absent fields keep their value; a listen or upstream that differs stops the
+        proxy (dropping its connections) and takes the new address; then enabled is applied."""
         proxy = self.get(name)
         fields = _proxy_fields(body)
-        listen = fields.get("listen") or proxy.listen
-        upstream = fields.get("upstream") or proxy.upstream
+        listen = fields.get("listen", proxy.listen)
+        upstream = fields.get("upstream", proxy.upstream)
         enabled = fields.get("enabled", proxy.enabled)
-        if upstream != proxy.upstream:
-            split_address(upstream, "upstream")
-            proxy.upstream = upstream
-            proxy.drop_connections()  # connections go to the new upstream from now on
-            log.info("proxy %s: upstream is now %s", name, upstream)
-        if listen != proxy.listen:
-            host, port = split_address(listen, "listen")
-            old_host, old_port = split_address(proxy.listen, "listen")
-            if (host, port) not in ((old_host, old_port), (old_host, 0)):
-                was_enabled = proxy.enabled
-                proxy.close()
-                proxy.listen = listen
-                try:
-                    proxy.bind()
-                    if was_enabled and enabled:
-                        proxy.start()
-                except OSError as exc:
-                    raise ApiError(f"listen tcp {listen}: {exc.strerror or exc}", 500) from None
-        try:
-            if enabled and not proxy.enabled:
-                proxy.start()
-            elif not enabled and proxy.enabled:
-                proxy.stop()
-        except OSError as exc:
-            raise ApiError(f"listen tcp {proxy.listen}: {exc.strerror or exc}", 500) from None
+        if _differs(proxy, listen, upstream):
+            proxy.close()
+            proxy.listen, proxy.upstream = listen, upstream
+            log.info("proxy %s: listen %s, upstream %s", name, listen or "(any)", upstream)
+        if enabled and not proxy.enabled:
+            proxy.start()
+        elif not enabled and proxy.enabled:
+            proxy.stop()
         return proxy
 
     def delete(self, name: str) -> None:
@@ -525,46 +559,39 @@ class ProxyCollection:
 
     def reset(self) -> None:
         for proxy in self.proxies.values():
-            try:
-                proxy.start()
-            except OSError as exc:
-                raise ApiError(f"listen tcp {proxy.listen}: {exc.strerror or exc}", 500) from None
+            proxy.start()
             proxy.reset_toxics()
 
-    def populate(self, body) -> list[Proxy]:
-        """Create or replace proxies from a list; a proxy with the same listen and upstream is kept as is.
-
-        The whole list is checked before anything changes (Toxiproxy 2.12 does the same).
-        """
+    def populate(self, body) -> tuple[list[Proxy], ApiError | None]:
+        """Create or replace proxies from a list, in order, as Toxiproxy's PopulateJson: names and upstreams are
+        checked for the whole list first (nothing changes if one is missing); then each proxy is kept if its
+        listen and upstream are the same, else replaced. The first error stops it: the proxies done so far
+        stay, and are answered with the error."""
         if not isinstance(body, list):
             raise ApiError("bad request body: expected a JSON array of proxies", 400)
-        items, names = [], set()
-        for i, entry in enumerate(body, 1):
-            fields = _proxy_fields(entry)
+        items = [_proxy_fields(entry) for entry in body]
+        for i, fields in enumerate(items, 1):
             if not fields.get("name"):
                 raise ApiError(f"missing required field: name at proxy {i}", 400)
             if not fields.get("upstream"):
                 raise ApiError(f"missing required field: upstream at proxy {i}", 400)
-            if fields["name"] in names:
-                raise ApiError(f"duplicate proxy name {fields['name']!r}", 400)
-            names.add(fields["name"])
-            split_address(fields["upstream"], "upstream")
-            if fields.get("listen"):
-                split_address(fields["listen"], "listen")
-            items.append(fields)
-        result = []
+        done: list[Proxy] = []
         for fields in items:
-            existing = self.proxies.get(fields["name"])
-            if existing is not None and not _differs(existing, fields):
-                result.append(existing)
-                continue
-            if existing is not None:
-                existing.close()
-                del self.proxies[existing.name]
-            proxy = self._start_new(fields)
-            self.proxies[proxy.name] = proxy
-            result.append(proxy)
-        return result
+            try:
+                done.append(self._add_or_replace(fields))
+            except ApiError as exc:
+                return done, exc
+        return done, None
+
+    def _add_or_replace(self, fields: dict) -> Proxy:
+        existing = self.proxies.get(fields["name"])
+        if existing is not None:
+            if not _differs(existing, fields.get("listen") or "", fields["upstream"]):
+                return existing
+            existing.close()  # Toxiproxy stops it (its port is free), and keeps it listed until the new one starts
+        proxy = self._start_new(fields)
+        self.proxies[proxy.name] = proxy
+        return proxy
 
     def close(self) -> None:
         for proxy in self.proxies.values():
@@ -572,6 +599,8 @@ class ProxyCollection:
 
 
 def _proxy_fields(body) -> dict:
+    """name, listen, upstream (strings) and enabled (bool) from a JSON object; a JSON null counts as absent,
+    as Go's decoder leaves the field's default."""
     if not isinstance(body, dict):
         raise ApiError("bad request body: expected a JSON object", 400)
     fields = {}
@@ -588,12 +617,11 @@ def _proxy_fields(body) -> dict:
     return fields
 
 
-def _differs(proxy: Proxy, fields: dict) -> bool:
-    if fields["upstream"] != proxy.upstream:
-        return True
-    listen = fields.get("listen")
-    if not listen:
-        return False
-    host, port = split_address(listen, "listen")
-    old_host, old_port = split_address(proxy.listen, "listen")
-    return (host, port) not in ((old_host, old_port), (old_host, 0))
+def _differs(proxy: Proxy, listen: str, upstream: str) -> bool:
+    """Toxiproxy's Proxy.Differs: the listen text, resolved, against the proxy's (bound) address, and the
+    upstream text as is. A listen Go cannot resolve is a 500 with Go's wording."""
+    try:
+        resolved = resolved_address(listen)
+    except AddressError as exc:
+        raise ApiError(str(exc), 500) from None
+    return proxy.listen != resolved or proxy.upstream != upstream

@@ -53,7 +53,9 @@ async def serve(host: str, port: int, config: list | None = None, ready=None) ->
     api = ApiServer(collection)
     try:
         if config is not None:
-            collection.populate(config)
+            _, error = collection.populate(config)
+            if error is not None:
+                raise error
         server = await asyncio.start_server(api.handle, host, port, reuse_address=True)
     except ApiError as exc:
         collection.close()

@@ -12,8 +12,12 @@ Toxiproxy 2.x (toxics/*.go in Shopify/toxiproxy), including its less obvious cho
 - timeout: no data gets through (it is swallowed, as Toxiproxy does); with `timeout` > 0 the connection is
   closed once no data has arrived for that long, with 0 it is held open. Removing the toxic closes the
   connection, because the stream lost bytes.
-- reset_peer: the first chunk (or the end of the stream) arms it; `timeout` ms later both sockets are closed
-  with a TCP RST (SO_LINGER 0), so each side sees ECONNRESET.
+- reset_peer: the first chunk (or the end of the stream) arms it; `timeout` ms later both sockets are closed.
+  Toxiproxy sets SO_LINGER 0 on a connection's sockets only when it opens with a reset_peer toxic in its chain
+  (link.go, ToxicLink.Start): such a connection is closed with a TCP RST, so each side sees ECONNRESET (and
+  keeps closing with RST after the toxic goes); a connection already open when the toxic is added is closed
+  with a plain FIN. The proxy does the same (measured against toxiproxy-server 2.12.0: a client of an open
+  connection read b'' where ours used to raise ECONNRESET).
 - slicer: each chunk is cut into slices of about `average_size` +/- `size_variation` bytes, `delay`
   microseconds apart, each sent with its own write.
 - limit_data: `bytes` bytes get through, then the connection is closed. The count survives toxic updates.
@@ -56,13 +60,14 @@ class ToxicError(Exception):
         self.status = status
 
 
+INT64 = (-(2**63), 2**63 - 1)
+
+
 def _integer(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    # Toxiproxy decodes attributes into Go int64 fields: 100.0 and 1e2 are refused like 1.5 (measured: 400
+    # "cannot unmarshal number 100.0 into Go struct field LatencyToxic.attributes.latency of type int64").
+    if isinstance(value, bool) or not isinstance(value, int) or not INT64[0] <= value <= INT64[1]:
         raise ToxicError(f"bad request body: attribute {name!r} must be an integer, got {value!r}")
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise ToxicError(f"bad request body: attribute {name!r} must be an integer, got {value!r}")
-        value = int(value)
     return value
 
 
@@ -94,22 +99,33 @@ class ToxicSpec:
     toxicity: float
     attributes: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def direction(self) -> str:
+        """UPSTREAM or DOWNSTREAM: `stream` is kept as the client wrote it ('UpStream'), as Toxiproxy echoes it."""
+        return self.stream.lower()
+
     @classmethod
-    def from_json(cls, body) -> ToxicSpec:
-        """A new toxic from a POST /proxies/{proxy}/toxics body (defaults: downstream, toxicity 1)."""
+    def from_json(cls, body, taken=()) -> ToxicSpec:
+        """A new toxic from a POST /proxies/{proxy}/toxics body (defaults: downstream, toxicity 1); `taken`
+        holds the names in use. Checked in Toxiproxy's order (AddToxicJson): stream, type, name in use (409),
+        then the attributes."""
         if not isinstance(body, dict):
             raise ToxicError("bad request body: expected a JSON object")
-        stream = body.get("stream") or DOWNSTREAM
-        if not isinstance(stream, str) or stream.lower() not in STREAMS:
-            raise ToxicError("stream was invalid, can be either upstream or downstream")
-        stream = stream.lower()
-        toxic_type = body.get("type")
-        name = body.get("name") or f"{toxic_type or ''}_{stream}"
-        if not isinstance(name, str):
-            raise ToxicError(f"bad request body: name must be a string, got {name!r}")
-        if not isinstance(toxic_type, str) or toxic_type not in TOXIC_TYPES:
-            raise ToxicError("invalid toxic type")
+        for key in ("name", "type", "stream"):
+            if body.get(key) is not None and not isinstance(body[key], str):
+                raise ToxicError(f"bad request body: {key} must be a string, got {body[key]!r}")
+        if body.get("attributes") is not None and not isinstance(body["attributes"], dict):
+            raise ToxicError(f"bad request body: attributes must be an object, got {body['attributes']!r}")
         toxicity = _toxicity(body["toxicity"]) if body.get("toxicity") is not None else 1.0
+        stream = body["stream"] if body.get("stream") is not None else DOWNSTREAM  # "" is invalid, as in Go
+        if stream.lower() not in STREAMS:
+            raise ToxicError("stream was invalid, can be either upstream or downstream")
+        toxic_type = body.get("type") or ""
+        name = body.get("name") or f"{toxic_type}_{stream}"
+        if toxic_type not in TOXIC_TYPES:
+            raise ToxicError("invalid toxic type")
+        if name in taken:
+            raise ToxicError("toxic already exists", 409)
         return cls(name, toxic_type, stream, toxicity, parse_attributes(toxic_type, body.get("attributes")))
 
     def updated(self, body) -> ToxicSpec:
@@ -273,7 +289,7 @@ async def _timeout(stage: Stage, attrs: dict) -> None:
 async def _reset_peer(stage: Stage, attrs: dict) -> None:
     await stage.peek()
     await asyncio.sleep(max(attrs["timeout"], 0) / 1000.0)
-    stage.link.conn.reset()
+    stage.link.conn.close()  # an RST if the connection opened with this toxic (SO_LINGER 0), else a FIN
 
 
 def slice_points(size: int, average: int, variation: int) -> list[int]:
