@@ -1,0 +1,396 @@
+"""The real toxiproxy-server 2.12.0 beside the harness's own fault proxy: one API, one behaviour.
+
+- The real server is started as the harness starts it (`start_fault_proxy(kind="toxiproxy")`) and driven two
+  ways, with the unmodified `toxiproxy-python` client and with the harness's own `LinkProxies` (what suites
+  use), each effect observed on real TCP traffic; the same drives run against ours.
+- The API contract: the same calls go to both servers and their answers (status, Content-Type, JSON) are
+  compared field by field. Two things are let through, and only these: ports the kernel picked (a listen
+  of ':0'), and the words after "bad request body: " (Go's JSON decoder's wording, which ours does not copy;
+  the status and that prefix must still agree).
+
+Skipped, with the reason, where the real server is not installed (`make toxiproxy`, which needs Go).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from harness.faults import FaultProxyUnavailable, start_fault_proxy
+from harness.faults.links import LinkProxies
+from harness.faults.toxiproxy_server import VERSION
+from harness.wait import free_port, wait_for
+
+IO_TIMEOUT = 5.0
+LATENCY_MS = 300
+
+
+# ---- servers -------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real():
+    try:
+        handle = start_fault_proxy(kind="toxiproxy")
+    except FaultProxyUnavailable as exc:
+        pytest.skip(str(exc))
+    yield handle
+    assert handle.stop() == 0, handle.logs()
+
+
+@pytest.fixture(scope="module")
+def ours():
+    handle = start_fault_proxy(kind="harness")
+    yield handle
+    assert handle.stop() == 0, handle.logs()
+
+
+@pytest.fixture(params=["toxiproxy", "harness"])
+def server(request):
+    handle = request.getfixturevalue("real" if request.param == "toxiproxy" else "ours")
+    _clear(handle)
+    yield handle
+    _clear(handle)
+
+
+def _clear(handle) -> None:
+    status, proxies, _ = call(handle, "GET", "/proxies")
+    assert status == 200, proxies
+    for name in proxies:
+        call(handle, "DELETE", "/proxies/" + urllib.request.quote(name, safe=""))
+
+
+class Echo:
+    """A threaded echo server on loopback that answers each chunk with `prefix` + the chunk."""
+
+    def __init__(self, prefix: bytes = b""):
+        self.prefix = prefix
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        with conn:
+            try:
+                while data := conn.recv(65536):
+                    conn.sendall(self.prefix + data)
+            except OSError:
+                pass
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def echoes():
+    started = []
+
+    def start(prefix: bytes = b"") -> Echo:
+        started.append(Echo(prefix))
+        return started[-1]
+    yield start
+    for echo in started:
+        echo.close()
+
+
+def call(handle, method: str, path: str, body=None, raw: bytes | None = None):
+    """(status, decoded JSON or text or None, Content-Type) of one API call."""
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    request = urllib.request.Request(handle.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=IO_TIMEOUT) as reply:
+            status, payload, ctype = reply.status, reply.read(), reply.headers.get("Content-Type")
+    except urllib.error.HTTPError as exc:
+        status, payload, ctype = exc.code, exc.read(), exc.headers.get("Content-Type")
+    try:
+        return status, (json.loads(payload) if payload.strip() else None), ctype
+    except ValueError:
+        return status, payload.decode(), ctype
+
+
+def round_trip(port: int, message: bytes = b"ping", expect: bytes | None = None) -> float:
+    """Seconds for `message` to come back (as `expect`) through a fresh connection to `port`."""
+    expect = message if expect is None else expect
+    with socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT) as conn:
+        t0 = time.monotonic()
+        conn.sendall(message)
+        got = b""
+        while len(got) < len(expect):
+            part = conn.recv(len(expect) - len(got))
+            assert part, f"connection closed after {got!r}, expected {expect!r}"
+            got += part
+        assert got == expect
+        return time.monotonic() - t0
+
+
+def refused(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+# ---- the real server as the harness runs it ---------------------------------------------------------------------
+
+
+def test_real_server_is_the_pinned_release_and_says_so_in_records(real):
+    assert real.kind == "toxiproxy" and real.version == VERSION
+    assert real.record() == {"proxy": "toxiproxy", "version": VERSION}
+    assert call(real, "GET", "/version")[:2] == (200, {"version": VERSION})
+
+
+def test_the_python_client_drives_both_servers_alike(server, echoes):
+    client = server.client()
+    echo = echoes()
+    proxy = client.create(upstream=f"127.0.0.1:{echo.port}", name="py", listen=f"127.0.0.1:{free_port()}")
+    port = int(proxy.listen.rsplit(":", 1)[1])
+    assert round_trip(port) < 1.0
+
+    proxy.add_toxic(name="slow", type="latency", stream="downstream", attributes={"latency": LATENCY_MS})
+    assert list(proxy.toxics()) == ["slow"] and proxy.get_toxic("slow").attributes["latency"] == LATENCY_MS
+    assert round_trip(port) >= LATENCY_MS / 1000 * 0.9
+    proxy.destroy_toxic("slow")
+    assert round_trip(port) < LATENCY_MS / 1000
+
+    proxy.disable()
+    assert client.get_proxy("py").enabled is False
+    assert refused(port)
+    proxy.enable()
+    assert round_trip(port) < 1.0
+    client.destroy(proxy)
+    assert client.proxies() == {}
+
+
+def test_link_proxies_drive_both_servers_alike(server, echoes):
+    links = LinkProxies(server)
+    first, second = echoes(), echoes(prefix=b"2:")
+    port = links.add("A->B", first.port)
+    assert round_trip(port) < 1.0
+
+    links.toxic("A->B", "latency", stream="upstream", latency=LATENCY_MS)
+    assert round_trip(port) >= LATENCY_MS / 1000 * 0.9
+    links.remove_toxic("A->B", "latency_upstream")
+    assert round_trip(port) < LATENCY_MS / 1000
+
+    links.set_enabled("A->B", False)
+    assert refused(port)
+    links.set_enabled("A->B", True)
+    assert round_trip(port) < 1.0
+
+    assert links.retarget("A->B", second.port) == port  # same port to dial, new listener behind it
+    assert round_trip(port, b"x", expect=b"2:x") < 1.0
+
+    links.toxic("A->B", "timeout", stream="downstream", timeout=0)
+    links.set_enabled("A->B", False)
+    links.reset()  # every link enabled again, every toxic removed
+    assert round_trip(port, b"y", expect=b"2:y") < 1.0
+    assert call(server, "GET", "/proxies/A-%3EB/toxics")[:2] == (200, [])
+
+
+def test_reset_peer_on_an_open_connection_closes_it_on_both_servers(server, echoes):
+    links = LinkProxies(server)
+    port = links.add("rst", echoes().port)
+    with socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT) as conn:
+        conn.sendall(b"a")
+        assert conn.recv(1) == b"a"
+        links.toxic("rst", "reset_peer", stream="upstream", timeout=0)
+        conn.sendall(b"b")
+        assert conn.recv(1) == b""  # a FIN: SO_LINGER 0 is set only on connections opened with the toxic
+    with socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT) as conn:
+        conn.sendall(b"c")
+        with pytest.raises(ConnectionResetError):
+            conn.recv(1)
+
+
+# ---- the API contract: ours against the real one, field by field ------------------------------------------------
+
+
+UP = "127.0.0.1:9"  # the API never dials the upstream: nothing need listen there
+
+
+def contract_calls(p1: int, p2: int, p3: int) -> list[tuple]:
+    """(method, path, body or raw bytes): every route, the defaults, the errors and the odd corners measured."""
+    return [
+        ("GET", "/version", None),
+        ("GET", "/proxies", None),
+        ("POST", "/proxies", {"name": "a", "listen": f"127.0.0.1:{p1}", "upstream": UP}),
+        ("POST", "/proxies", {"name": "a", "listen": f"127.0.0.1:{p1}", "upstream": UP}),
+        ("POST", "/proxies", {"listen": "127.0.0.1:0", "upstream": UP}),
+        ("POST", "/proxies", {"name": "x", "listen": "127.0.0.1:0"}),
+        ("POST", "/proxies", b"{bad"),
+        ("POST", "/proxies", b""),
+        ("POST", "/proxies", {"name": 5, "upstream": UP}),
+        ("POST", "/proxies", {"name": "off", "upstream": UP, "enabled": False}),
+        ("POST", "/proxies", {"name": "off2", "listen": f"127.0.0.1:{p2}", "upstream": UP, "enabled": False}),
+        ("POST", "/proxies", {"name": "taken", "listen": f"127.0.0.1:{p1}", "upstream": UP}),
+        ("POST", "/proxies", {"name": "any", "upstream": UP}),
+        ("POST", "/proxies", {"name": "lh", "listen": "localhost:0", "upstream": UP}),
+        ("POST", "/proxies", {"name": "en", "listen": "127.0.0.1:0", "upstream": UP, "enabled": None}),
+        ("POST", "/proxies", {"name": "badup", "listen": "127.0.0.1:0", "upstream": "nocolon"}),
+        ("POST", "/proxies", {"name": "badlisten", "listen": "nocolon", "upstream": UP}),
+        ("POST", "/proxies", {"name": "range", "listen": "127.0.0.1:70000", "upstream": UP}),
+        ("GET", "/proxies/a", None),
+        ("GET", "/proxies/nope", None),
+        ("POST", "/proxies/a", {"enabled": False}),
+        ("PATCH", "/proxies/a", {"enabled": True}),
+        ("PATCH", "/proxies/a", {"upstream": "127.0.0.1:10"}),
+        ("PATCH", "/proxies/a", {"listen": f"127.0.0.1:{p3}"}),
+        ("PATCH", "/proxies/a", b""),
+        ("PATCH", "/proxies/lh", {"listen": "nocolon"}),
+        ("PATCH", "/proxies/off", {"enabled": True}),
+        ("PATCH", "/proxies/nope", {"enabled": True}),
+        ("GET", "/proxies/a/toxics", None),
+        ("POST", "/proxies/a/toxics", {"type": "latency", "attributes": {"latency": 100}}),
+        ("POST", "/proxies/a/toxics", {"type": "latency", "attributes": {"latency": 100}}),
+        ("POST", "/proxies/a/toxics", {"name": "bw", "type": "bandwidth", "stream": "upstream", "toxicity": 0.5,
+                                       "attributes": {"rate": 10}}),
+        ("POST", "/proxies/a/toxics", {"name": "sc", "type": "slow_close"}),
+        ("POST", "/proxies/a/toxics", {"name": "to", "type": "timeout", "stream": "UpStream",
+                                       "attributes": {"timeout": 5}}),
+        ("POST", "/proxies/a/toxics", {"type": "latency", "stream": "Upstream"}),
+        ("POST", "/proxies/a/toxics", {"name": "rp", "type": "reset_peer"}),
+        ("POST", "/proxies/a/toxics", {"name": "sl", "type": "slicer",
+                                       "attributes": {"average_size": 10, "size_variation": 2, "delay": 5}}),
+        ("POST", "/proxies/a/toxics", {"name": "ld", "type": "limit_data", "attributes": {"bytes": 1000}}),
+        ("POST", "/proxies/a/toxics", {"name": "extra", "type": "latency", "attributes": {"latency": 5, "x": 1}}),
+        ("POST", "/proxies/a/toxics", {"name": "t0", "type": "latency", "toxicity": 0}),
+        ("POST", "/proxies/a/toxics", {"name": "bad", "type": "nosuch"}),
+        ("POST", "/proxies/a/toxics", {"name": "bad", "type": "latency", "stream": "sideways"}),
+        ("POST", "/proxies/a/toxics", {"name": "bad", "type": "latency", "stream": ""}),
+        ("POST", "/proxies/a/toxics", {"name": "bad", "type": "latency", "attributes": {"latency": "x"}}),
+        ("POST", "/proxies/a/toxics", {"name": "bad", "type": "latency", "attributes": {"latency": 100.0}}),
+        ("POST", "/proxies/a/toxics", {"name": "bad", "type": "latency", "toxicity": "x"}),
+        ("POST", "/proxies/a/toxics", {"name": "sc", "type": "latency"}),
+        ("POST", "/proxies/a/toxics", b"[]"),
+        ("POST", "/proxies/nope/toxics", {"type": "latency"}),
+        ("GET", "/proxies/a/toxics", None),
+        ("GET", "/proxies/a/toxics/bw", None),
+        ("GET", "/proxies/a/toxics/nope", None),
+        ("PATCH", "/proxies/a/toxics/latency_downstream", {"attributes": {"jitter": 7}}),
+        ("POST", "/proxies/a/toxics/latency_downstream", {"toxicity": 0.25}),
+        ("PATCH", "/proxies/a/toxics/latency_downstream", {"type": "bandwidth", "stream": "upstream", "name": "z"}),
+        ("PATCH", "/proxies/a/toxics/latency_downstream", {"toxicity": None, "attributes": {"latency": 3}}),
+        ("PATCH", "/proxies/a/toxics/nope", {"toxicity": 1}),
+        ("GET", "/proxies", None),
+        ("DELETE", "/proxies/a/toxics/bw", None),
+        ("DELETE", "/proxies/a/toxics/bw", None),
+        ("POST", "/reset", None),
+        ("GET", "/proxies/a", None),
+        ("POST", "/populate", [{"name": "a", "listen": f"127.0.0.1:{p3}", "upstream": "127.0.0.1:10"},
+                               {"name": "b", "listen": "127.0.0.1:0", "upstream": UP}]),
+        ("POST", "/populate", [{"name": "c", "upstream": UP}, {"listen": "127.0.0.1:0"}]),
+        ("POST", "/populate", [{"name": "d", "listen": "127.0.0.1:0", "upstream": UP, "enabled": False},
+                               {"name": "e", "listen": "nocolon", "upstream": UP}]),
+        ("POST", "/populate", []),
+        ("POST", "/populate", {"name": "c"}),
+        ("DELETE", "/proxies/a", None),
+        ("DELETE", "/proxies/a", None),
+        ("GET", "/proxies", None),
+        ("PUT", "/proxies", {}),
+        ("GET", "/nowhere", None),
+    ]
+
+
+_KERNEL_PORT = re.compile(r"^(.*):(\d+)$")
+_DECODER = "bad request body: "
+
+
+def normalized(value, fixed_ports: set[int]):
+    """`value` with kernel-picked listen ports as ':<kernel>' and Go's decoder wording cut after its prefix."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key == "listen" and isinstance(item, str) and (m := _KERNEL_PORT.match(item)) \
+                    and int(m.group(2)) not in fixed_ports:
+                item = f"{m.group(1)}:<kernel>"
+            elif key == "error" and isinstance(item, str) and item.startswith(_DECODER) and item != _DECODER + "EOF":
+                item = _DECODER + "<decoder's words>"
+            out[key] = normalized(item, fixed_ports)
+        return out
+    if isinstance(value, list):
+        return [normalized(item, fixed_ports) for item in value]
+    return value
+
+
+def differences(ours, theirs, path: str = "") -> list[str]:
+    """Every field where two JSON values differ (values, types, missing keys, key order), by path."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        found = [f"{path}: keys in order {list(ours)} vs {list(theirs)}"] if list(ours) != list(theirs) else []
+        for key in dict.fromkeys([*ours, *theirs]):
+            if key not in ours or key not in theirs:
+                continue  # already in the key list above
+            found += differences(ours[key], theirs[key], f"{path}.{key}")
+        return found
+    if isinstance(ours, list) and isinstance(theirs, list):
+        if len(ours) != len(theirs):
+            return [f"{path}: {len(ours)} items vs {len(theirs)}: {ours!r} vs {theirs!r}"]
+        return [d for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) for d in differences(a, b, f"{path}[{i}]")]
+    if type(ours) is not type(theirs) or ours != theirs:
+        return [f"{path or 'body'}: {ours!r} vs {theirs!r}"]
+    return []
+
+
+def test_the_api_contract_field_by_field(real, ours):
+    ports = (free_port(), free_port(), free_port())
+    answers = {}
+    for handle in (ours, real):  # one after the other: the fixed ports are free again when the first is cleared
+        _clear(handle)
+        answers[handle.kind] = [call(handle, method, path, None if isinstance(body, bytes) else body,
+                                     body if isinstance(body, bytes) else None)
+                                for method, path, body in contract_calls(*ports)]
+        _clear(handle)
+    report = []
+    for (method, path, body), mine, theirs in zip(contract_calls(*ports), answers["harness"], answers["toxiproxy"],
+                                                  strict=True):
+        step = f"{method} {path} {body!r}"
+        if mine[0] != theirs[0]:
+            report.append(f"{step}: status {mine[0]} vs {theirs[0]}")
+        if mine[2] != theirs[2]:
+            report.append(f"{step}: Content-Type {mine[2]!r} vs {theirs[2]!r}")
+        report += [f"{step}: {d}" for d in differences(normalized(mine[1], set(ports)),
+                                                        normalized(theirs[1], set(ports)))]
+    assert not report, "ours vs toxiproxy-server " + VERSION + ":\n" + "\n".join(report)
+
+
+def test_the_contract_comparison_catches_a_difference():
+    # The comparison above must be able to fail: a changed field, a missing one, another order, a type.
+    a = {"name": "a", "listen": "127.0.0.1:5", "enabled": True, "Logger": {}, "toxics": [{"toxicity": 1}]}
+    assert differences(a, a) == []
+    assert differences(a, {**a, "enabled": False}) == [".enabled: True vs False"]
+    assert differences(a, {k: v for k, v in a.items() if k != "Logger"})
+    assert differences(a, dict(reversed(list(a.items()))))
+    assert differences(a, {**a, "toxics": [{"toxicity": 1.0}]}) == [".toxics[0].toxicity: 1 vs 1.0"]
+    assert normalized({"listen": "[::]:41559"}, set()) == {"listen": "[::]:<kernel>"}
+    assert normalized({"listen": "127.0.0.1:5"}, {5}) == {"listen": "127.0.0.1:5"}
+    assert normalized({"error": "bad request body: EOF"}, set()) == {"error": "bad request body: EOF"}
+
+
+def test_real_server_unavailable_is_a_one_line_skip_reason(monkeypatch, tmp_path):
+    monkeypatch.setenv("INTEROP_CACHE", str(tmp_path))
+    with pytest.raises(FaultProxyUnavailable) as caught:
+        start_fault_proxy(kind="toxiproxy")
+    reason = str(caught.value)
+    assert "\n" not in reason and f"toxiproxy-server {VERSION} is not installed at {tmp_path}" in reason
+
+
+def test_wait_until_a_started_real_server_answers(real):
+    # The handle came back ready: /version answered at once, and the log names the API address.
+    wait_for(lambda: f"{real.host}:{real.port}" in real.logs(), IO_TIMEOUT, "the server's log to name its address",
+             describe=lambda: real.logs()[-300:])
