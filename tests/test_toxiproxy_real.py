@@ -394,3 +394,21 @@ def test_wait_until_a_started_real_server_answers(real):
     # The handle came back ready: /version answered at once, and the log names the API address.
     wait_for(lambda: f"{real.host}:{real.port}" in real.logs(), IO_TIMEOUT, "the server's log to name its address",
              describe=lambda: real.logs()[-300:])
+
+
+def test_the_session_choice_comes_before_the_environment(monkeypatch):
+    from harness.faults import launch
+
+    monkeypatch.setattr(launch, "_session_kind", None)
+    monkeypatch.delenv(launch.KIND_ENV, raising=False)
+    assert launch.chosen_fault_proxy() == "harness"
+    monkeypatch.setenv(launch.KIND_ENV, "toxiproxy")
+    assert launch.chosen_fault_proxy() == "toxiproxy"
+    launch.choose_fault_proxy("harness")
+    assert launch.chosen_fault_proxy() == "harness"
+    launch.choose_fault_proxy(None)
+    monkeypatch.setenv(launch.KIND_ENV, "toxyproxy")
+    with pytest.raises(ValueError, match="INTEROP_FAULT_PROXY must be one of harness, toxiproxy, got 'toxyproxy'"):
+        launch.chosen_fault_proxy()
+    with pytest.raises(ValueError):
+        launch.choose_fault_proxy("docker")
