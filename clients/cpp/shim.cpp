@@ -30,6 +30,7 @@
 #include <proton/work_queue.hpp>
 
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -469,6 +470,8 @@ static json handle(const json& req) {
         }
         proton::connection_options opts;
         opts.handler(*raw);
+        // A container-id per connection: ActiveMQ Classic refuses a second connection with one it has.
+        opts.container_id("interop-cpp-shim-" + std::to_string(::getpid()) + "-" + req.at("conn").get<std::string>());
         std::string url = req.at("url").get<std::string>();
         
         the_container->connect(url, opts);

@@ -325,7 +325,9 @@ class Shim(MessagingHandler):
         self.conns[req["conn"]] = c
 
         def do():
-            c["conn"] = self.container.connect(req["url"], reconnect=False)
+            # A container-id per connection: ActiveMQ Classic refuses a second connection with one it has.
+            c["conn"] = self.container.connect(req["url"], reconnect=False,
+                                               container_id=f"interop-python-shim-{uuid.uuid4().hex[:8]}")
             c["conn"].shim_name = req["conn"]  # proton's wrappers keep python attributes; identity they do not
         self.call(do)
         self.wait(req, "connect", lambda: c["open"] or c["closed"])

@@ -214,7 +214,9 @@ const ops = {
 
     async connect(req) {
         const url = new URL(req.url);
-        const conn = container.connect({host: url.hostname, port: Number(url.port), reconnect: false});
+        // A container-id per connection: ActiveMQ Classic refuses a second connection with one it has.
+        const conn = container.connect({host: url.hostname, port: Number(url.port), reconnect: false,
+                                        container_id: `interop-rhea-shim-${rhea.generate_uuid().slice(0, 8)}`});
         conn.on('error', () => {});
         // A peer that ends the session or the connection (RabbitMQ does, on an error) ends every link on it:
         // whatever waits on one of them is told so at once.
