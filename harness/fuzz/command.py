@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from ..results import ResultWriter, current_run_id, default_results_dir, utc_now_iso
-from .session import FuzzTarget, Progress, SessionReport, parse_budget
+from .session import FuzzTarget, Progress, SessionReport, parse_budget, target_for
 
 ROOT = Path(__file__).resolve().parents[2]
 FRAMES_TOPOLOGIES = {"router": "topologies/single-router.yaml", "broker": "topologies/single-broker.yaml"}
@@ -127,11 +127,11 @@ def run(args: argparse.Namespace, choices: dict[str, str], explicit_roles: list[
             if mode == "stateful" and args.differential and choices.get(role, "reference") != "reference":
                 reference_running = start_topology(topology, {r: "reference" for r in choices})
                 stack.callback(reference_running.stop)
-                reference = _target(reference_running, node, topology.name)
+                reference = target_for(reference_running, role)
         except (PeerStartError, PeerUnavailable) as exc:
             print(f"interop fuzz: {exc}", file=sys.stderr)
             return 1
-        target = _target(running, node, topology.name)
+        target = target_for(running, role)
         if args.secured:
             _secure(target, topology.node(node))
         progress = Progress(label, budget_s, "cases" if mode == "frames" else "programs")
@@ -172,13 +172,6 @@ def _secure(target: FuzzTarget, node) -> None:
     user, password = next(iter(node.users.items()))
     target.security = ClientSecurity(mechanism="PLAIN", user=user, password=password)
     target.tls = node.access.tls is not None
-
-
-def _target(running, node: str, topology_name: str) -> FuzzTarget:
-    peer = running[node]
-    endpoint = peer.client_endpoint
-    return FuzzTarget(role=peer.role, vendor=peer.info.vendor, host=endpoint.host, port=endpoint.port, peer=peer,
-                      topology=topology_name, peer_records=running.peer_records(), running=running)
 
 
 def format_report(report: SessionReport, folder: Path) -> str:

@@ -63,6 +63,16 @@ class FuzzTarget:
         return [p for p in pids or [] if p]
 
 
+def target_for(running, role: str) -> FuzzTarget:
+    """The fuzz target of a running topology (harness.peers.launch.RunningTopology): its first node of `role`,
+    reached on its client listener."""
+    name = next(n for n, node in running.topology.nodes.items() if node.role == role)
+    peer = running[name]
+    endpoint = peer.client_endpoint
+    return FuzzTarget(role=role, vendor=peer.info.vendor, host=endpoint.host, port=endpoint.port, peer=peer,
+                      topology=running.topology.name, peer_records=running.peer_records(), running=running)
+
+
 @dataclass
 class Finding:
     """One distinct failure. `signature` is stable across seeds and runs (no ids, ports or timings), short,

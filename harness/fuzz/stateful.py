@@ -33,7 +33,7 @@ from hypothesis.stateful import (Bundle, RuleBasedStateMachine, consumes, initia
 
 from . import properties, reproducer
 from .program import ALPHABETS, DYNAMIC, RECEIVER_OUTCOMES, SHORT_TTL, Step, Violation, World
-from .session import Finding, FuzzTarget, Progress, SessionReport
+from .session import Finding, FuzzTarget, Progress, SessionReport, target_for
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TOPOLOGIES = {"router": "topologies/fuzz-router.yaml", "broker": "topologies/single-broker.yaml"}
@@ -426,14 +426,6 @@ def detect_breaks(topology) -> dict[str, list[str]]:
             if spec.role == node.role and break_topology(original, name, [fault]).nodes[name] == node:
                 found[name] = [fault]
     return found
-
-
-def target_for(running, role: str) -> FuzzTarget:
-    name = next(n for n, node in running.topology.nodes.items() if node.role == role)
-    peer = running[name]
-    ep = peer.client_endpoint
-    return FuzzTarget(role=role, vendor=peer.info.vendor, host=ep.host, port=ep.port, peer=peer,
-                      topology=running.topology.name, peer_records=running.peer_records(), running=running)
 
 
 def start(topology: str, peers: dict, breaks: dict | None = None):
