@@ -50,7 +50,7 @@ from .drivers import STACKS
 from .faults.server import DEFAULT_HOST as PROXY_HOST
 from .fuzz import command as fuzz_command
 from .faults.server import DEFAULT_PORT as PROXY_PORT
-from .matrix import ALLURE_DIR, CELLS_DIR, DEFAULT_MATRIX, Cell, CellRun, Matrix, MatrixError
+from .matrix import ALLURE_DIR, CELLS_DIR, DEFAULT_MATRIX, Cell, CellRun, Matrix, MatrixError, exit_text
 from .pytest_plugin import PROBE_TIMEOUT, positive_seconds
 from .results import (OUTCOMES, RESULTS_FILE, RUN_ID_ENV, RUN_META_FILE, default_results_dir, new_run_id, read_results,
                       utc_now_iso)
@@ -386,7 +386,7 @@ def _run_status(records: list[dict], bad_lines: list, runs: list[CellRun], inter
         # interrupted session, an internal error): the run is not a pass.
         where = "see its output above" if len(runs) == 1 else f"see {run.log}"
         print(f"interop run: {'' if len(runs) == 1 else 'cell ' + run.cell.name + ': '}pytest exit code "
-              f"{run.exit_code} ({_exit_name(run.exit_code)}); {where}", file=sys.stderr)
+              f"{run.exit_code} ({exit_text(run.exit_code)}); {where}", file=sys.stderr)
     return 1 if broken else 0
 
 
@@ -622,13 +622,6 @@ def _env(name: str, value: str) -> Iterator[None]:
             os.environ[name] = old
 
 
-def _exit_name(code: int) -> str:
-    try:
-        return pytest.ExitCode(code).name.lower().replace("_", " ")
-    except ValueError:
-        return "unknown"
-
-
 def format_summary(records: list[dict], bad_lines: list[tuple[int, str]], results_file: Path,
                    choices: dict[str, str] | None = None) -> str:
     """The end-of-run summary: outcome totals, per-suite totals, failed cases, the results file."""
@@ -694,7 +687,7 @@ def collect_spec_ids(suites: dict[str, Path]) -> dict[str, list[str]]:
     if exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         sys.stderr.write(output.getvalue())
         raise RuntimeError(f"collecting the suite cases failed (pytest exit code {exit_code}, "
-                           f"{_exit_name(exit_code)}); see the output above")
+                           f"{exit_text(exit_code)}); see the output above")
     return collector.spec_ids
 
 

@@ -437,7 +437,7 @@ def run_cells(runs: list[CellRun], jobs: int, results_file: Path, env: dict[str,
                 run.exit_code, run.ended = run.proc.returncode, time.monotonic()
                 running.remove(run)
                 progress.poll()
-                out.write(f"-- cell {run.cell.name}: exit {run.exit_code} ({_exit_text(run.exit_code)}), "
+                out.write(f"-- cell {run.cell.name}: exit {run.exit_code} ({exit_text(run.exit_code)}), "
                           f"{_outcome_text(run.outcomes)} in {run.ended - run.started:.1f}s; log {run.log}\n")
                 out.flush()
         if interrupted:
@@ -495,7 +495,8 @@ def _stop(running: list[CellRun], out: TextIO) -> None:
         run.exit_code, run.ended = run.proc.returncode, time.monotonic()
 
 
-def _exit_text(code: int | None) -> str:
+def exit_text(code: int | None) -> str:
+    """A pytest exit code in words (`tests failed`), `killed` for a session ended by a signal."""
     try:
         return pytest.ExitCode(code).name.lower().replace("_", " ")
     except (ValueError, TypeError):
