@@ -51,8 +51,8 @@ _WILDCARDS = ("", "0.0.0.0", "::")
 
 
 def split_address(text: str) -> tuple[str, int]:
-    """'host:port' (IPv6 as '[::1]:port') -> (host, port), as Go's net.SplitHostPort and port parsing; '' host
-    means all interfaces, and so does '' (Go listens on ':0' for it)."""
+    """'host:port' (IPv6 as '[::1]:port') -> (host, port), as Go's net.SplitHostPort and port parsing. An empty
+    host means all interfaces, and so does an empty address (Go listens on ':0' for it)."""
     if text == "":
         return "", 0
     if ":" not in text:
