@@ -32,7 +32,7 @@ from bench.figures import own_cpu_s, percentile, process_cpu_s
 from harness.clients import Clients
 from harness.peers.base import PeerUnavailable
 from harness.peers.launch import start_topology
-from harness.topology import load_topology
+from harness.topology import load_topology, topology_path
 from harness.wait import wait_for
 
 BODY = "x" * 1024
@@ -87,7 +87,7 @@ def main() -> int:
                         help="measure every row this many times, vendors interleaved; the median is quoted")
     parser.add_argument("--vendors", default="reference,rabbitmq")
     args = parser.parse_args()
-    topology = load_topology(Path(__file__).resolve().parent.parent / "topologies" / "single-broker.yaml")
+    topology = load_topology(topology_path("single-broker"))
     brokers, stacks = {}, []
     for vendor in args.vendors.split(","):
         try:
@@ -99,8 +99,7 @@ def main() -> int:
         brokers[vendor] = running["B1"]
     mirrored, lag_runs = None, []
     if "reference" in brokers:
-        mirrored = start_topology(load_topology(Path(__file__).resolve().parent.parent / "topologies"
-                                                / "broker-mirror.yaml"), {"broker": "reference"})
+        mirrored = start_topology(load_topology(topology_path("broker-mirror")), {"broker": "reference"})
         stacks.append(mirrored)
         brokers[MIRRORED] = mirrored["DC1"]
     rows: dict[tuple[str, bool], list[dict]] = {}

@@ -35,10 +35,9 @@ from bench.figures import percentile, process_cpu_s  # noqa: E402
 from harness.clients import Clients  # noqa: E402
 from harness.peers.base import PeerUnavailable  # noqa: E402
 from harness.peers.launch import start_topology  # noqa: E402
-from harness.topology import load_topology  # noqa: E402
+from harness.topology import load_topology, topology_path  # noqa: E402
 from harness.wait import wait_for  # noqa: E402
 
-TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
 UNITS = {"K": 1024, "M": 1024 * 1024}
 PREFETCH = 10
 MIN_MESSAGES = 60
@@ -116,7 +115,7 @@ def router_row(running, size: int, n: int) -> dict:
 
 
 def start(kind: str, role: str, vendors: list[str]) -> tuple[dict, list]:
-    topology = load_topology(TOPOLOGIES / f"{kind}.yaml")
+    topology = load_topology(topology_path(kind))
     running, stacks = {}, []
     for vendor in vendors:
         try:

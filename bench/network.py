@@ -34,7 +34,7 @@ from bench.figures import percentile, process_cpu_s
 from harness.clients import Clients
 from harness.peers.base import PeerUnavailable
 from harness.peers.launch import start_topology
-from harness.topology import load_topology
+from harness.topology import load_topology, topology_path
 from harness.wait import WaitTimeout, wait_for
 
 BODY = "x" * 1024
@@ -81,7 +81,7 @@ def main() -> int:
     parser.add_argument("--vendors", default="reference,rabbitmq")
     parser.add_argument("--via-proxy", action="store_true", help="keep the B1->B2 link behind the fault proxy")
     args = parser.parse_args()
-    topology = load_topology(Path(__file__).resolve().parent.parent / "topologies" / "network-pair.yaml")
+    topology = load_topology(topology_path("network-pair"))
     if not args.via_proxy:
         topology.links = [dataclasses.replace(link, via=None) for link in topology.links]
     networks, stacks = {}, []

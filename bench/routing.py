@@ -49,10 +49,9 @@ from bench.figures import process_cpu_s
 from harness.peers.base import PeerStartError, PeerUnavailable
 from harness.peers.launch import start_topology
 from harness.results import ResultWriter, current_run_id, make_record, utc_now_iso
-from harness.topology import load_topology
+from harness.topology import load_topology, topology_path
 from harness.wait import free_port
 
-TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
 VENDORS = ("reference", "qdrouterd", "direct")
 SIZE = 100
 WINDOW = 1000
@@ -199,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         for topo in sorted({s.topology for s in scenarios}):
             for vendor in ("reference", "qdrouterd"):
                 try:
-                    rt = start_topology(load_topology(TOPOLOGIES / f"{topo}.yaml"), {"router": vendor})
+                    rt = start_topology(load_topology(topology_path(topo)), {"router": vendor})
                     running[(topo, vendor)] = rt
                     versions[vendor] = next(iter(rt.peers.values())).info.version
                 except (PeerUnavailable, PeerStartError) as exc:

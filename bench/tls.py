@@ -30,10 +30,10 @@ from proton import Collector, Connection, Event, Transport  # noqa: E402
 
 from harness.peers.base import PeerStartError, PeerUnavailable  # noqa: E402
 from harness.peers.launch import start_topology  # noqa: E402
-from harness.topology import load_topology  # noqa: E402
+from harness.topology import load_topology, topology_path  # noqa: E402
 from reference.security.sasl import SaslClient  # noqa: E402
 
-TOPOLOGY = Path(__file__).resolve().parent.parent / "topologies" / "security-router-tls.yaml"
+TOPOLOGY = "security-router-tls"
 VENDORS = ("reference", "qdrouterd")
 TIMEOUT = 10.0
 
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=200, help="connections per router per repeat")
     parser.add_argument("--repeats", type=int, default=3, help="alternating repeats (default 3)")
     args = parser.parse_args(argv)
-    topology = load_topology(TOPOLOGY)
+    topology = load_topology(topology_path(TOPOLOGY))
     samples: dict[str, list[float]] = {v: [] for v in VENDORS}
     medians: dict[str, list[float]] = {v: [] for v in VENDORS}
     print(f"{args.connections} TLS + SASL EXTERNAL + open setups per router per repeat, {args.repeats} repeats")

@@ -38,10 +38,9 @@ from .peers.launch import RunningTopology, start_topology
 from .peers import vendors
 from .peers.vendors import vendor
 from .results import RUN_ID_ENV, ResultWriter, default_results_dir, host_facts, make_record, new_run_id
-from .topology import ROLES, load_topology
+from .topology import ROLES, TOPOLOGIES_DIR, load_topology
 
 ROOT = Path(__file__).resolve().parent.parent
-TOPOLOGIES = ROOT / "topologies"
 CATALOG = ROOT / "suites" / "spec" / "catalog.yaml"
 EXPECTED = ROOT / "suites" / "expected"
 NOT_APPLICABLE = "not-applicable: "
@@ -133,7 +132,7 @@ class InteropSession:
             del self.topologies[name]
         if name not in self.topologies:
             try:
-                self.topologies[name] = start_topology(load_topology(TOPOLOGIES / f"{name}.yaml"), self.choices)
+                self.topologies[name] = start_topology(load_topology(TOPOLOGIES_DIR / f"{name}.yaml"), self.choices)
             except Exception as exc:  # remembered so every case using it reports the same reason
                 self.topologies[name] = exc
         running = self.topologies[name]

@@ -11,13 +11,13 @@ from harness.fuzz import procstat
 from harness.fuzz.frames import FAMILIES, peer_pids, run_session
 from harness.fuzz.session import FuzzTarget
 from harness.peers.launch import start_topology
-from harness.topology import load_topology
+from harness.topology import load_topology, topology_path
 from harness.wait import wait_for
 
 
 @pytest.fixture(scope="module")
 def broker_target():
-    running = start_topology(load_topology("topologies/single-broker.yaml"), {"broker": "reference"})
+    running = start_topology(load_topology(topology_path("single-broker")), {"broker": "reference"})
     try:
         peer = running["B1"]
         ep = peer.client_endpoint

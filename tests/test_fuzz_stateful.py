@@ -248,9 +248,9 @@ def test_replay_options_override_peers_and_breaks(monkeypatch):
 
 def test_detect_breaks_names_the_fault_the_running_topology_carries():
     from harness.matrix import break_topology
-    from harness.topology import load_topology
+    from harness.topology import load_topology, topology_path
 
-    topo = load_topology(TOPOLOGIES["router"])
+    topo = load_topology(topology_path(TOPOLOGIES["router"]))
     assert detect_breaks(topo) == {}
     assert detect_breaks(break_topology(topo, "R1", ["multicast-as-balanced"])) == {"R1": ["multicast-as-balanced"]}
 

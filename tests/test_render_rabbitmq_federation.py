@@ -16,7 +16,7 @@ import pytest
 from harness.render.qdrouterd import RenderError
 from harness.render.rabbitmq import (FEDERATION_PLUGIN, MAX_SELECTIONS, federation_commands, federation_plan,
                                      render_rabbitmq_node, selection_regex, wildcard_regex)
-from harness.topology import load_topology, parse_topology
+from harness.topology import load_topology, parse_topology, topology_path
 from reference.broker.config import match_address
 
 NO_DLQ = {"dead_letter_address": None, "expiry_address": None}
@@ -125,7 +125,7 @@ def test_static_to_several_nodes_makes_one_upstream_on_each():
 
 
 def test_masterslave_primary_and_standby_each_pull_and_the_way_back_lists_both_uris_in_order():
-    topo = load_topology("topologies/network-masterslave.yaml")
+    topo = load_topology(topology_path("network-masterslave"))
     for node in ("M", "S"):
         ups = upstreams(federation_commands(topo, node, PORTS, NO_DLQ))
         assert ups == {"B1:b1-pair": {"uri": "amqp://127.0.0.1:10001", "reconnect-delay": 0.2, "max-hops": 1,
@@ -137,7 +137,7 @@ def test_masterslave_primary_and_standby_each_pull_and_the_way_back_lists_both_u
 
 
 def test_hub_and_spoke_gives_the_hub_one_upstream_set_of_its_spokes():
-    topo = load_topology("topologies/network-hub-spoke.yaml")
+    topo = load_topology(topology_path("network-hub-spoke"))
     commands = federation_commands(topo, "H", PORTS, NO_DLQ)
     assert list(upstreams(commands)) == ["S1:s1-h.H", "S2:s2-h.H", "S3:s3-h.H"]
     assert all(u["max-hops"] == 2 for u in upstreams(commands).values())
@@ -150,7 +150,7 @@ def test_hub_and_spoke_gives_the_hub_one_upstream_set_of_its_spokes():
 
 
 def test_a_mesh_ring_gives_each_node_its_two_neighbours():
-    topo = load_topology("topologies/network-mesh.yaml")
+    topo = load_topology(topology_path("network-mesh"))
     for node, expected in {"B1": ["B1:b1-b2.B2:back", "B3:b3-b1.B1"], "B2": ["B1:b1-b2.B2", "B2:b2-b3.B3:back"],
                            "B3": ["B2:b2-b3.B3", "B3:b3-b1.B1:back"]}.items():
         plan = federation_plan(topo, node, NO_DLQ)
@@ -251,7 +251,7 @@ def test_the_plugin_is_enabled_on_request_only():
 
 def test_the_definitions_document_says_what_the_commands_say():
     """join_network imports definitions() in one call; commands() is the same plan, one rabbitmqctl call each."""
-    topo = load_topology("topologies/network-hub-spoke.yaml")
+    topo = load_topology(topology_path("network-hub-spoke"))
     plan = federation_plan(topo, "H", {"dead_letter_address": "DLQ", "expiry_address": None})
     commands, doc = plan.commands(PORTS), plan.definitions(PORTS)
     assert {p["name"]: p["value"] for p in doc["parameters"] if p["component"] == "federation-upstream"} == \

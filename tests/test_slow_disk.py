@@ -23,7 +23,7 @@ from harness.peers.external import ExternalPeer, parse_external
 from harness.peers.process import _process_state
 from harness.peers.reference_broker import ReferenceBrokerPeer
 from harness.render.artemis import render_broker_xml
-from harness.topology import load_topology
+from harness.topology import load_topology, topology_path
 from harness.wait import wait_for
 
 SLOW_MS = 500
@@ -71,7 +71,7 @@ def test_a_peer_the_harness_does_not_start_cannot_have_a_slow_disk():
 
 
 def make_broker(tmp_path, **settings) -> ReferenceBrokerPeer:
-    topology = load_topology("topologies/single-broker.yaml")
+    topology = load_topology(topology_path("single-broker"))
     return ReferenceBrokerPeer(
         "B1", lambda ports: render_broker_xml(topology, "B1", {"clients": 0, **ports}, settings), frozenset(),
         workdir=tmp_path)

@@ -25,10 +25,10 @@ from pathlib import Path
 from ..results import ResultWriter, current_run_id, default_results_dir, utc_now_iso
 from .session import FuzzTarget, Progress, SessionReport, parse_budget, target_for
 
-ROOT = Path(__file__).resolve().parents[2]
-FRAMES_TOPOLOGIES = {"router": "topologies/single-router.yaml", "broker": "topologies/single-broker.yaml"}
+# Topology names (harness.topology.topology_path), as stateful.TOPOLOGIES
+FRAMES_TOPOLOGIES = {"router": "single-router", "broker": "single-broker"}
 # --secured: a router behind SASL PLAIN whose listener also takes TLS (issue 20)
-SECURED_TOPOLOGIES = {"router": "topologies/security-router-fuzz.yaml"}
+SECURED_TOPOLOGIES = {"router": "security-router-fuzz"}
 DEFAULT_BUDGET = "5m"
 
 
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace, choices: dict[str, str], explicit_roles: list[
     from ..matrix import MatrixError, break_topology, parse_break
     from ..peers.base import PeerStartError, PeerUnavailable
     from ..peers.launch import start_topology
-    from ..topology import TopologyError, load_topology
+    from ..topology import TopologyError, load_topology, topology_path
 
     try:
         budget_s = parse_budget(args.budget)
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace, choices: dict[str, str], explicit_roles: list[
     topology_file = (SECURED_TOPOLOGIES if args.secured else FRAMES_TOPOLOGIES if mode == "frames"
                      else module.TOPOLOGIES)[role]
     try:
-        topology = load_topology(ROOT / topology_file)
+        topology = load_topology(topology_path(topology_file))
     except TopologyError as exc:
         print(f"interop fuzz: {exc}", file=sys.stderr)
         return 1

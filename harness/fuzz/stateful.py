@@ -35,8 +35,7 @@ from . import properties, reproducer
 from .program import ALPHABETS, DYNAMIC, RECEIVER_OUTCOMES, SHORT_TTL, Step, Violation, World
 from .session import Finding, FuzzTarget, Progress, SessionReport, target_for
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-TOPOLOGIES = {"router": "topologies/fuzz-router.yaml", "broker": "topologies/single-broker.yaml"}
+TOPOLOGIES = {"router": "fuzz-router", "broker": "single-broker"}  # topology names (harness.topology.topology_path)
 STEP_COUNT = 12
 BATCH = 6  # programs per Hypothesis run: small, so that the budget is checked often
 SHRINK_S = 120.0  # at most this long shrinking one batch's failures (on live peers every try is a program)
@@ -429,12 +428,12 @@ def detect_breaks(topology) -> dict[str, list[str]]:
 
 
 def start(topology: str, peers: dict, breaks: dict | None = None):
-    """Start `topology` (a path under the repository) with `peers`, applying `breaks` (node -> faults)."""
+    """Start `topology` (a name in topologies/, or a file) with `peers`, applying `breaks` (node -> faults)."""
     from ..matrix import break_topology
     from ..peers.launch import start_topology
-    from ..topology import load_topology
+    from ..topology import load_topology, topology_path
 
-    topo = load_topology(str(ROOT / topology))
+    topo = load_topology(topology_path(topology))
     for node, faults in (breaks or {}).items():
         topo = break_topology(topo, node, faults)
     return start_topology(topo, peers)
@@ -462,7 +461,8 @@ def replay(topology: str, peers: dict, steps: list, *, breaks: dict | None = Non
            reference_peers: dict | None = None) -> dict[str, str]:
     """Run one program's steps on a fresh topology (and on the reference, for a differential finding);
     returns signature -> message for every property that failed."""
-    role = "broker" if topology == TOPOLOGIES["broker"] else "router"
+    # A reproducer written before topologies were named gives the file (topologies/single-broker.yaml).
+    role = "broker" if Path(topology).stem == TOPOLOGIES["broker"] else "router"
     running = start(topology, peers, breaks)
     ref_running = None
     try:
