@@ -50,7 +50,9 @@ from .drivers import STACKS
 from .faults.server import DEFAULT_HOST as PROXY_HOST
 from .fuzz import command as fuzz_command
 from .faults.server import DEFAULT_PORT as PROXY_PORT
-from .matrix import ALLURE_DIR, CELLS_DIR, DEFAULT_MATRIX, Cell, CellRun, Matrix, MatrixError, exit_text
+from .breaks import CONFIG_FAULTS, BreakError, parse_break
+from .cell import CELLS_DIR, Cell, cell_name
+from .matrix import ALLURE_DIR, DEFAULT_MATRIX, CellRun, Matrix, MatrixError, exit_text
 from .pytest_plugin import PROBE_TIMEOUT, positive_seconds
 from .results import (OUTCOMES, RESULTS_FILE, RUN_ID_ENV, RUN_META_FILE, default_results_dir, new_run_id, read_results,
                       utc_now_iso)
@@ -133,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "comma-separated), e.g. router=qdrouterd")
     run.add_argument("--break", dest="breaks", action="append", default=[], metavar="[ROLE[=VENDOR]:]FAULT",
                      help="deliberately start matching peers with a faulty setting, to see the suites catch it "
-                          f"(faults: {', '.join(matrix_plugin.CONFIG_FAULTS)}); repeatable")
+                          f"(faults: {', '.join(CONFIG_FAULTS)}); repeatable")
     run.add_argument("--client", choices=STACKS, default=None,
                      help="client stack of the cases that run through a stack driver (harness/drivers.py), in every "
                           "cell: python (default), cpp or rhea; records of cpp and rhea cells name it "
@@ -179,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz = commands.add_parser("fuzz", help="a fuzzing session: stateful client programs or hostile frames",
                                description="Run a seeded, time-boxed fuzzing session against the peer of one "
                                            "role and write its results like a run's.")
-    fuzz_command.add_arguments(fuzz, list(matrix_plugin.CONFIG_FAULTS))
+    fuzz_command.add_arguments(fuzz, list(CONFIG_FAULTS))
     fuzz.set_defaults(handler=cmd_fuzz)
     return parser
 
@@ -326,7 +328,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if single:
         before = _run_folders(results_dir)
         with _env(RUN_ID_ENV, run_id):
-            exit_code = int(pytest.main(runs[0].args, plugins=[matrix_plugin]))
+            exit_code = int(pytest.main(runs[0].args))
         sys.stdout.flush()
         runs[0].exit_code = exit_code
         interrupted = False  # pytest reported it itself; its exit code says so below
@@ -397,19 +399,19 @@ def _matrix_for(args: argparse.Namespace, suites: dict[str, Path]) -> Matrix:
     from .peers.vendors import vendor, vendor_roles
 
     try:
-        breaks = [matrix_plugin.parse_break(b) for b in args.breaks]
-    except MatrixError as exc:
+        breaks = [parse_break(b) for b in args.breaks]
+    except BreakError as exc:
         raise UsageError(str(exc)) from None
     if args.peer and args.matrix:
         raise UsageError("--peer and --matrix: give one (--peer runs a single cell instead of the matrix)")
     if args.peer:
         choices = _peer_choices(args.peer)
-        matrix = Matrix([Cell(matrix_plugin.cell_name(choices, []), choices, list(suites))], source="--peer")
+        matrix = Matrix([Cell(cell_name(choices, []), choices, list(suites))], source="--peer")
     elif args.matrix is None:
         # One cell, the default peers, in this process: what `interop run` always did (and what tests/test_cli.py
         # pins down). The matrix is opt-in: `--matrix`.
         choices = _peer_choices([])
-        matrix = Matrix([Cell(matrix_plugin.cell_name(choices, []), choices, list(suites))], source="default peers")
+        matrix = Matrix([Cell(cell_name(choices, []), choices, list(suites))], source="default peers")
     else:
         path = Path(args.matrix).expanduser()
         all_suites = list(available_suites())
@@ -429,8 +431,8 @@ def _matrix_for(args: argparse.Namespace, suites: dict[str, Path]) -> Matrix:
     for cell in matrix.cells:
         if args.client and args.client != cell.client:
             cell.client = args.client
-            if cell.name == matrix_plugin.cell_name(cell.peers, cell.breaks):
-                cell.name = matrix_plugin.cell_name(cell.peers, cell.breaks, args.client)
+            if cell.name == cell_name(cell.peers, cell.breaks):
+                cell.name = cell_name(cell.peers, cell.breaks, args.client)
         extra = [b for b in breaks if any(b.applies_to(r, v) for r, v in cell.peers.items())]
         if extra:
             cell.breaks = cell.breaks + extra
@@ -444,9 +446,9 @@ def _cell_pytest_args(cell: Cell, suites: dict[str, Path], args: argparse.Namesp
                       folder: Path, timeout: float, single: bool) -> list[str]:
     paths = _cell_paths(cell)
     pytest_args = paths + _pytest_base_args()
-    pytest_args += ["--results", str(results_dir), "--peer", cell.peer_option()]
-    if cell.client != "python":
-        pytest_args += ["--client", cell.client]
+    # The cell travels as one file: its peers, breaks and client stack (harness/cell.py).
+    cell_file = cell.write(folder / CELLS_DIR / f"{cell.name}.cell.json")
+    pytest_args += ["--results", str(results_dir), "--interop-cell", str(cell_file)]
     pytest_args += (["-qq"] if args.quiet else ["-q"]) if single else ["-q", "-rfE"]
     keywords = [k for k in (cell.keyword, args.keyword) if k is not None]
     if keywords:
@@ -454,12 +456,10 @@ def _cell_pytest_args(cell: Cell, suites: dict[str, Path], args: argparse.Namesp
     if args.exitfirst:
         pytest_args += ["-x"]
     if not single:
-        pytest_args = [sys.executable, "-m", "pytest", *pytest_args, "-p", "harness.matrix"]
-    pytest_args += ["--interop-cell", cell.name, "--timeout", f"{timeout:g}"]
+        pytest_args = [sys.executable, "-m", "pytest", *pytest_args]
+    pytest_args += ["--timeout", f"{timeout:g}"]
     if args.peer_probe_timeout is not None:
         pytest_args += ["--peer-probe-timeout", f"{args.peer_probe_timeout:g}"]
-    for item in cell.breaks:
-        pytest_args += ["--break", str(item)]
     pytest_args += ["--junitxml", str(folder / f"junit-{cell.name}.xml"), "-o", f"junit_suite_name={cell.name}"]
     if _allure_available():
         pytest_args += ["--alluredir", str(folder / ALLURE_DIR)]

@@ -19,41 +19,35 @@ Every cell is one pytest session over its suites with `--peer` set from its peer
 time; cells that use the same real product (anything but `reference`) never run at the same time, because a
 product installed on the machine may share state between instances (ports, node names, Erlang cookies).
 
-This module is also a pytest plugin (`-p harness.matrix`), loaded into each cell's session:
-  --interop-cell NAME          tag every result record's details with the cell, and report collection counts
-  --break [ROLE[=VENDOR]:]FAULT
-                               start that role's peers with a deliberately faulty setting (CONFIG_FAULTS);
-                               the suites then detect it: a demo of a regression, and a test of the report.
-A break changes the configuration the peer is started with, nothing else: the suites, clients and checks are
-the same, and every record of a broken cell carries `details.config_fault` so that nobody mistakes it.
+A cell travels to its session as one file (harness/cell.py: peers, breaks, client stack), `--interop-cell FILE`;
+deliberately broken settings are harness/breaks.py's, applied by start_topology. Every record of a cell carries
+`details.cell`, and `details.config_fault` when the cell is broken, so that nobody mistakes it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
 
+from .breaks import BreakError, parse_break
+from .cell import REFERENCE, Cell, cell_name
 from .drivers import STACKS as CLIENT_STACKS
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MATRIX = ROOT / "matrix.yaml"
 DEFAULT_TIMEOUT = 120.0
-CELLS_DIR = "cells"  # results/<run_id>/cells/<cell>.json (collection counts) and <cell>.log (pytest output)
 ALLURE_DIR = "allure-results"
-REFERENCE = "reference"
 _CELL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 
 
@@ -61,130 +55,7 @@ class MatrixError(ValueError):
     """A bad matrix file or option; str() is one line naming the file (or option) and the field."""
 
 
-# ---- deliberately broken settings -----------------------------------------------------------------------------
-
-
-def _no_priority(node):
-    return [dataclasses.replace(a, priority=None) for a in node.addresses]
-
-
-def _multicast_as_balanced(node):
-    return [dataclasses.replace(a, distribution="balanced") if a.distribution == "multicast" else a
-            for a in node.addresses]
-
-
-def _balanced_as_closest(node):
-    return [dataclasses.replace(a, distribution="closest") if a.distribution == "balanced" else a
-            for a in node.addresses]
-
-
-def _no_journal_sync(node):
-    from .topology import BrokerSettings
-
-    @dataclass(frozen=True)
-    class UnsyncedSettings(BrokerSettings):  # the topology's settings plus the one the renderers read
-        journal_sync_non_transactional: bool = False
-
-    return UnsyncedSettings(**node.settings.__dict__)
-
-
-@dataclass(frozen=True)
-class ConfigFault:
-    name: str
-    role: str
-    description: str
-    addresses: Callable | None = None  # node -> the node's new address list
-    settings: Callable | None = None  # node -> the node's new broker settings (harness.topology.BrokerSettings)
-
-    def apply(self, node):
-        if self.addresses is not None:
-            node = dataclasses.replace(node, addresses=self.addresses(node))
-        if self.settings is not None:
-            node = dataclasses.replace(node, settings=self.settings(node))
-        return node
-
-
-CONFIG_FAULTS: dict[str, ConfigFault] = {f.name: f for f in (
-    ConfigFault("no-priority", "router", "address priorities are left out of the router's configuration",
-                _no_priority),
-    ConfigFault("multicast-as-balanced", "router", "multicast addresses are configured as balanced (anycast)",
-                _multicast_as_balanced),
-    ConfigFault("balanced-as-closest", "router", "balanced addresses are configured as closest",
-                _balanced_as_closest),
-    # Artemis's own switch: a non-transactional durable send is acknowledged without waiting for the journal.
-    ConfigFault("no-journal-sync", "broker", "broker.xml says <journal-sync-non-transactional>false: durable "
-                "messages are accepted before their journal record is written (Artemis and the reference broker)",
-                settings=_no_journal_sync),
-)}
-
-
-@dataclass(frozen=True)
-class Break:
-    """`router:no-priority` or `router=reference:no-priority`: which peers start with which faulty setting."""
-
-    role: str
-    vendor: str | None
-    fault: str
-
-    def __str__(self) -> str:
-        return f"{self.role}{'=' + self.vendor if self.vendor else ''}:{self.fault}"
-
-    def applies_to(self, role: str, vendor: str) -> bool:
-        return role == self.role and self.vendor in (None, vendor)
-
-
-def parse_break(text: str, where: str = "--break") -> Break:
-    """`[ROLE[=VENDOR]:]FAULT`; the role defaults to the fault's own."""
-    value = str(text).strip()
-    target, sep, fault = value.rpartition(":")
-    known = ", ".join(CONFIG_FAULTS)
-    spec = CONFIG_FAULTS.get(fault)
-    if spec is None:
-        raise MatrixError(f"{where} {value}: unknown fault {fault!r} (expected one of: {known})")
-    role, _, vendor_name = target.partition("=")
-    role, vendor_name = role.strip() or spec.role, vendor_name.strip() or None
-    if sep and not target.strip():
-        raise MatrixError(f"{where} {value}: expected [ROLE[=VENDOR]:]FAULT, e.g. router:{fault}")
-    if role != spec.role:
-        raise MatrixError(f"{where} {value}: fault {fault} breaks a {spec.role}, not a {role}")
-    return Break(role, vendor_name, fault)
-
-
-def break_topology(topology, node_name: str, faults: Iterable[str]):
-    """A copy of `topology` whose node `node_name` carries the faulty settings (the original is untouched)."""
-    node = topology.nodes[node_name]
-    for name in faults:
-        node = CONFIG_FAULTS[name].apply(node)
-    return dataclasses.replace(topology, nodes={**topology.nodes, node_name: node})
-
-
 # ---- the matrix -----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Cell:
-    name: str
-    peers: dict[str, str]
-    suites: list[str]
-    breaks: list[Break] = field(default_factory=list)
-    client: str = "python"  # the client stack (harness/drivers.py) of the cases that run through a stack driver
-    keyword: str | None = None  # a pytest -k expression: only the cases of its suites that match it
-
-    def suite_names(self) -> list[str]:
-        """The suite folders the cell runs (an entry `security/test_broker_*.py` names some files of one)."""
-        return list(dict.fromkeys(entry.partition("/")[0] for entry in self.suites))
-
-    @property
-    def products(self) -> frozenset[str]:
-        """Real products this cell starts: cells sharing one never run concurrently."""
-        return frozenset(v.partition("@")[0] for v in self.peers.values() if v != REFERENCE)
-
-    def peer_option(self) -> str:
-        return ",".join(f"{role}={name}" for role, name in self.peers.items())
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "peers": dict(self.peers), "suites": list(self.suites),
-                "breaks": [str(b) for b in self.breaks], "client": self.client, "keyword": self.keyword}
 
 
 @dataclass
@@ -197,11 +68,6 @@ class Matrix:
     def as_dict(self) -> dict:
         return {"source": self.source, "timeout": self.timeout, "cells": [c.as_dict() for c in self.cells],
                 "not_used": [{"what": w, "why": y} for w, y in self.not_used]}
-
-
-def cell_name(peers: dict[str, str], breaks: list[Break], client: str = "python") -> str:
-    name = "-".join(f"{role}-{vendor}" for role, vendor in peers.items())
-    return name + ("" if client == "python" else f"+client-{client}") + "".join(f"+{b.fault}" for b in breaks)
 
 
 def load_matrix(path: str | Path, suites: list[str], check_vendor: Callable[[str, str], None],
@@ -252,7 +118,10 @@ def load_matrix(path: str | Path, suites: list[str], check_vendor: Callable[[str
         raw_breaks = raw.get("breaks") or []
         if not isinstance(raw_breaks, list):
             raise MatrixError(f"{where}.breaks: expected a list like [\"router:no-priority\"]")
-        breaks = [parse_break(b, f"{where}.breaks[{j}]:") for j, b in enumerate(raw_breaks)]
+        try:
+            breaks = [parse_break(b, f"{where}.breaks[{j}]:") for j, b in enumerate(raw_breaks)]
+        except BreakError as exc:
+            raise MatrixError(str(exc)) from None
         cell_suites = (_suite_list(raw["suites"], suites, f"{where}.suites") if "suites" in raw
                        else default_suites)
         name = raw.get("name") or cell_name(peers, breaks, client)
@@ -505,121 +374,3 @@ def exit_text(code: int | None) -> str:
 
 def _outcome_text(outcomes: Counter) -> str:
     return ", ".join(f"{n} {o}" for o, n in outcomes.most_common()) or "no case recorded"
-
-
-# ---- the pytest plugin side (loaded into each cell's session with `-p harness.matrix`) -----------------------------
-
-_state_key = pytest.StashKey[dict]()
-
-
-def pytest_addoption(parser):
-    group = parser.getgroup("interop-matrix", "AMQP interop harness: matrix cells")
-    group.addoption("--interop-cell", default=None, metavar="NAME",
-                    help="name of the matrix cell this session is; recorded in every result's details")
-    group.addoption("--break", dest="interop_breaks", action="append", default=[],
-                    metavar="[ROLE[=VENDOR]:]FAULT",
-                    help="start peers of ROLE (optionally only VENDOR) with a deliberately faulty setting: "
-                         + ", ".join(CONFIG_FAULTS))
-
-
-def pytest_configure(config):
-    try:
-        breaks = [parse_break(b) for b in config.getoption("interop_breaks")]
-    except MatrixError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    state = {"cell": config.getoption("interop_cell"), "breaks": breaks, "restore": None,
-             "peers": _chosen_peers(config)}
-    if breaks:
-        from .peers import launch
-
-        original = launch.make_peer
-
-        def make_peer(topology, node_name, vendor_name, *args, **kwargs):
-            node = topology.nodes[node_name]
-            faults = [b.fault for b in breaks if b.applies_to(node.role, vendor_name)]
-            if faults:
-                topology = break_topology(topology, node_name, faults)
-            return original(topology, node_name, vendor_name, *args, **kwargs)
-
-        launch.make_peer = make_peer
-        state["restore"] = lambda: setattr(launch, "make_peer", original)
-    config.stash[_state_key] = state
-
-
-def pytest_unconfigure(config):
-    state = config.stash.get(_state_key, None)
-    if state and state["restore"]:
-        state["restore"]()
-
-
-def pytest_collection_finish(session):
-    state = session.config.stash.get(_state_key, None)
-    if not state or not state["cell"]:
-        return
-    from .results import RUN_ID_ENV
-
-    run_id = os.environ.get(RUN_ID_ENV)
-    if not run_id:
-        return
-    folder = Path(session.config.getoption("--results")) / run_id / CELLS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    info = {"cell": state["cell"], "collected": len(session.items), "pid": os.getpid()}
-    tmp = folder / f".{state['cell']}.json.tmp"
-    tmp.write_text(json.dumps(info))
-    os.replace(tmp, folder / f"{state['cell']}.json")
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item):
-    """Tag the case's result record (and its Allure entry) with the cell and any deliberate break. Done here,
-    before the harness plugin may skip the case (not-applicable), so that every record of the cell is tagged."""
-    state = item.config.stash.get(_state_key, None)
-    if not state or not (state["cell"] or state["breaks"]):
-        return
-    details = _details_of(item)
-    if details is None:
-        return
-    if state["cell"]:
-        details["cell"] = state["cell"]
-        # The cell's choice of vendor per role (a case's own `peers` lists only the nodes it used): the report
-        # compares cells by it.
-        details["cell_peers"] = state["peers"]
-    if state["breaks"]:
-        details["config_fault"] = " ".join(map(str, state["breaks"]))
-    try:
-        import allure
-    except ImportError:
-        return
-    if state["cell"]:
-        allure.dynamic.parameter("cell", state["cell"])
-        allure.dynamic.parent_suite(state["cell"])
-    if state["breaks"]:
-        allure.dynamic.tag("config-fault")
-
-
-def _chosen_peers(config) -> str:
-    """`router=reference,broker=rabbitmq`: this session's vendor per role, defaults included (and `client=rhea` when
-    --client chose a stack other than python)."""
-    plugin = sys.modules.get("harness.pytest_plugin")
-    values = config.getoption("--peer", default=[]) or []
-    try:
-        choices = plugin.parse_peer_choices(values) if plugin else None
-    except pytest.UsageError:
-        choices = None
-    # A client stack other than the default is part of what the cell chose (the report's target name is built from
-    # this): `client=rhea`. The default adds nothing, so records from before the client axis keep their names.
-    client = config.getoption("--client", default="python") or "python"
-    tail = "" if client == "python" else f",client={client}"
-    if choices is None:
-        return ",".join(v for v in values) + tail
-    return ",".join(f"{role}={name}" for role, name in choices.items()) + tail
-
-
-def _details_of(item) -> dict | None:
-    """The dict the harness plugin puts into the record's `details` (its `details` fixture's value).
-
-    The plugin has no public accessor for it yet (see the note to the lead); until it does, use its stash key.
-    """
-    plugin = sys.modules.get("harness.pytest_plugin")
-    key = getattr(plugin, "_details_key", None)
-    return None if key is None else item.stash.setdefault(key, {})

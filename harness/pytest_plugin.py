@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import time
 from datetime import datetime, UTC
@@ -66,6 +67,13 @@ def pytest_addoption(parser):
     group.addoption("--client", choices=STACKS, default=DEFAULT_STACK,
                     help="client stack of the cases that run through a stack driver (harness/drivers.py): "
                          f"{', '.join(STACKS)}; default: {DEFAULT_STACK}")
+    group.addoption("--break", dest="interop_breaks", action="append", default=[],
+                    metavar="[ROLE[=VENDOR]:]FAULT",
+                    help="start peers of ROLE (optionally only VENDOR) with a deliberately faulty setting: "
+                         + ", ".join(CONFIG_FAULTS))
+    group.addoption("--interop-cell", default=None, metavar="FILE",
+                    help="the matrix cell this session is (a JSON file `interop run` writes): its peers, breaks and "
+                         "client stack, in place of --peer, --break and --client")
     group.addoption("--peer-probe-timeout", type=positive_seconds, default=PROBE_TIMEOUT, metavar="SECONDS",
                     help="after a failed case, a peer that does not answer an AMQP protocol header within this "
                          f"long is taken as hung and replaced before the next case; default: {PROBE_TIMEOUT:g}")
@@ -90,13 +98,38 @@ def parse_peer_choices(values: list[str]) -> dict[str, str]:
         raise pytest.UsageError(str(exc)) from None
 
 
+def session_cell(config) -> Cell:
+    """The cell this session runs: read once from --interop-cell, else made from --peer, --break and --client."""
+    path = config.getoption("--interop-cell", default=None)
+    given = [name for name, dest, empty in (("--peer", "--peer", []), ("--break", "interop_breaks", []),
+                                            ("--client", "--client", DEFAULT_STACK))
+             if config.getoption(dest, default=empty) != empty]
+    if path:
+        if given:
+            raise pytest.UsageError(f"--interop-cell {path}: the cell says the peers, breaks and client stack; "
+                                    f"drop {', '.join(given)}")
+        try:
+            cell = Cell.read(path)
+        except CellError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        cell.peers = parse_peer_choices([cell.peer_option()])  # checked, and completed with the default roles
+        return cell
+    try:
+        breaks = [parse_break(b) for b in config.getoption("interop_breaks", default=[])]
+    except BreakError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return Cell(None, parse_peer_choices(config.getoption("--peer")), breaks=breaks,
+                client=config.getoption("--client", default=DEFAULT_STACK))
+
+
 class InteropSession:
-    """Per-session state: the chosen peers, running topologies, and the result writer."""
+    """Per-session state: the cell (chosen peers, breaks, client stack), running topologies, the result writer."""
 
     def __init__(self, config):
         self.config = config
-        self.choices = parse_peer_choices(config.getoption("--peer"))
-        self.run_id = os.environ.get(RUN_ID_ENV) or new_run_id()
+        self.cell = session_cell(config)
+        self.choices = self.cell.peers
+        self.run_id = os.environ.get(RUN_ID_ENV) or parallel.run_id_from_controller(config) or new_run_id()
         self.results_dir = Path(config.getoption("--results")) / self.run_id
         self.writer: ResultWriter | None = None
         self.topologies: dict[str, RunningTopology | Exception] = {}
@@ -107,6 +140,8 @@ class InteropSession:
         self.replaced: list[dict] = []  # topologies retired because a peer went down
         self.current_case: str | None = None
         self._asked: dict[str, str | None] = {}  # topology -> the last case that asked for it
+        self.worker_case_ids: dict[str, list[str]] = {}  # an xdist controller's, from its workers (parallel.py)
+        self.closed = False
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -132,7 +167,8 @@ class InteropSession:
             del self.topologies[name]
         if name not in self.topologies:
             try:
-                self.topologies[name] = start_topology(load_topology(TOPOLOGIES_DIR / f"{name}.yaml"), self.choices)
+                self.topologies[name] = start_topology(load_topology(TOPOLOGIES_DIR / f"{name}.yaml"), self.choices,
+                                                       breaks=self.cell.breaks)
             except Exception as exc:  # remembered so every case using it reports the same reason
                 self.topologies[name] = exc
         running = self.topologies[name]
@@ -174,8 +210,10 @@ class InteropSession:
     def peer_logs_dir(self) -> Path:
         """The run folder's peer-logs/, or peer-logs/<cell>/ in a matrix cell: cells share the run folder, run
         side by side and start the same topologies."""
-        cell = self.config.getoption("--interop-cell", default=None)
-        return self.results_dir / PEER_LOGS / cell if cell else self.results_dir / PEER_LOGS
+        cell = self.cell.name
+        folder = self.results_dir / PEER_LOGS / cell if cell else self.results_dir / PEER_LOGS
+        worker = parallel.worker_id(self.config)  # xdist workers start the same topologies side by side too
+        return folder / worker if worker else folder
 
     def write(self, record: dict) -> None:
         if self.writer is None:
@@ -188,12 +226,16 @@ class InteropSession:
     def run_meta(self, ended: bool = False) -> dict:
         return {"schema": 1, "run_id": self.run_id, "started_at": self.started_at,
                 "ended_at": _now() if ended else None, "host": host_facts(), "peers": self.choices,
+                "cell": self.cell.as_dict(),
                 "argv": list(self.config.invocation_params.args),
                 "topologies": {n: (t.peer_records() if isinstance(t, RunningTopology) else repr(t))
                                for n, t in self.topologies.items()},
                 "replaced_topologies": self.replaced}
 
     def close(self) -> None:
+        if self.closed:  # an xdist worker closes at sessionfinish (parallel.py), before pytest_unconfigure
+            return
+        self.closed = True
         for name, running in self.topologies.items():
             if isinstance(running, RunningTopology):
                 self._keep_logs(name, running)
@@ -264,10 +306,35 @@ def required_capabilities(markers) -> set[str]:
 
 
 def pytest_runtest_setup(item):
+    session = item.config.stash[_session_key]
+    _tag_with_cell(item, session.cell)  # first: a case found not-applicable below is a record of the cell too
     needed = required_capabilities(item.iter_markers("requires"))
-    missing = sorted(needed - item.config.stash[_session_key].capabilities)
+    missing = sorted(needed - session.capabilities)
     if missing:
         pytest.skip(f"{NOT_APPLICABLE}missing capability {', '.join(missing)}")
+
+
+def _tag_with_cell(item, cell: Cell) -> None:
+    """Tag the case's record (and its Allure entry) with the matrix cell and any deliberate break."""
+    if not (cell.name or cell.breaks):
+        return
+    details = item.stash.setdefault(_details_key, {})
+    if cell.name:
+        details["cell"] = cell.name
+        # The cell's choice of vendor per role (a case's own `peers` lists only the nodes it used): the report
+        # compares cells by it.
+        details["cell_peers"] = cell.target()
+    if cell.breaks:
+        details["config_fault"] = " ".join(map(str, cell.breaks))
+    try:
+        import allure
+    except ImportError:
+        return
+    if cell.name:
+        allure.dynamic.parameter("cell", cell.name)
+        allure.dynamic.parent_suite(cell.name)
+    if cell.breaks:
+        allure.dynamic.tag("config-fault")
 
 
 # ---- fixtures ---------------------------------------------------------------------------------------------
@@ -298,9 +365,9 @@ def stacks():
 
 
 @pytest.fixture(scope="session")
-def client_stack(request) -> str:
-    """The client stack chosen with --client (python, cpp or rhea)."""
-    return request.config.getoption("--client")
+def client_stack(interop) -> str:
+    """The session's client stack (python, cpp or rhea): its cell's, or --client's."""
+    return interop.cell.client
 
 
 @pytest.fixture
@@ -434,12 +501,21 @@ def pytest_terminal_summary(terminalreporter, config):
     tr.write_line("cases: " + ", ".join(f"{session.outcomes.get(o, 0)} {o}" for o in order))
     tr.write_line(f"results: {session.results_dir / 'results.jsonl'}")
     if CATALOG.exists():
-        case_ids = {item.nodeid: spec_ids(item) for item in session.suite_items}
+        case_ids = {item.nodeid: spec_ids(item) for item in session.suite_items} or session.worker_case_ids
         tr.write_line(format_coverage(coverage(load_catalog(CATALOG), case_ids)))
 
 
 def pytest_collection_finish(session):
-    session.config.stash[_session_key].suite_items = [item for item in session.items if _is_suite_case(item)]
+    interop = session.config.stash[_session_key]
+    interop.suite_items = [item for item in session.items if _is_suite_case(item)]
+    if interop.cell.name and os.environ.get(RUN_ID_ENV):
+        # `interop run` follows its cells' progress by these counts (harness/matrix.py, Progress)
+        folder = interop.results_dir / CELLS_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        info = {"cell": interop.cell.name, "collected": len(session.items), "pid": os.getpid()}
+        tmp = folder / f".{interop.cell.name}.json.tmp"
+        tmp.write_text(json.dumps(info))
+        os.replace(tmp, folder / f"{interop.cell.name}.json")
 
 
 def _now() -> str:

@@ -1200,7 +1200,7 @@ def test_a_bad_journal_sync_non_transactional_is_one_line():
 
 
 def test_the_no_journal_sync_fault_renders_artemis_s_setting_and_nothing_else():
-    from harness.matrix import break_topology
+    from harness.breaks import break_topology
 
     topology = load_topology(topology_path("single-broker"))
     plain = render_broker_xml(topology, "B1", {"clients": 0}, node_settings(topology, "B1"))

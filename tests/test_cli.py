@@ -365,7 +365,7 @@ class FakePytest:
         self.run_id = os.environ[RUN_ID_ENV] if self.use_env_run_id else "2026-01-01T00-00-00Z-fake"
         if self.records:
             folder = results / self.run_id
-            folder.mkdir(parents=True)
+            folder.mkdir(parents=True, exist_ok=True)  # the cell file is written there first
             lines = [json.dumps(make_record(run_id=self.run_id, **r)) for r in self.records]
             (folder / "results.jsonl").write_text("\n".join(lines) + "\n")
         return self.exit_code
@@ -388,7 +388,9 @@ def test_run_passes_the_options_on_to_pytest(tmp_path, monkeypatch, capsys):
     assert args[0] == str(ROOT / "suites" / "routing")
     assert args[args.index("--rootdir") + 1] == str(ROOT)
     assert args[args.index("-k") + 1] == "test_a"
-    assert args[args.index("--peer") + 1] == "router=reference,broker=reference"
+    cell = json.loads(Path(args[args.index("--interop-cell") + 1]).read_text())  # the cell travels as one file
+    assert cell["peers"] == {"router": "reference", "broker": "reference"} and cell["breaks"] == []
+    assert "--peer" not in args and "--client" not in args
     assert args[args.index("--results") + 1] == str(results.resolve())
     assert "-x" in args and "-qq" in args
     assert args[args.index("-p") + 1] == "no:cacheprovider"

@@ -11,7 +11,7 @@ import pytest
 from harness.fuzz import properties, reproducer
 from harness.fuzz.program import LinkInfo, SentInfo, World
 from harness.fuzz.session import FuzzTarget
-from harness.fuzz.stateful import TOPOLOGIES, detect_breaks, replay, replay_options, run_session, start, target_for
+from harness.fuzz.stateful import TOPOLOGIES, replay, replay_options, run_session, start, target_for
 
 
 class _Peer:
@@ -246,13 +246,16 @@ def test_replay_options_override_peers_and_breaks(monkeypatch):
         {"router": "qdrouterd", "broker": "reference"}, {})
 
 
-def test_detect_breaks_names_the_fault_the_running_topology_carries():
-    from harness.matrix import break_topology
+def test_breaks_are_applied_by_node_for_the_vendor_chosen():
+    """The running topology says which node runs with which break (a reproducer starts the same broken peer);
+    a break for another vendor touches nothing."""
+    from harness.breaks import breaks_by_node, parse_break
     from harness.topology import load_topology, topology_path
 
     topo = load_topology(topology_path(TOPOLOGIES["router"]))
-    assert detect_breaks(topo) == {}
-    assert detect_breaks(break_topology(topo, "R1", ["multicast-as-balanced"])) == {"R1": ["multicast-as-balanced"]}
+    wanted = [parse_break("router=reference:multicast-as-balanced")]
+    assert breaks_by_node(topo, {"router": "reference"}, wanted) == {"R1": ["multicast-as-balanced"]}
+    assert breaks_by_node(topo, {"router": "qdrouterd"}, wanted) == {}
 
 
 # ---- real peers ----------------------------------------------------------------------------------------------

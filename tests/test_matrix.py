@@ -13,7 +13,8 @@ import pytest
 
 from harness import cli, matrix
 from harness.peers.containers import reset_docker_engine_cache
-from harness.matrix import Break, MatrixError, break_topology, load_matrix, parse_break
+from harness.breaks import Break, BreakError, break_topology, parse_break
+from harness.matrix import MatrixError, load_matrix
 from harness.results import read_results
 from harness.topology import load_topology
 from harness.wait import wait_for
@@ -56,7 +57,7 @@ def test_break_syntax(text, expected):
     (":no-priority", "expected [ROLE[=VENDOR]:]FAULT"),
 ])
 def test_bad_breaks_are_one_line(text, message):
-    with pytest.raises(MatrixError, match=None) as info:
+    with pytest.raises(BreakError, match=None) as info:
         parse_break(text)
     assert message in str(info.value) and "\n" not in str(info.value)
 

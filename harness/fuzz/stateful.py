@@ -307,7 +307,7 @@ def run_session(target: FuzzTarget, *, seed: int, budget_s: float, progress: Pro
     if reference is not None:
         wait_ready(reference)
     machine = _machine(session, target.role, faults)
-    breaks = detect_breaks(target.running.topology) if target.running is not None else {}
+    breaks = dict(target.running.breaks) if target.running is not None else {}
     flaky: dict[str, str] = {}  # failures whose shrunk program did not fail again: noted, not reported
     batch = 0
     per_program = 2.0
@@ -407,36 +407,12 @@ def _recover(target: FuzzTarget) -> None:
 # ---- breaks, targets and replay (reproducers) ------------------------------------------------------------
 
 
-def detect_breaks(topology) -> dict[str, list[str]]:
-    """node -> [fault] for deliberately broken settings (harness.matrix CONFIG_FAULTS) the running topology
-    carries compared with its file, so a reproducer starts the same broken peer."""
-    from ..matrix import CONFIG_FAULTS, break_topology
-    from ..topology import TOPOLOGIES_DIR, load_topology
-
-    path = TOPOLOGIES_DIR / f"{topology.name}.yaml"
-    if not path.exists():
-        return {}
-    original = load_topology(str(path))
-    found: dict[str, list[str]] = {}
-    for name, node in topology.nodes.items():
-        if name not in original.nodes or original.nodes[name] == node:
-            continue
-        for fault, spec in CONFIG_FAULTS.items():
-            if spec.role == node.role and break_topology(original, name, [fault]).nodes[name] == node:
-                found[name] = [fault]
-    return found
-
-
 def start(topology: str, peers: dict, breaks: dict | None = None):
     """Start `topology` (a name in topologies/, or a file) with `peers`, applying `breaks` (node -> faults)."""
-    from ..matrix import break_topology
     from ..peers.launch import start_topology
     from ..topology import load_topology, topology_path
 
-    topo = load_topology(topology_path(topology))
-    for node, faults in (breaks or {}).items():
-        topo = break_topology(topo, node, faults)
-    return start_topology(topo, peers)
+    return start_topology(load_topology(topology_path(topology)), peers, breaks=breaks or {})
 
 
 def replay_options(peers: dict, breaks: dict) -> tuple[dict, dict]:

@@ -9,10 +9,12 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import shutil
+from collections.abc import Iterable
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..breaks import Break, break_topology, breaks_by_node
 from ..tlsca import TestPki
 from ..topology import Topology
 from ..wait import free_port
@@ -79,6 +81,7 @@ class RunningTopology:
     faults: object = None  # harness.faults.links.LinkProxies when some link goes `via: proxy`
     silent: dict[str, str] = field(default_factory=dict)  # node -> why, for running peers found hung by probe_peers
     pki: TestPki | None = None  # the test PKI when the topology declares CAs: cases ask it for CA files
+    breaks: dict[str, list[str]] = field(default_factory=dict)  # node -> deliberate config faults it runs with
     files: Path | None = None  # its own folder (Wiring.files: users files, the PKI's keys), removed with it
 
     def __getitem__(self, node: str) -> Peer:
@@ -153,8 +156,13 @@ class RunningTopology:
             shutil.rmtree(self.files, ignore_errors=True)
 
 
-def start_topology(topology: Topology, choices: dict[str, str], timeout: float = 60.0) -> RunningTopology:
+def start_topology(topology: Topology, choices: dict[str, str], timeout: float = 60.0, *,
+                   breaks: Iterable[Break] | dict[str, list[str]] = ()) -> RunningTopology:
     """Create every peer, wire the dialling ones to the ports of the ones they dial, start all concurrently.
+
+    `breaks` (harness/breaks.py) start the nodes whose role and vendor they name with a deliberately faulty
+    setting (or, as a dict node -> faults, the nodes named: a fuzz reproducer's replay); `RunningTopology.breaks`
+    says which node got which, and its `topology` is the one given, unbroken.
 
     Listeners that another node dials get a free port up front (a reference peer could bind port 0, but
     the dialler's config must name the port before either starts); brokers whose provider picks its own
@@ -162,6 +170,9 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
     On any failure the peers already started are stopped and the error re-raised.
     """
     running = RunningTopology(topology)
+    running.breaks = (dict(breaks) if isinstance(breaks, dict) else breaks_by_node(topology, choices, breaks))
+    for name, faults in running.breaks.items():
+        topology = break_topology(topology, name, faults)
     wiring = Wiring(external_address=lambda node, address: running.peers[node].wire_address(address))
     if topology.cas or any(node.users for node in topology.nodes.values()):
         running.files = wiring.files = Path(tempfile.mkdtemp(prefix=f"interop-files-{topology.name}-"))
