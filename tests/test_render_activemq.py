@@ -175,3 +175,47 @@ def test_every_network_topology_renders_for_every_broker(name):
         assert transport.get("uri").startswith("auto://" if dialled else "amqp://")
         kinds = {"anycast": "queue", "multicast": "topic"}
         assert destinations(broker, "destinations") == [(kinds[q.routing], q.address) for q in node.queues]
+
+
+# ---- security: the plugins of a node that authenticates ---------------------------------------------------------
+
+
+def plugins_of(text: str) -> ET.Element | None:
+    return broker_of(text).find("a:plugins", NS)
+
+
+def test_a_node_that_does_not_authenticate_has_no_plugins():
+    assert plugins_of(render_activemq_xml(NETWORKED, "B2", {"clients": 1})) is None
+
+
+def test_the_common_user_topology_gives_users_groups_and_acls():
+    topology = load_topology(topology_path("security-broker-network"))
+    text = render_activemq_xml(topology, "B1", {"clients": 1}, connect_ports={"B2": 2})
+    plugins = plugins_of(text)
+    auth = plugins.find("a:simpleAuthenticationPlugin", NS)
+    assert auth.get("anonymousAccessAllowed") == "false"
+    users = {u.get("username"): (u.get("password"), u.get("groups"))
+             for u in auth.findall("a:users/a:authenticationUser", NS)}
+    assert users["myCommonUser"] == ("common-secret", "interop-users,network")
+    assert users["producer"] == ("producer-secret", "interop-users,producers")
+    entries = [dict(e.attrib) for e in plugins.findall(
+        "a:authorizationPlugin/a:map/a:authorizationMap/a:authorizationEntries/a:authorizationEntry", NS)]
+    acl = {"read": "network,consumers", "write": "network,producers", "admin": "network"}
+    # jobs.# as ActiveMQ's jobs.> and, since jobs.> does not match jobs itself, jobs too; queues and topics
+    assert entries[:4] == [{"queue": "jobs.>", **acl}, {"topic": "jobs.>", **acl}, {"queue": "jobs", **acl},
+                           {"topic": "jobs", **acl}]
+    everyone = {"read": "interop-users", "write": "interop-users", "admin": "interop-users"}
+    assert entries[-1] == {"topic": "ActiveMQ.Advisory.>", **everyone}
+    # children of <broker> stay in alphabetical order
+    tags = [child.tag.split("}")[1] for child in broker_of(text)]
+    assert tags == sorted(tags)
+
+
+def test_without_permissions_every_user_may_do_everything():
+    topology = parse_topology({"name": "open-users", "nodes": {"B1": {
+        "role": "broker", "users": {"u": "p"}, "access": {"authenticate": True}}}})
+    entries = [dict(e.attrib) for e in plugins_of(render_activemq_xml(topology, "B1", {"clients": 1})).iter(
+        "{http://activemq.apache.org/schema/core}authorizationEntry")]
+    everyone = {"read": "interop-users", "write": "interop-users", "admin": "interop-users"}
+    assert {"queue": ">", **everyone} in entries and {"topic": ">", **everyone} in entries
+

@@ -52,6 +52,8 @@ ARTIFACTS = (
     ("org.apache.activemq", "activemq-amqp", VERSION),
     ("org.apache.activemq", "activemq-kahadb-store", VERSION),
     ("org.apache.activemq", "activemq-spring", VERSION),
+    # The simple authentication plugin's principals (harness/render/activemq.py renders it for secured nodes).
+    ("org.apache.activemq", "activemq-jaas", VERSION),
     # Optional in activemq-spring, needed to read activemq.xml.
     ("org.springframework", "spring-context", SPRING_VERSION),
     ("org.springframework", "spring-beans", SPRING_VERSION),

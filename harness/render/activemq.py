@@ -19,6 +19,14 @@ image's `conf/activemq.xml` or a native install's. It carries only what the topo
   `<dynamicallyIncludedDestinations>` (the `queues` as `<queue>`, the `topics` as `<topic>`) and
   `<excludedDestinations>` (each `excluded` pattern as both a `<queue>` and a `<topic>`). A topology never
   gives a connector nothing to include, so the list is never empty (an empty list would forward everything);
+* `<plugins>` when the node's `access.authenticate` is on (SASL PLAIN only, as on Artemis): a
+  `simpleAuthenticationPlugin` with the node's users, anonymous access off, each user in the groups of the
+  roles that name it and in `interop-users`; an `authorizationPlugin` whose entries give, per permission
+  pattern (as a queue and as a topic; `a.#` also as `a`), `consume` roles ActiveMQ's `read`, `send` roles its
+  `write`, and the create/delete/manage roles its `admin` (creating a destination). ActiveMQ takes the union
+  of every entry that matches where Artemis takes the most specific. Every user may use the advisory topics
+  (`ActiveMQ.Advisory.>`), which consumers and network bridges need. Without permissions every user may do
+  everything, as on Artemis;
 * `<transportConnectors>`: one per listener; the clients listener is named `amqp`. A node that another broker's
   network connector dials must also speak OpenWire there (Classic's network bridges are OpenWire, and the link
   names one port), so its clients listener is an `auto://` transport limited to AMQP and OpenWire
@@ -37,7 +45,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from harness.topology import CLIENT_LISTENER, NetworkConnector, Node, Topology, display_path
 
-from .artemis import broker_settings, dial_endpoints
+from .artemis import ALL_USERS_ROLE, broker_settings, dial_endpoints
 from .qdrouterd import RenderError
 
 SPRING_BEANS = "http://www.springframework.org/schema/beans"
@@ -126,6 +134,7 @@ def render_activemq_xml(
         f"  <broker {_attributes(broker_attrs)}>",
         *(["    <destinations>", *destinations, "    </destinations>"] if destinations else []),
         *(["    <networkConnectors>", *connectors, "    </networkConnectors>"] if connectors else []),
+        *_plugins(node),
         "    <transportConnectors>",
         *transports,
         "    </transportConnectors>",
@@ -167,6 +176,56 @@ def _network_connector(node: Node, connector: NetworkConnector, connect_ports: d
                   "        </excludedDestinations>"]
     lines.append("      </networkConnector>")
     return lines
+
+
+# ActiveMQ's three permissions, from the topology's Artemis-style operations.
+_ACL = (("read", ("consume",)), ("write", ("send",)),
+        ("admin", ("create_address", "create_durable_queue", "create_non_durable_queue", "delete_address", "manage")))
+
+
+def _plugins(node: Node) -> list[str]:
+    """`<plugins>`: authentication and authorization when the node authenticates its clients, else nothing."""
+    if not node.access.authenticate:
+        return []
+    other = [m for m in node.access.mechanisms if m != "PLAIN"]
+    if other:
+        raise RenderError(f"{node.name}: access.mechanisms: an ActiveMQ broker authenticates with PLAIN only here "
+                          f"(its simple authentication plugin), got {', '.join(other)}")
+    users = []
+    for user, password in node.users.items():
+        groups = [ALL_USERS_ROLE, *(role for role, members in node.roles.items() if user in members)]
+        users.append(f"          <authenticationUser "
+                     f"{_attributes([('username', user), ('password', password), ('groups', ','.join(groups))])}/>")
+    entries = []
+    everything = [(acl, ALL_USERS_ROLE) for acl, _ in _ACL]
+    if not node.permissions:
+        entries += [_entry(kind, ">", everything) for kind in ("queue", "topic")]
+    for permission in node.permissions:
+        acls = [(acl, ",".join(dict.fromkeys(r for op in ops for r in permission.roles_for(op)))) for acl, ops in _ACL]
+        acls = [(acl, roles) for acl, roles in acls if roles]
+        if not acls:
+            continue
+        patterns = [activemq_pattern(permission.match)]
+        if permission.match.endswith(".#"):  # Artemis's a.# matches a itself; ActiveMQ's a.> does not
+            patterns.append(permission.match[:-2])
+        entries += [_entry(kind, pattern, acls) for pattern in patterns for kind in ("queue", "topic")]
+    entries.append(_entry("topic", "ActiveMQ.Advisory.>", everything))
+    return ["    <plugins>",
+            '      <simpleAuthenticationPlugin anonymousAccessAllowed="false">',
+            "        <users>", *users, "        </users>",
+            "      </simpleAuthenticationPlugin>",
+            "      <authorizationPlugin>",
+            "        <map>",
+            "          <authorizationMap>",
+            "            <authorizationEntries>", *entries, "            </authorizationEntries>",
+            "          </authorizationMap>",
+            "        </map>",
+            "      </authorizationPlugin>",
+            "    </plugins>"]
+
+
+def _entry(kind: str, pattern: str, acls: list[tuple[str, str]]) -> str:
+    return f"              <authorizationEntry {_attributes([(kind, pattern), *acls])}/>"
 
 
 def _attributes(attrs: list[tuple[str, str]]) -> str:
