@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from proton import Condition, Delivery, Endpoint, Link, Message, Terminus
 from proton.reactor import ApplicationEvent, EventInjector
 
-from ..links import forget_state, link_property, read_message, refuse, terminus_symbols
+from ..links import ServedConnections, link_property, links_of, read_message, refuse, terminus_symbols
 from ..peek import Peek, peek, redelivered
 from . import federation as federating
 from . import access as access_module
@@ -122,8 +122,10 @@ class Producer:
     federation_side: object = None  # our pull from another broker (federation.py): its Side
 
 
-class Broker:
+class Broker(ServedConnections):
     """The proton handler of the reference broker."""
+
+    STATE_PREFIX = "broker_"
 
     def __init__(self, config: BrokerConfig, journal: Journal | None = None):
         """Nothing is declared or logged yet: `start` does that, once the server holds its acceptors."""
@@ -285,44 +287,23 @@ class Broker:
             conn.open()
         log.debug("Connection from %s opened (container %s)", getattr(conn, "url", "?"), container)
 
-    def on_session_remote_open(self, event):
-        if event.session.state & Endpoint.LOCAL_UNINIT:
-            event.session.open()
-
     def on_session_remote_close(self, event):
         bc = getattr(event.session.connection, "broker_connection", None)
         if bc is not None:  # the remote ended our broker connection's session: its links are gone, start again
             self.connections.error(bc, f"the remote ended the session: {event.session.remote_condition}")
-        for link in _links_of(event.session.connection):
+        for link in links_of(event.session.connection):
             if link.session == event.session:
                 self._link_gone(link, closed=True)
         event.session.close()
 
-    def on_connection_remote_close(self, event):
-        self._connection_gone(event.connection)
-        event.connection.close()
-
-    def on_transport_closed(self, event):
-        if event.connection is not None:
-            self._connection_gone(event.connection)
-            if getattr(event.connection, "broker_connection", None) is not None:
-                self.connections.closed(event.connection)
-            self.federation.connection_gone(event.connection)
-            self._connections.discard(event.connection)
-            forget_state(event.connection, "broker_")
-
-    def on_connection_final(self, event):
-        self._connections.discard(event.connection)
+    def _transport_gone(self, conn):
+        if getattr(conn, "broker_connection", None) is not None:
+            self.connections.closed(conn)  # one of our broker connections: it redials from here
+        self.federation.connection_gone(conn)
 
     def _connection_gone(self, conn):
-        for link in _links_of(conn):
+        for link in links_of(conn):
             self._link_gone(link, closed=False)
-
-    def close_all_connections(self) -> list:
-        closing = [c for c in self._connections if c.state & Endpoint.LOCAL_ACTIVE]
-        for conn in closing:
-            conn.close()
-        return closing
 
     def on_broker_shutdown(self, _event):
         self.connections.stop()  # closing our connections must not redial them
@@ -351,7 +332,7 @@ class Broker:
         if link.remote_target.address == federating.CONTROL_ADDRESS:
             why = self.federation.control_attach(link)
             if why is not None:
-                _refuse(link, "amqp:precondition-failed", why)
+                refuse(link, "amqp:precondition-failed", why, log)
             return
         if mirroring.is_mirror_attach(link):
             if self.access is not None and self._unauthorized(link, ["send"], link.remote_target.address or ""):
@@ -359,7 +340,7 @@ class Broker:
             target = mirroring.MirrorTarget(self, link)
             why = target.open(self.node_id)
             if why is not None:
-                _refuse(link, "amqp:precondition-failed", why)
+                refuse(link, "amqp:precondition-failed", why, log)
                 return
             link.broker_mirror_target = target
             self.index_entries = True
@@ -373,7 +354,7 @@ class Broker:
         if address is not None:
             info, _ = self._resolve(address, hint, for_consumer=False)
             if info is None:
-                _refuse(link, "amqp:not-found", f"address {address!r} does not exist and auto-create is off")
+                refuse(link, "amqp:not-found", f"address {address!r} does not exist and auto-create is off", log)
                 return
         link.target.copy(target)
         link.source.copy(link.remote_source)
@@ -385,7 +366,7 @@ class Broker:
         source = link.remote_source
         address = source.address
         if not address:
-            _refuse(link, "amqp:invalid-field", "a receiver needs a source address")
+            refuse(link, "amqp:invalid-field", "a receiver needs a source address", log)
             return
         hint = _routing_hint(source.capabilities)
         if self.access is not None:
@@ -395,16 +376,16 @@ class Broker:
                 return
         info, routing = self._resolve(address, hint, for_consumer=True)
         if info is None:
-            _refuse(link, "amqp:not-found", f"address {address!r} has no queue and auto-create is off")
+            refuse(link, "amqp:not-found", f"address {address!r} has no queue and auto-create is off", log)
             return
         if routing == ANYCAST:
             queue = next(q for q in info["queues"] if q.routing == ANYCAST)
         else:
             queue = self._subscription(link, address, source)
             if queue is None:
-                _refuse(link, "amqp:resource-locked",
-                        f"durable subscription {link.connection.remote_container}.{link.name} is in use on another "
-                        "address")
+                refuse(link, "amqp:resource-locked",
+                       f"durable subscription {link.connection.remote_container}.{link.name} is in use on another "
+                       "address", log)
                 return
         link.source.copy(source)
         link.target.copy(link.remote_target)
@@ -421,7 +402,7 @@ class Broker:
     def _unauthorized(self, link, operations: list[str], address: str) -> bool:
         why = self.access.refuse(link, operations, address)
         if why is not None:
-            _refuse(link, access_module.UNAUTHORIZED, why)
+            refuse(link, access_module.UNAUTHORIZED, why, log)
         return why is not None
 
     def _new_subscription(self, link, address, source) -> str | None:
@@ -1075,14 +1056,3 @@ def _finish(dlv: Delivery, state, condition: Condition | None = None) -> None:
         dlv.local.condition = condition
     dlv.update(state)
     dlv.settle()
-
-
-def _links_of(conn):
-    link = conn.link_head(0)
-    while link:
-        yield link
-        link = link.next(0)
-
-
-def _refuse(link, name: str, description: str) -> None:
-    refuse(link, name, description, log)

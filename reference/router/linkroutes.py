@@ -117,7 +117,7 @@ class LinkRouter:
         if target_conn is None:
             target_conn = self._next_hop(direction, address, section)
         if target_conn is None:
-            _refuse(link, NO_ROUTE, f"no route to a broker for {address!r} (link route, direction {direction})")
+            refuse(link, NO_ROUTE, f"no route to a broker for {address!r} (link route, direction {direction})", log)
             return
         session = getattr(target_conn, "router_lr_session", None)
         if session is None or not session.state & Endpoint.LOCAL_ACTIVE:
@@ -293,7 +293,3 @@ def _external_address(section: LinkRoute, address: str) -> str:
     if section.add_external_prefix:
         address = section.add_external_prefix + address
     return address
-
-
-def _refuse(link, name: str, description: str) -> None:
-    refuse(link, name, description, log)

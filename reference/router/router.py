@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from proton import Condition, Delivery, Endpoint, Link, Message, Terminus, symbol
 
-from ..links import forget_state, read_message, refuse, terminus_symbols
+from ..links import ServedConnections, links_of, read_message, refuse, terminus_symbols
 from ..peek import annotation_keys, annotations, encode_annotations, replace_section, routing_view, with_annotations
 from . import raw
 from .addressing import AddressTable
@@ -205,8 +205,10 @@ class RemotePath:
     outstanding: int = 0
 
 
-class Router:
+class Router(ServedConnections):
     """The proton handler implementing message routing for one router."""
+
+    STATE_PREFIX = "router_"
 
     def __init__(self, config: RouterConfig, link_capacity: int | None = None):
         self.config = config
@@ -254,15 +256,6 @@ class Router:
         if self.on_shutdown is not None:
             self.on_shutdown()
 
-    def close_all_connections(self) -> list:
-        """Close every open connection (the peers see a clean close); returns them."""
-        closing = []
-        for conn in self._connections:
-            if conn.state & Endpoint.LOCAL_ACTIVE:
-                conn.close()
-                closing.append(conn)
-        return closing
-
     # ---- connection and session lifecycle -------------------------------------------------------------
 
     def on_connection_init(self, event):
@@ -281,7 +274,7 @@ class Router:
         return [c for c in self._connections if c.state & Endpoint.LOCAL_ACTIVE and c.state & Endpoint.REMOTE_ACTIVE]
 
     def links_of(self, conn):
-        return list(_links_of(conn))
+        return list(links_of(conn))
 
     def _advertise_link_routes(self) -> None:
         if self.mesh is not None:
@@ -305,14 +298,10 @@ class Router:
             self._advertise_link_routes()
         self.autolinks.connection_up(conn)
 
-    def on_session_remote_open(self, event):
-        if event.session.state & Endpoint.LOCAL_UNINIT:
-            event.session.open()
-
     def on_session_remote_close(self, event):
         """A peer ended a session (RabbitMQ does so on any link error): its links are gone with it."""
         session = event.session
-        ended = [link for link in _links_of(session.connection) if link.session == session]
+        ended = [link for link in links_of(session.connection) if link.session == session]
         for link in ended:
             pair = getattr(link, "router_pair", None)
             if pair is not None:
@@ -322,22 +311,8 @@ class Router:
         session.close()
         self.autolinks.session_ended(ended, session.connection, self.connectors.container)
 
-    def on_connection_remote_close(self, event):
-        self._connection_gone(event.connection)
-        event.connection.close()
-
-    def on_transport_closed(self, event):
-        if event.connection is not None:
-            self._connection_gone(event.connection)
-            self.connectors.closed(event.connection)
-            # Forget it now: proton frees a connection (CONNECTION_FINAL) only once nothing holds it, so keeping
-            # it in this set until FINAL kept every connection ever closed, with its links and state (the frame
-            # fuzzer saw the router's memory grow by some 7 KB per hostile connection).
-            self._connections.discard(event.connection)
-            forget_state(event.connection, "router_")
-
-    def on_connection_final(self, event):
-        self._connections.discard(event.connection)
+    def _transport_gone(self, conn):
+        self.connectors.closed(conn)  # a connector's connection: it redials from here
 
     def _connection_gone(self, conn):
         state = _state_of(conn)
@@ -360,7 +335,7 @@ class Router:
     def _routed_links_lost(self, conn) -> None:
         """Link-routed pairs with one end on a lost connection: tell the other end."""
         self.link_router.connection_lost(conn)
-        for link in _links_of(conn):
+        for link in links_of(conn):
             pair = getattr(link, "router_pair", None)
             if pair is not None and link == pair.near and not pair.closed:
                 pair.closed = True
@@ -388,12 +363,12 @@ class Router:
         if routed is not None:
             self.link_router.attach(link, *routed)
         elif role == "inter-router":
-            _refuse(link, "amqp:not-allowed", "unexpected link on an inter-router connection")
+            refuse(link, "amqp:not-allowed", "unexpected link on an inter-router connection", log)
         elif link.is_receiver and link.remote_target.type == Terminus.COORDINATOR:
             # The router is no coordinator (003 §12.2.2): without a $coordinator link route, say so at
             # once rather than take the link as an anonymous sender whose declares nobody answers.
-            _refuse(link, "amqp:precondition-failed",
-                    "the router does not coordinate transactions; a linkRoute for $coordinator is needed")
+            refuse(link, "amqp:precondition-failed",
+                   "the router does not coordinate transactions; a linkRoute for $coordinator is needed", log)
         elif link.is_sender:
             self._attach_consumer(link)
         else:
@@ -410,7 +385,7 @@ class Router:
         elif source.address:
             address = source.address
         else:
-            _refuse(link, "amqp:invalid-field", "a receiver needs a source address or a dynamic source")
+            refuse(link, "amqp:invalid-field", "a receiver needs a source address or a dynamic source", log)
             return
         link.source.copy(source)
         link.source.address = address
@@ -425,13 +400,13 @@ class Router:
         (what consumers receive), as qdrouterd does for ordinal 1 (`qd.waypoint` or `qd.waypoint.1`). The
         reference has two phases, so higher ordinals are refused."""
         if ordinal != 1:
-            _refuse(link, "amqp:not-implemented", f"waypoint ordinal {ordinal} (the reference router has one "
-                    "waypoint per address: qd.waypoint or qd.waypoint.1)")
+            refuse(link, "amqp:not-implemented", f"waypoint ordinal {ordinal} (the reference router has one "
+                   "waypoint per address: qd.waypoint or qd.waypoint.1)", log)
             return
         section = self.address_config.lookup(address)
         if section is None or not section.waypoint:
-            _refuse(link, "amqp:precondition-failed", f"{address!r} is no waypoint address of this router "
-                    "(an address section with waypoint: yes is needed)")
+            refuse(link, "amqp:precondition-failed", f"{address!r} is no waypoint address of this router "
+                   "(an address section with waypoint: yes is needed)", log)
             return
         link.source.copy(link.remote_source)
         link.target.copy(link.remote_target)
@@ -470,7 +445,7 @@ class Router:
             self._attach_waypoint(link, target.address, ordinal)
             return
         if target.dynamic:
-            _refuse(link, "amqp:not-implemented", "dynamic targets are not supported by the reference router")
+            refuse(link, "amqp:not-implemented", "dynamic targets are not supported by the reference router", log)
             return
         address = target.address or None
         link.target.copy(target)
@@ -1156,21 +1131,10 @@ def _state_of(conn, create: bool = False) -> ConnectionState | None:
     return state
 
 
-def _links_of(conn):
-    link = conn.link_head(0)
-    while link:
-        yield link
-        link = link.next(0)
-
-
 def _peer_of(conn) -> str:
     transport = conn.transport
     url = getattr(conn, "url", None)
     return str(url) if url else (str(transport) if transport else "?")
-
-
-def _refuse(link, name: str, description: str) -> None:
-    refuse(link, name, description, log)
 
 
 def _waypoint_ordinal(capabilities) -> int:
