@@ -4,7 +4,9 @@ Each checker reads a `harness.history.History` (or its events, or their `as_reco
 stored run) and returns a dataclass with `.ok`, counts, a few samples and `.as_details()`: a flat JSON-ready
 dict for a result record, to be put under `details["checks"][<checker>]` (`checks_details()` does that;
 the report job sums the counts named attempted, delivered, lost, duplicated, reordered, unexpected,
-recovered, and counts `ok: false` as a violation).
+recovered, and counts `ok: false` as a violation). A case that asks several checkers composes them (like
+Jepsen's checker/compose): `compose(history, name=check, ...)` gives one `Verdict` that is ok when every
+member is, names the members that failed with their counts, and fills the record's details.
 
 A message is identified by (producer, seq): the sending link's name and its per-link sequence number, which
 the recording clients put in the message properties and record on both sides:
@@ -88,6 +90,9 @@ class TotalQueue:
     lost          acknowledged but never delivered: a broken promise
     unexpected    received but never sent (unknown producer or seq): a phantom
     duplicated    distinct messages received more than once (`copies` counts the extra copies)
+    require_all   the case promises every message it sent, whatever its outcome (pre-settled sends, or a path
+                  with no fault where the outcomes need not be awaited): then a sent message never delivered
+                  is lost too, not only an acknowledged one
     recovered     delivered although the producer saw released, modified or no outcome (in doubt, and it
                   arrived anyway); normal, worth counting
     ok            no loss and nothing unexpected (and no duplicate, if duplicates were not allowed)
@@ -105,6 +110,7 @@ class TotalQueue:
     rejected: int
     pending: int  # sent unsettled with no outcome yet
     allow_duplicates: bool = True
+    require_all: bool = False
     lost_ids: list = field(default_factory=list)
     unexpected_ids: list = field(default_factory=list)
     duplicated_ids: list = field(default_factory=list)
@@ -114,12 +120,13 @@ class TotalQueue:
                 "delivered": self.delivered, "lost": self.lost, "unexpected": self.unexpected,
                 "duplicated": self.duplicated, "copies": self.copies, "recovered": self.recovered,
                 "rejected": self.rejected, "pending": self.pending, "allow_duplicates": self.allow_duplicates,
-                "lost_ids": self.lost_ids, "unexpected_ids": self.unexpected_ids,
+                "require_all": self.require_all, "lost_ids": self.lost_ids, "unexpected_ids": self.unexpected_ids,
                 "duplicated_ids": self.duplicated_ids}
 
 
 def total_queue(history, producer: str | Iterable[str] | None = None,
-                receivers: str | Iterable[str] | None = None, *, allow_duplicates: bool = True) -> TotalQueue:
+                receivers: str | Iterable[str] | None = None, *, allow_duplicates: bool = True,
+                require_all: bool = False) -> TotalQueue:
     """Account for every message of `producer` (default: every client that sent) as seen by `receivers`
     (default: every client that received)."""
     events = _events(history)
@@ -147,7 +154,7 @@ def total_queue(history, producer: str | Iterable[str] | None = None,
         else:
             unexpected.add(key)
     acknowledged = {k for k, o in outcome.items() if o == ACCEPTED and k in sent}
-    lost = acknowledged - received.keys()
+    lost = (sent.keys() if require_all else acknowledged) - received.keys()
     duplicated = {k for k, n in received.items() if n > 1}
     recovered = {k for k in received if not sent[k] and outcome.get(k) in (RELEASED, MODIFIED, None)}
     pending = {k for k, presettled in sent.items() if not presettled and k not in outcome}
@@ -157,8 +164,8 @@ def total_queue(history, producer: str | Iterable[str] | None = None,
         unexpected=len(unexpected), duplicated=len(duplicated),
         copies=sum(n - 1 for n in received.values() if n > 1), recovered=len(recovered),
         rejected=sum(1 for k, o in outcome.items() if o == REJECTED and k in sent), pending=len(pending),
-        allow_duplicates=allow_duplicates, lost_ids=_sample(lost), unexpected_ids=_sample(unexpected),
-        duplicated_ids=_sample(duplicated))
+        allow_duplicates=allow_duplicates, require_all=require_all, lost_ids=_sample(lost),
+        unexpected_ids=_sample(unexpected), duplicated_ids=_sample(duplicated))
 
 
 # ---- ordering ----------------------------------------------------------------------------------------------
@@ -180,7 +187,8 @@ class Ordering:
        record the header).
 
     Anything else going back is a violation (`reordered`). A repeat of the highest seq so far is not going
-    back (duplicates are total_queue's business), and gaps are not reordering.
+    back (duplicates are total_queue's business), and gaps are not reordering. With allow_redeliveries off
+    (a case with no fault and no release, where nothing has a reason to come again) every step back counts.
     """
 
     ok: bool
@@ -189,14 +197,16 @@ class Ordering:
     redeliveries: int  # receipts that went back and were allowed as redeliveries
     pairs: int  # (producer, receiver) streams checked
     violations: list = field(default_factory=list)  # [receiver, producer, seq, after_seq]
+    allow_redeliveries: bool = True
 
     def as_details(self) -> dict:
         return {"ok": self.ok, "checked": self.checked, "reordered": self.reordered,
-                "redeliveries": self.redeliveries, "pairs": self.pairs, "violations": self.violations}
+                "redeliveries": self.redeliveries, "pairs": self.pairs, "violations": self.violations,
+                "allow_redeliveries": self.allow_redeliveries}
 
 
 def ordering(history, producer: str | Iterable[str] | None = None,
-             receivers: str | Iterable[str] | None = None) -> Ordering:
+             receivers: str | Iterable[str] | None = None, *, allow_redeliveries: bool = True) -> Ordering:
     events = _events(history)
     producers = _names(producer)
     rcv_names = _names(receivers)
@@ -221,8 +231,8 @@ def ordering(history, producer: str | Iterable[str] | None = None,
         stream = (e.client, key[0])
         top = highest.get(stream)
         if top is not None and key[1] < top:
-            if (key in seen_copy or key in given_back or e.data.get("redelivered")
-                    or (e.data.get("delivery_count") or 0) > 0):
+            if allow_redeliveries and (key in seen_copy or key in given_back or e.data.get("redelivered")
+                                       or (e.data.get("delivery_count") or 0) > 0):
                 redeliveries += 1
             else:
                 reordered += 1
@@ -232,7 +242,7 @@ def ordering(history, producer: str | Iterable[str] | None = None,
             highest[stream] = key[1]
         seen_copy.add(key)
     return Ordering(ok=reordered == 0, checked=checked, reordered=reordered, redeliveries=redeliveries,
-                    pairs=len(highest), violations=violations)
+                    pairs=len(highest), violations=violations, allow_redeliveries=allow_redeliveries)
 
 
 # ---- distribution ------------------------------------------------------------------------------------------
@@ -395,3 +405,62 @@ def multicast_outcomes(history, producer: str | Iterable[str] | None = None,
     return MulticastOutcomes(ok=mismatched == 0 and early == 0, checked=len(outcome), matched=matched,
                              mismatched=mismatched, early=early, pending=pending, outcomes=dict(counts),
                              mismatches=mismatches)
+
+
+# ---- composition -------------------------------------------------------------------------------------------
+
+# The counts a verdict's summary adds up over its members (those that have them): the ones a record's details
+# carry at top level and the report sums.
+SUMMED = ("attempted", "delivered", "lost", "duplicated", "reordered", "unexpected", "recovered")
+# The fields a failure line shows besides the counts: the members' samples and reasons.
+_EVIDENCE = ("lost_ids", "unexpected_ids", "duplicated_ids", "violations", "mismatches", "problems", "counts")
+
+
+@dataclass
+class Verdict:
+    """Several checkers' results on one history, judged together: ok when every member is ok."""
+
+    results: dict  # name -> a checker's result (anything with .ok and .as_details())
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results.values())
+
+    def failures(self) -> str:
+        """One line per failed member, with its nonzero counts and its samples: an assertion message."""
+        return "\n".join(f"{name}: {_describe(r.as_details())}" for name, r in self.results.items() if not r.ok)
+
+    def summary(self) -> dict:
+        """The SUMMED counts added up over the members that have them (a count no member has is left out)."""
+        totals: dict[str, int] = {}
+        for r in self.results.values():
+            for key in SUMMED:
+                if isinstance(getattr(r, key, None), int):
+                    totals[key] = totals.get(key, 0) + getattr(r, key)
+        return totals
+
+    def fill(self, details: dict, *counts: str) -> dict:
+        """Put every member under details["checks"][name] (the shape checks_details gives), and the summary's
+        `counts` the case names (e.g. "lost", "duplicated") at top level. Returns details."""
+        details.setdefault("checks", {}).update(checks_details(**self.results)["checks"])
+        summary = self.summary()
+        for key in counts:
+            if key not in summary:
+                raise KeyError(f"no member of this verdict counts {key!r} (members: {', '.join(self.results)})")
+            details[key] = summary[key]
+        return details
+
+
+def _describe(details: dict) -> str:
+    counts = [f"{k} {v}" for k, v in details.items() if type(v) is int and v]
+    evidence = [f"{k} {v}" for k, v in details.items() if k in _EVIDENCE and v]
+    return ", ".join(counts + evidence) or "not ok"
+
+
+def compose(history=None, **checks) -> Verdict:
+    """Run each named check on one history and judge them together (Jepsen's checker/compose).
+
+    A check is a callable taking the history (e.g. `functools.partial(total_queue, producer=p)` or a lambda)
+    or a result already made (anything with .ok and .as_details()). The names are the keys the record keeps:
+    details.checks.<name>."""
+    return Verdict({name: check(history) if callable(check) else check for name, check in checks.items()})

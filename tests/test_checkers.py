@@ -257,3 +257,73 @@ def test_multicast_pending_and_details():
     details = c.checks_details(multicast=r, queue=c.total_queue(s.history))
     assert set(details["checks"]) == {"multicast", "queue"}
     json.dumps(details)
+
+
+# ---- strictness knobs ----------------------------------------------------------------------------------------
+
+
+def test_total_queue_require_all_counts_a_sent_message_never_delivered_as_lost_whatever_its_outcome():
+    s = Story().send("p", 0, 1, settled=True).send("q", 0, 1).receive("r", "p", 0).receive("r", "q", 0)
+    s.outcome("q", "released", 1)
+    assert c.total_queue(s.history).ok  # nothing acknowledged went missing
+    strict = c.total_queue(s.history, require_all=True)
+    assert not strict.ok and strict.lost == 2 and strict.lost_ids == [["p", 1], ["q", 1]]
+    assert strict.as_details()["require_all"] is True
+
+
+def test_ordering_without_redeliveries_counts_every_step_back():
+    s = Story().send("p", 0, 1, 2).outcome("p", "modified", 1).receive("r", "p", 0, 2, 1)
+    assert c.ordering(s.history).ok
+    strict = c.ordering(s.history, allow_redeliveries=False)
+    assert not strict.ok and strict.reordered == 1 and strict.redeliveries == 0
+    assert strict.as_details()["allow_redeliveries"] is False
+
+
+# ---- composition ---------------------------------------------------------------------------------------------
+
+
+def test_compose_runs_callables_on_the_history_and_takes_ready_results():
+    s = Story().send("p", 0, 1, 2).receive("r", "p", 0, 1, 2).outcome("p", "accepted", 0, 1, 2)
+    ready = c.ordering(s.history)
+    v = c.compose(s.history, total_queue=lambda hist: c.total_queue(hist, allow_duplicates=False), ordering=ready)
+    assert v.ok and v.failures() == ""
+    assert v.results["ordering"] is ready
+    assert v.results["total_queue"].delivered == 3
+
+
+def test_compose_one_failing_member_fails_the_verdict_and_is_named_with_its_counts_and_samples():
+    s = Story().send("p", 0, 1, 2).receive("r", "p", 0, 2, 1, 2).outcome("p", "accepted", 0, 1, 2)
+    v = c.compose(s.history, total_queue=c.total_queue(s.history, allow_duplicates=False),
+                  ordering=c.ordering(s.history, allow_redeliveries=False),
+                  spread=c.distribution(s.history, expected_total=4))
+    assert not v.ok
+    lines = v.failures().splitlines()
+    assert len(lines) == 2  # the distribution member holds
+    queue, order = lines
+    assert queue.startswith("total_queue: ") and "duplicated 1" in queue and "duplicated_ids [['p', 2]]" in queue
+    assert order.startswith("ordering: ") and "reordered 1" in order and "violations [['r', 'p', 1, 2]]" in order
+
+
+def test_compose_summary_adds_the_counts_of_the_members_that_have_them():
+    s = (Story().send("p", 0, 1, 2).outcome("p", "accepted", 0, 1, 2)
+         .receive("r1", "p", 0, 1).receive("r2", "p", 0, 1, 2, 2))
+    v = c.compose(s.history, at_r1=c.total_queue(s.history, receivers="r1"),
+                  at_r2=c.total_queue(s.history, receivers="r2"), ordering=c.ordering(s.history))
+    assert v.summary() == {"attempted": 6, "delivered": 5, "lost": 1, "duplicated": 1, "unexpected": 0,
+                           "recovered": 0, "reordered": 0}
+    assert c.compose(s.history, spread=c.distribution(s.history)).summary() == {}
+
+
+def test_compose_fill_gives_the_shape_checks_details_gives_plus_the_counts_asked_for():
+    s = Story().send("p", 0, 1).receive("r", "p", 0).outcome("p", "accepted", 0, 1)
+    queue, order = c.total_queue(s.history), c.ordering(s.history)
+    v = c.compose(s.history, total_queue=queue, ordering=order)
+    details = v.fill({"sent": 2}, "lost", "delivered")
+    assert details == {"sent": 2, **c.checks_details(total_queue=queue, ordering=order), "lost": 1, "delivered": 1}
+    assert v.fill({}) == c.checks_details(total_queue=queue, ordering=order)
+    json.dumps(details)
+    # a second verdict on the same record adds its members beside the first one's
+    c.compose(s.history, later=c.distribution(s.history)).fill(details)
+    assert set(details["checks"]) == {"total_queue", "ordering", "later"}
+    with pytest.raises(KeyError, match="reordered"):
+        c.compose(s.history, total_queue=queue).fill({}, "reordered")
