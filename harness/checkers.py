@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
 from . import history as h
 
@@ -464,3 +465,18 @@ def compose(history=None, **checks) -> Verdict:
     or a result already made (anything with .ok and .as_details()). The names are the keys the record keeps:
     details.checks.<name>."""
     return Verdict({name: check(history) if callable(check) else check for name, check in checks.items()})
+
+
+def every_message_once(producer: str | Iterable[str], receivers: str | Iterable[str] | None = None, *,
+                       in_order: bool = True, suffix: str = "") -> dict:
+    """The members of a composition for a path with no fault and no release: every message `producer` sent
+    reaches `receivers` exactly once, whatever its outcome (total_queue with require_all, no duplicate) and, if
+    in_order, in the order sent with no step back at all (ordering without redeliveries): what a case once
+    asked by comparing a receiver's seqs with range(n). Use: compose(history, **every_message_once(p, r)).
+    `suffix` tells apart the members of receivers checked one by one (a multicast: each gets every message)."""
+    checks = {f"total_queue{suffix}": partial(total_queue, producer=producer, receivers=receivers,
+                                              require_all=True, allow_duplicates=False)}
+    if in_order:
+        checks[f"ordering{suffix}"] = partial(ordering, producer=producer, receivers=receivers,
+                                              allow_redeliveries=False)
+    return checks

@@ -327,3 +327,20 @@ def test_compose_fill_gives_the_shape_checks_details_gives_plus_the_counts_asked
     assert set(details["checks"]) == {"total_queue", "ordering", "later"}
     with pytest.raises(KeyError, match="reordered"):
         c.compose(s.history, total_queue=queue).fill({}, "reordered")
+
+
+def test_every_message_once_asks_all_once_and_in_order_as_a_comparison_with_range_did():
+    def verdict(story, **kwargs):
+        return c.compose(story.history, **c.every_message_once("p", "r", **kwargs))
+
+    fine = Story().send("p", 0, 1, 2).send("other", 0).receive("r", "p", 0, 1, 2).receive("r", "other", 0)
+    v = verdict(fine)
+    assert v.ok and set(v.results) == {"total_queue", "ordering"}
+    assert not verdict(Story().send("p", 0, 1, 2, settled=True).receive("r", "p", 0, 2)).ok  # 1 never came
+    assert not verdict(Story().send("p", 0, 1).receive("r", "p", 0, 1, 1)).ok  # 1 twice
+    assert verdict(Story().send("p", 0, 1).receive("r", "p", 0, 1).receive("elsewhere", "p", 0, 1)).ok  # not r's
+    swapped = Story().send("p", 0, 1).receive("r", "p", 1, 0)
+    assert not verdict(swapped).ok
+    assert verdict(swapped, in_order=False).ok  # across competing consumers only the set is asked
+    per_receiver = c.every_message_once("p", "r1", suffix="_r1")
+    assert set(per_receiver) == {"total_queue_r1", "ordering_r1"}
