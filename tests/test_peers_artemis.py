@@ -32,12 +32,13 @@ SECURED = parse_topology({"name": "artemis-secured", "nodes": {
            "roles": {"senders": ["alice"]}, "permissions": [{"match": "orders.#", "send": ["senders"]}]}}})
 
 # Lines a real Artemis 2.40.0 printed here (`bin/artemis run`, console pattern `%d %-5level [%logger] %msg`).
-STARTED = """\
-2026-11-27 12:13:23,968 INFO  [org.apache.activemq.artemis.core.server] AMQ221080: Deploying address news supporting [MULTICAST]
-2026-11-27 12:13:24,685 INFO  [org.apache.activemq.artemis.core.server] AMQ221020: Started EPOLL Acceptor at 127.0.0.1:45479 for protocols [AMQP]
-2026-11-27 12:13:24,688 INFO  [org.apache.activemq.artemis.core.server] AMQ221020: Started EPOLL Acceptor at 127.0.0.1:40111 for protocols [AMQP]
-2026-11-27 12:13:24,692 INFO  [org.apache.activemq.artemis.core.server] AMQ221007: Server is now active
-""".splitlines()
+SERVER = "INFO  [org.apache.activemq.artemis.core.server]"
+STARTED = [
+    f"2026-11-27 12:13:23,968 {SERVER} AMQ221080: Deploying address news supporting [MULTICAST]",
+    f"2026-11-27 12:13:24,685 {SERVER} AMQ221020: Started EPOLL Acceptor at 127.0.0.1:45479 for protocols [AMQP]",
+    f"2026-11-27 12:13:24,688 {SERVER} AMQ221020: Started EPOLL Acceptor at 127.0.0.1:40111 for protocols [AMQP]",
+    f"2026-11-27 12:13:24,692 {SERVER} AMQ221007: Server is now active",
+]
 STARS = "*" * 127
 # A broker connection's dials, as ActiveMQAMQPProtocolLogger 111001-111003 print them.
 DIALS = f"""\
@@ -222,6 +223,12 @@ def test_broker_connection_dials_are_read_from_the_log():
     assert len(row["attempt_times"]) == 3 and not row["gave_up"]
     gave_up = art.connection_row("Q", "tcp://127.0.0.1:41003", False, False, events["Q"])
     assert gave_up["gave_up"] and gave_up["attempts"] == 1 and gave_up["connects"] == 0
+    # A connection lost and then given up after 2 retries (reconnect-attempts 2): Artemis logs the loss as
+    # "retry 1", then each failed redial; the loss is not a dial, so 2 failed attempts, both after the loss.
+    lost = [("connected", "h:1", 1.0), ("retrying", "h:1", 5.0), ("retrying", "h:1", 5.2), ("gave-up", "h:1", 5.4)]
+    row = art.connection_row("L", "tcp://h:1", False, False, lost)
+    assert row["attempts"] == 2 and row["connects"] == 1 and row["gave_up"]
+    assert row["attempt_times"] == [1.0, 5.2, 5.4] and row["targets_tried"] == ["h:1"] * 3
     idle = art.connection_row("R", "tcp://x:1", False, False, [])
     assert idle["attempt_times"] == [] and idle["connects"] == 0 and idle["target"] is None
 

@@ -251,7 +251,7 @@ def test_broker_connections_render_every_attribute_and_alternates_after_the_hash
     text = render_broker_xml(DIALLING, "DC1", {"clients": 5672}, connect_ports=DIALLED)
     mirror, peer = connections_of(text)
     assert dict(mirror.attrib) == {
-        "uri": "tcp://127.0.0.1:6002#127.0.0.1:6003,127.0.0.1:6004", "name": "DC2", "retry-interval": "200",
+        "uri": "tcp://127.0.0.1:6002#tcp://127.0.0.1:6003,tcp://127.0.0.1:6004", "name": "DC2", "retry-interval": "200",
         "reconnect-attempts": "3", "auto-start": "false", "user": "admin", "password": 'p&"w<'}
     assert elements_of(mirror) == [
         ("mirror", {"queue-creation": "true", "queue-removal": "false", "message-acknowledgements": "true"}),
@@ -287,7 +287,7 @@ def test_the_dial_host_is_its_own_keyword():
     assert [a.text for a in core_of(text).findall("c:acceptors/c:acceptor", NS)] == [
         "tcp://0.0.0.0:5672?protocols=AMQP"]
     assert [c.get("uri") for c in connections_of(text)] == [
-        "tcp://10.0.0.7:6002#10.0.0.7:6003,10.0.0.7:6004", "tcp://10.0.0.7:6101"]
+        "tcp://10.0.0.7:6002#tcp://10.0.0.7:6003,tcp://10.0.0.7:6004", "tcp://10.0.0.7:6101"]
 
 
 @pytest.mark.parametrize("connect_ports, message", [
@@ -336,7 +336,7 @@ def test_broker_connection_topologies_render_their_amqp_connections(name):
         assert len(rendered) == len(connections), node
         for el, (conn_name, dialled, (retry, attempts, auto), elements) in zip(rendered, connections, strict=True):
             hosts = [f"127.0.0.1:{ports[n]}" for n in dialled]
-            uri = f"tcp://{hosts[0]}" + (f"#{','.join(hosts[1:])}" if hosts[1:] else "")
+            uri = f"tcp://{hosts[0]}" + (f"#{','.join('tcp://' + h for h in hosts[1:])}" if hosts[1:] else "")
             assert dict(el.attrib) == {"uri": uri, "name": conn_name, "retry-interval": retry,
                                        "reconnect-attempts": attempts, "auto-start": auto}
             assert elements_of(el) == elements
@@ -411,7 +411,7 @@ def test_a_static_duplex_connector_is_one_federation_connection_per_node_with_po
 def test_a_masterslave_connector_is_one_connection_with_the_standby_after_the_hash():
     text = render_broker_xml(NETWORKED, "B1", {"clients": 5672}, connect_ports=NETWORK_PORTS)
     pair = connections_of(text)[3]
-    assert dict(pair.attrib) == {"uri": "tcp://127.0.0.1:6004#127.0.0.1:6005", "name": "pair",
+    assert dict(pair.attrib) == {"uri": "tcp://127.0.0.1:6004#tcp://127.0.0.1:6005", "name": "pair",
                                  "retry-interval": "1000", "reconnect-attempts": "-1", "auto-start": "true"}
     # Not duplex: the remote policies only, so messages flow from B1 to the pair's consumers and not back;
     # network_ttl 1 (the default): federated messages stop there and cross one broker.
@@ -497,7 +497,7 @@ def test_network_topologies_render_their_federation_for_every_broker(name):
         assert len(rendered) == len(connections), node
         for el, (conn_name, dialled, policies) in zip(rendered, connections, strict=True):
             hosts = [f"127.0.0.1:{ports[n]}" for n in dialled]
-            assert dict(el.attrib) == {"uri": f"tcp://{hosts[0]}" + (f"#{hosts[1]}" if hosts[1:] else ""),
+            assert dict(el.attrib) == {"uri": f"tcp://{hosts[0]}" + (f"#tcp://{hosts[1]}" if hosts[1:] else ""),
                                        "name": conn_name, "retry-interval": "200", "reconnect-attempts": "-1",
                                        "auto-start": "true"}
             got = federation_of(el)

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from ..render.artemis import MANAGEMENT_ADDRESS
 from ..wait import WaitTimeout, accepts, free_port, wait_for
-from .base import Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable
+from .base import Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
 from .process import ProcessPeer
 from .provider import NodeSetup, Provider
 
@@ -269,21 +269,29 @@ def connection_events(log_lines: list[str]) -> dict[str, list[tuple[str, str, fl
 def connection_row(name: str, uri: str, started: bool, connected: bool,
                    events: list[tuple[str, str, float | None]]) -> dict:
     """One broker connection as Peer.broker_connections describes it, from the management view (name, uri,
-    started, connected) and the broker's log of its dials. Artemis logs a failed dial (retrying or giving up)
-    and a successful one, each with the HOST:PORT it dialled, so each event is one attempt."""
-    failures = 0
-    connects = 0
-    for event, _target, _at in events:
+    started, connected) and the broker's log of its dials (connection_events).
+
+    Artemis logs a successful dial ("Connected", once its TCP connection is up) and every failure after which
+    it retries or gives up, with the HOST:PORT concerned. A failure right after a success is the loss of that
+    connection, not a dial; every other failure is a failed dial. So the dials are the successes and the
+    failures that do not follow a success, and "attempts" counts the failed dials since the last success."""
+    failures = connects = 0
+    dials: list[tuple[str, float | None]] = []
+    previous = None
+    for event, target, at in events:
         if event == "connected":
             connects, failures = connects + 1, 0
-        else:
+            dials.append((target, at))
+        elif previous != "connected":  # a failed dial (a failure after a success is that connection's loss)
             failures += 1
+            dials.append((target, at))
+        previous = event
     last = events[-1] if events else None
     return {"name": name, "uri": uri, "started": started, "connected": connected,
             "target": last[1] if last else None, "attempts": failures, "connects": connects,
             "gave_up": bool(last and last[0] == "gave-up" and not started),
-            "attempt_times": [at for _e, _t, at in events if at is not None],
-            "targets_tried": [target for _e, target, _at in events]}
+            "attempt_times": [at for _target, at in dials if at is not None],
+            "targets_tried": [target for target, _at in dials]}
 
 
 # ---- management over AMQP -------------------------------------------------------------------------------------
@@ -462,7 +470,13 @@ class ArtemisPeer(ProcessPeer):
                                      "but refuses connections")
 
     def _log_tail(self, lines: int = 15) -> str:
-        return "\n".join(self.logs().splitlines()[-lines:])
+        """The last lines of the log without Java stack frames, which would hide the exception's own line."""
+        return "\n".join([line for line in self.logs().splitlines() if not line.startswith("\tat ")][-lines:])
+
+    def _check_alive(self) -> None:
+        if self._proc is not None and self._proc.poll() is not None:
+            raise PeerStartError(f"{self.name} (artemis) stopped while starting: "
+                                 f"{describe_exit(self._proc.returncode)}:\n{self._log_tail()}")
 
     def _prepare_restart(self) -> None:
         """Come back on the ports the acceptors got, with the same data directory (under the work dir)."""

@@ -16,7 +16,7 @@ of the format), so it sticks to elements both understand:
   `<multicast/>` address whose subscribers get a queue each; the dead-letter and expiry addresses as anycast
   queues;
 * `broker-connections`: one `<amqp-connection>` per broker connection of the node (002_f23507c2891d6d06.txt),
-  `uri="tcp://HOST:PORT#HOST:PORT,..."` (the alternates after `#`), every attribute written even when it is
+  `uri="tcp://HOST:PORT#tcp://HOST:PORT,..."` (the alternates after `#`), every attribute written even when it is
   Artemis's default, holding `<mirror>` (its three flags always written), `<sender>`, `<receiver>` and
   `<peer>`. The mirror's store-and-forward queue `$ACTIVEMQ_ARTEMIS_MIRROR_<name>` is not declared: the broker
   creates it;
@@ -370,10 +370,12 @@ def dial_endpoints(node: Node, what: str, targets: tuple[str, ...], connect_port
 
 def _connection_uri(node: Node, what: str, targets: tuple[str, ...], connect_ports: dict[str, int],
                     dial_host: str, params: str = "") -> str:
-    """`tcp://HOST:PORT?PARAMS` of the first target, the others as alternates after `#`."""
+    """`tcp://HOST:PORT?PARAMS` of the first target, the others as alternates after `#`, each a URI of its own
+    (`#tcp://H2:P2,tcp://H3:P3`): real Artemis parses every alternate as a URI and refuses to start on a bare
+    `H2:P2` ("Illegal character in scheme name"); an alternate takes the primary's parameters."""
     endpoints = dial_endpoints(node, what, targets, connect_ports, dial_host)
     return (f"tcp://{endpoints[0]}" + (f"?{params}" if params else "")
-            + (f"#{','.join(endpoints[1:])}" if len(endpoints) > 1 else ""))
+            + (f"#{','.join(f'tcp://{e}' for e in endpoints[1:])}" if len(endpoints) > 1 else ""))
 
 
 def _key_store(issued) -> str:
