@@ -440,16 +440,17 @@ class Verdict:
                     totals[key] = totals.get(key, 0) + getattr(r, key)
         return totals
 
-    def fill(self, details: dict, *counts: str) -> dict:
+    def fill(self, details: dict, *counts: str) -> Verdict:
         """Put every member under details["checks"][name] (the shape checks_details gives), and the summary's
-        `counts` the case names (e.g. "lost", "duplicated") at top level. Returns details."""
+        `counts` the case names (e.g. "lost", "duplicated") at top level. Returns the verdict, so that a case
+        can write `verdict = compose(...).fill(details)`."""
         details.setdefault("checks", {}).update(checks_details(**self.results)["checks"])
         summary = self.summary()
         for key in counts:
             if key not in summary:
                 raise KeyError(f"no member of this verdict counts {key!r} (members: {', '.join(self.results)})")
             details[key] = summary[key]
-        return details
+        return self
 
 
 def _describe(details: dict) -> str:

@@ -318,9 +318,12 @@ def test_compose_fill_gives_the_shape_checks_details_gives_plus_the_counts_asked
     s = Story().send("p", 0, 1).receive("r", "p", 0).outcome("p", "accepted", 0, 1)
     queue, order = c.total_queue(s.history), c.ordering(s.history)
     v = c.compose(s.history, total_queue=queue, ordering=order)
-    details = v.fill({"sent": 2}, "lost", "delivered")
+    details = {"sent": 2}
+    assert v.fill(details, "lost", "delivered") is v
     assert details == {"sent": 2, **c.checks_details(total_queue=queue, ordering=order), "lost": 1, "delivered": 1}
-    assert v.fill({}) == c.checks_details(total_queue=queue, ordering=order)
+    bare = {}
+    v.fill(bare)
+    assert bare == c.checks_details(total_queue=queue, ordering=order)
     json.dumps(details)
     # a second verdict on the same record adds its members beside the first one's
     c.compose(s.history, later=c.distribution(s.history)).fill(details)
