@@ -469,23 +469,28 @@ class Router(ServedConnections):
 
     def on_link_remote_close(self, event):
         link = event.link
-        if getattr(link, "router_pair", None) is not None:
-            self.link_router.detached(link, closed=True)
-            if link.state & Endpoint.LOCAL_ACTIVE:
-                link.close()
+        if self._pair_ended(link, closed=True):
             return
         self._link_gone(link)
         if not link.state & Endpoint.LOCAL_CLOSED:
             link.close()
 
     def on_link_remote_detach(self, event):
-        link = event.link
-        if getattr(link, "router_pair", None) is not None:
-            self.link_router.detached(link, closed=False)
-            if link.state & Endpoint.LOCAL_ACTIVE:
+        if not self._pair_ended(event.link, closed=False):
+            self.on_link_remote_close(event)
+
+    def _pair_ended(self, link, closed: bool) -> bool:
+        """A link-routed link's detach (closing or not) is its pair's: the far end gets the same one, and this
+        end is answered in kind. False for any other link."""
+        if getattr(link, "router_pair", None) is None:
+            return False
+        self.link_router.detached(link, closed=closed)
+        if link.state & Endpoint.LOCAL_ACTIVE:
+            if closed:
+                link.close()
+            else:
                 link.detach()
-            return
-        self.on_link_remote_close(event)
+        return True
 
     def _link_gone(self, link):
         consumer = getattr(link, "router_consumer", None)
