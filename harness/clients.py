@@ -224,11 +224,7 @@ class ClientConnection:
         attach makes it durable (RabbitMQ does only then). `session_of`: open it on that link's session."""
         snd = RecordingSender(self, address, name or self.clients.unique("snd"), presettled, window, durable)
         snd.session_of = session_of
-        self._links.append(snd)
-        self.clients.call(snd._open)
-        if wait:
-            snd.wait_attached(timeout)
-        return snd
+        return self._attached(snd, wait, timeout)
 
     def receiver(self, address: str | None, name: str | None = None, *, credit: int = 50,
                  auto_credit: bool = True, outcome: str = "accept", dynamic: bool = False,
@@ -241,21 +237,21 @@ class ClientConnection:
         rcv = RecordingReceiver(self, address, name or self.clients.unique("rcv"), credit, auto_credit,
                                 outcome, dynamic, capabilities, durable)
         rcv.session_of = session_of
-        self._links.append(rcv)
-        self.clients.call(rcv._open)
-        if wait:
-            rcv.wait_attached(timeout)
-        return rcv
+        return self._attached(rcv, wait, timeout)
 
     def coordinator(self, name: str | None = None, *, wait: bool = True,
                     timeout: float = DEFAULT_TIMEOUT) -> TransactionController:
         """A transaction controller: a link to the peer's coordinator asking for local transactions."""
-        ctl = TransactionController(self, name or self.clients.unique("txn-ctl"))
-        self._links.append(ctl)
-        self.clients.call(ctl._open)
+        return self._attached(TransactionController(self, name or self.clients.unique("txn-ctl")), wait, timeout)
+
+    def _attached(self, link, wait: bool, timeout: float):
+        """Open `link` (a sender, receiver or controller) on the clients' thread; with `wait`, return once the
+        peer has answered its attach."""
+        self._links.append(link)
+        self.clients.call(link._open)
         if wait:
-            ctl.wait_attached(timeout)
-        return ctl
+            link.wait_attached(timeout)
+        return link
 
     def sync(self, timeout: float = DEFAULT_TIMEOUT) -> None:
         """A round trip through the peer: attach and detach a throw-away receiver on this connection.
