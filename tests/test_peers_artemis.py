@@ -300,8 +300,16 @@ def test_a_real_artemis_starts_takes_a_message_and_reports_its_queue(broker):
             "name": "orders", "depth": 3, "available": 3, "in_flight": 0, "consumers": 0, "exists": True}
         receiver = conn.receiver("orders", credit=10)
         wait_for(lambda: receiver.count == 3, 20, "the 3 messages back from Artemis")
-    assert broker.queue_stats("news")["subscriptions"] == 0
+    assert broker.queue_stats("news")["subscriptions"] == 0 and broker.queue_stats("news")["exists"]
     assert broker.queue_stats("nowhere")["exists"] is False
+    with Clients() as clients:  # an auto-created queue, deleted by management, is gone (its address stays)
+        scratch = clients.connect(broker.url).sender("scratch")
+        scratch.send(1)
+        scratch.wait_outcomes(1)
+        scratch.detach()
+    assert broker.queue_stats("scratch")["depth"] == 1
+    broker.delete_queue("scratch")
+    assert broker.queue_stats("scratch")["exists"] is False
     assert broker.broker_connections() == []
 
 
