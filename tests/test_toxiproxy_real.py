@@ -412,3 +412,25 @@ def test_the_session_choice_comes_before_the_environment(monkeypatch):
         launch.chosen_fault_proxy()
     with pytest.raises(ValueError):
         launch.choose_fault_proxy("docker")
+
+
+def test_a_server_nobody_stopped_ends_with_the_process_that_started_it():
+    # start_topology may fail after the proxy started (a peer that cannot be made): the server must not outlive us.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = "from harness.faults import start_fault_proxy; print(start_fault_proxy(kind='harness').process.pid)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    pid = int(done.stdout.split()[-1])
+
+    def gone() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+    wait_for(gone, 10, f"the fault proxy (pid {pid}) to end with the process that started it")

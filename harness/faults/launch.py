@@ -15,6 +15,7 @@ so it talks to one server per process at a time; `handle.client()` points it at 
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -141,6 +142,9 @@ def start_fault_proxy(host: str = "127.0.0.1", *, kind: str | None = None, timeo
     except OSError as exc:
         raise FaultProxyError(f"cannot run {command[0]}: {exc}") from None
     threading.Thread(target=_pump, args=(handle,), name="fault-proxy-log", daemon=True).start()
+    # A server whose topology never got to stop it (a peer that could not be made, a crash) would outlive this
+    # process: both kinds kept running after the interpreter exited (measured). stop() twice is harmless.
+    atexit.register(handle.stop)
 
     def ready():
         if handle.process.poll() is not None:
