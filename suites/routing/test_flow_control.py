@@ -2,6 +2,7 @@
 
 import pytest
 
+from harness import checkers
 from harness.wait import wait_for
 
 pytestmark = pytest.mark.requires("credit-gating")
@@ -133,4 +134,6 @@ def test_credit_keeps_coming_while_a_consumer_keeps_taking(connect, clients, det
     details.update(received=receiver.count, outcomes=sender.outcome_counts())
     assert {o.outcome for o in outcomes.values()} == {"accepted"}
     receiver.wait_received(total)
-    assert receiver.seqs(sender.name) == list(range(total)), "one producer, one consumer: in order"
+    verdict = checkers.compose(clients.history, **checkers.every_message_once(sender.name, receiver.name))
+    verdict.fill(details)
+    assert verdict.ok, f"one producer, one consumer: each message once, in order:\n{verdict.failures()}"
