@@ -219,3 +219,20 @@ def test_without_permissions_every_user_may_do_everything():
     everyone = {"read": "interop-users", "write": "interop-users", "admin": "interop-users"}
     assert {"queue": ">", **everyone} in entries and {"topic": ">", **everyone} in entries
 
+
+
+def test_a_tls_clients_listener_is_amqp_ssl_with_the_stores_and_client_auth():
+    from harness.render.activemq import TlsStores
+
+    for certs, query in (("none", ""), ("optional", "?wantClientAuth=true"), ("required", "?needClientAuth=true")):
+        topology = parse_topology({"name": "tls", "cas": ["ca"], "nodes": {"B1": {
+            "role": "broker", "access": {"tls": {"ca": "ca", "client_certs": certs}}}}})
+        text = render_activemq_xml(topology, "B1", {"clients": 5671}, host="127.0.0.1",
+                                   tls_stores=TlsStores("/w/broker.p12", "/w/trust.p12", "pw"))
+        (transport,) = broker_of(text).findall("a:transportConnectors/a:transportConnector", NS)
+        assert transport.get("uri") == f"amqp+ssl://127.0.0.1:5671{query}"
+        (ssl,) = broker_of(text).findall("a:sslContext/a:sslContext", NS)
+        assert (ssl.get("keyStore"), ssl.get("trustStore"), ssl.get("keyStoreType")) == (
+            "/w/broker.p12", "/w/trust.p12", "PKCS12")
+    with pytest.raises(RenderError, match="tls_stores"):
+        render_activemq_xml(topology, "B1", {"clients": 5671})

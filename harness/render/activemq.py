@@ -27,6 +27,9 @@ image's `conf/activemq.xml` or a native install's. It carries only what the topo
   of every entry that matches where Artemis takes the most specific. Every user may use the advisory topics
   (`ActiveMQ.Advisory.>`), which consumers and network bridges need. Without permissions every user may do
   everything, as on Artemis;
+* `<sslContext>` when the node's clients listener is TLS (`access.tls`): PKCS#12 key and trust stores the
+  provider makes from the run's test PKI; that listener is then `amqp+ssl://`, with `needClientAuth` or
+  `wantClientAuth` for `client_certs` required or optional;
 * `<transportConnectors>`: one per listener; the clients listener is named `amqp`. A node that another broker's
   network connector dials must also speak OpenWire there (Classic's network bridges are OpenWire, and the link
   names one port), so its clients listener is an `auto://` transport limited to AMQP and OpenWire
@@ -41,6 +44,7 @@ Children of `<broker>` are written in alphabetical order, which older ActiveMQ s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
 from harness.topology import CLIENT_LISTENER, NetworkConnector, Node, Topology, display_path
@@ -66,13 +70,15 @@ def render_activemq_xml(
     host: str = "0.0.0.0",
     connect_ports: dict[str, int] | None = None,
     dial_host: str = "127.0.0.1",
+    tls_stores: TlsStores | None = None,
 ) -> str:
     """activemq.xml text for broker `node_name`.
 
     `ports` maps each listener name of `topology.listeners_for(node_name)` ("clients" always) to its port;
     `host` is where the transports bind (0.0.0.0 inside a container). `connect_ports` maps each broker this one
     dials (the `to` nodes of its network connectors) to the port to dial on `dial_host`: the node's clients
-    listener, or the fault proxy's port when the link goes `via: proxy`.
+    listener, or the fault proxy's port when the link goes `via: proxy`. `tls_stores`: the key and trust stores
+    of a node whose `access.tls` makes its clients listener TLS (the provider makes them from the run's PKI).
     """
     node = topology.node(node_name)
     if node.role != "broker":
@@ -92,7 +98,10 @@ def render_activemq_xml(
         port = ports[listener.name]
         if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
             raise RenderError(f"{node_name}: transport {listener.name!r}: expected a port 0-65535, got {port!r}")
-        if listener.name == CLIENT_LISTENER:
+        if listener.name == CLIENT_LISTENER and node.access.tls is not None:
+            uri = _tls_uri(node, host, port, dialled, tls_stores)
+            attrs = [("name", "amqp"), ("uri", uri)]
+        elif listener.name == CLIENT_LISTENER:
             uri = (f"auto://{host}:{port}?auto.protocols=amqp,default" if dialled else f"amqp://{host}:{port}")
             attrs = [("name", "amqp"), ("uri", uri)]
         else:
@@ -135,6 +144,7 @@ def render_activemq_xml(
         *(["    <destinations>", *destinations, "    </destinations>"] if destinations else []),
         *(["    <networkConnectors>", *connectors, "    </networkConnectors>"] if connectors else []),
         *_plugins(node),
+        *(_ssl_context(tls_stores) if node.access.tls is not None else []),
         "    <transportConnectors>",
         *transports,
         "    </transportConnectors>",
@@ -176,6 +186,40 @@ def _network_connector(node: Node, connector: NetworkConnector, connect_ports: d
                   "        </excludedDestinations>"]
     lines.append("      </networkConnector>")
     return lines
+
+
+@dataclass(frozen=True)
+class TlsStores:
+    """PKCS#12 stores for a TLS listener: the node's key and certificate, and the CA it trusts for clients."""
+
+    key_store: str
+    trust_store: str
+    password: str
+
+
+_CLIENT_AUTH = {"none": "", "optional": "?wantClientAuth=true", "required": "?needClientAuth=true"}
+
+
+def _tls_uri(node: Node, host: str, port: int, dialled: bool, stores: TlsStores | None) -> str:
+    """`amqp+ssl://` for a TLS-only clients listener, asking for client certificates as `client_certs` says."""
+    tls = node.access.tls
+    if stores is None:
+        raise RenderError(f"{node.name}: access.tls needs the key and trust stores (tls_stores) made from the "
+                          "run's test PKI")
+    if not tls.require:
+        raise RenderError(f"{node.name}: access.tls.require false (TLS and plain TCP on one port) is not rendered "
+                          "for ActiveMQ Classic")
+    if dialled:
+        raise RenderError(f"{node.name}: a TLS clients listener that other brokers' network connectors dial is not "
+                          "rendered for ActiveMQ Classic (its bridges speak OpenWire)")
+    return f"amqp+ssl://{host}:{port}{_CLIENT_AUTH[tls.client_certs]}"
+
+
+def _ssl_context(stores: TlsStores) -> list[str]:
+    attrs = [("keyStore", stores.key_store), ("keyStorePassword", stores.password), ("keyStoreType", "PKCS12"),
+             ("trustStore", stores.trust_store), ("trustStorePassword", stores.password),
+             ("trustStoreType", "PKCS12")]
+    return ["    <sslContext>", f"      <sslContext {_attributes(attrs)}/>", "    </sslContext>"]
 
 
 # ActiveMQ's three permissions, from the topology's Artemis-style operations.
