@@ -15,6 +15,7 @@ server to answer, its log kept, and a one-line error with the log's last lines w
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import socket
@@ -41,12 +42,44 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def _answers(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
+# The server's own word that its gRPC listener is bound (SparkConnectServer logs it at INFO, once per listen
+# socket, right after starting the service): a readiness signal from the server itself, where a TCP probe would
+# also take any other program that happens to hold the port.
+READY_LINE = b"Spark Connect server started at:"
+
+
+def _port_taken(host: str, port: int) -> bool:
+    """Whether a listener already holds host:port: binding it as the server will is refused."""
+    with socket.socket() as probe:
+        # Without SO_REUSEADDR, connections of an earlier server still in TIME_WAIT would count as a listener.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return True
+            raise ReportError(f"{host}:{port}: cannot listen there: {exc.strerror or exc}") from None
+    return False
+
+
+class _LogWatch:
+    """Reads a growing log from where it last stopped, so a long wait does not read it again and again."""
+
+    def __init__(self, path: Path):
+        self.path, self.offset, self.carry = path, 0, b""
+
+    def saw(self, needle: bytes) -> bool:
+        try:
+            with open(self.path, "rb") as log:
+                log.seek(self.offset)
+                chunk = log.read()
+        except OSError:
+            return False
+        self.offset += len(chunk)
+        text = self.carry + chunk
+        # Keep the tail that could hold the start of a needle cut in two by the writer.
+        self.carry = text[-len(needle):]
+        return needle in text
 
 
 class ConnectServer:
@@ -96,6 +129,7 @@ def command(host: str, port: int) -> tuple[list[str], dict[str, str]]:
         "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),
         "spark.ui.enabled": "false",
+        "spark.log.level": "INFO",  # start() waits for READY_LINE, an INFO line: a quieter log would hide it
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.memory": os.environ.get("INTEROP_REPORT_DRIVER_MEMORY", "4g"),
@@ -111,10 +145,10 @@ def command(host: str, port: int) -> tuple[list[str], dict[str, str]]:
 
 def start(port: int = 0, host: str = "127.0.0.1", log_path: str | Path | None = None,
           timeout: float = START_TIMEOUT_S) -> ConnectServer:
-    """Start a server (port 0: a free one) and return once it accepts connections; ReportError if it does not
+    """Start a server (port 0: a free one) and return once it says it listens; ReportError if it does not
     within `timeout` or exits first."""
     port = port or free_port(host)
-    if _answers(host, port):
+    if _port_taken(host, port):
         raise ReportError(f"{host}:{port}: something already listens there (choose another --port)")
     log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="interop-connect-", suffix=".log")[1])
     argv, env = command(host, port)
@@ -123,7 +157,8 @@ def start(port: int = 0, host: str = "127.0.0.1", log_path: str | Path | None = 
                                    start_new_session=True)
     server = ConnectServer(process, host, port, log_path)
     deadline = time.monotonic() + timeout
-    while not _answers(host, port):
+    log_watch = _LogWatch(log_path)
+    while not log_watch.saw(READY_LINE):
         if process.poll() is not None:
             raise ReportError(f"Spark Connect server on {host}:{port} exited with status {process.returncode} "
                               f"before it answered: {server.log_tail()} (log: {log_path})")
