@@ -39,20 +39,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..render.artemis import MANAGEMENT_ADDRESS
-from ..wait import WaitTimeout, accepts, free_port, wait_for
+from ..wait import WaitTimeout, accepts, wait_for
 from .base import Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
 from .process import ProcessPeer
 from .provider import NodeSetup, Provider
+from .rabbitmq import low_port, release_ports
 
 ARTEMIS_VERSION = "2.40.0"
 ARTIFACT = f"org.apache.activemq:apache-artemis:{ARTEMIS_VERSION}:tar.gz:bin"
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 
 # Heap and start-up. Several brokers share two cores and must each start fast: a 256 MiB heap is plenty for
-# the suites' message volumes (Artemis pages to disk past half of it), the client compiler alone (C1) halves
-# the JIT's start-up work, and the serial collector has no helper threads to start. Measured in
-# ArtemisPeer.start_seconds.
-JAVA_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
+# the suites' message volumes (Artemis pages to disk past half of it; an instance used ~170 MB resident here),
+# and the client compiler alone (C1) spends less CPU while the broker starts. The profile's G1 collector stays:
+# the JVM refuses a second collector flag. Start measured here: 6.4-7.2 s with the machine moderately busy.
+JAVA_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:TieredStopAtLevel=1")
 
 START_FLOOR_S = 180.0  # the least time a start is given (ArtemisPeer.start)
 MANAGEMENT_USER = "interop-management"  # also its role: the one that may manage, on nodes that authenticate
@@ -230,12 +231,14 @@ def login_config(users_file: str, roles_file: str) -> str:
             "};\n")
 
 
-def acceptor_ports(wanted: dict[str, int]) -> dict[str, int]:
+def acceptor_ports(wanted: dict[str, int], pick=low_port) -> dict[str, int]:
     """Ports for the acceptors: the ones given stay; of those asking for port 0, the clients listener (else the
-    first) keeps 0 and the others get a free port, since the log does not say which acceptor got which port."""
+    first) keeps 0 and the others get a port of their own (`pick`), since the log does not say which acceptor
+    got which port. Picked below the ephemeral range and never twice in this process (rabbitmq.low_port): a
+    free port from that range was taken by someone else before a broker bound it ("Address already in use")."""
     zero = [name for name, port in wanted.items() if port == 0]
     keep = "clients" if "clients" in zero else (zero[0] if zero else None)
-    return {name: (free_port() if port == 0 and name != keep else port) for name, port in wanted.items()}
+    return {name: (pick() if port == 0 and name != keep else port) for name, port in wanted.items()}
 
 
 def bound_ports(log_lines: list[str]) -> list[tuple[str, int]]:
@@ -409,7 +412,9 @@ class ArtemisPeer(ProcessPeer):
 
         make_instance(instance_template(self.install), workdir)
         self.ports = acceptor_ports(dict(self.setup.listen_ports))
-        self.management_port = free_port()
+        self.management_port = low_port()
+        self._own_ports = [self.management_port] + [port for name, port in self.ports.items()
+                                                    if port and port != self.setup.listen_ports.get(name)]
         self.management_user = self.management_password = None
         files = render_artemis_security(self.setup.topology, self.name)
         if files:  # the node authenticates: its users, plus the harness's own who may only manage
@@ -492,6 +497,11 @@ class ArtemisPeer(ProcessPeer):
     def stop(self, timeout: float = 20.0) -> None:
         self.management.close()
         super().stop(timeout)
+
+    def cleanup(self) -> None:
+        super().cleanup()
+        if not self.is_running():
+            release_ports(*self._own_ports)
 
     def kill(self) -> None:
         self.management.close()
