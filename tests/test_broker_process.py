@@ -429,7 +429,7 @@ def test_a_durable_subscription_name_reused_on_another_address_starts_afresh(tmp
     # under that name on another address gets a new, empty subscription there, not the old address's queue.
     (tmp_path / "broker.xml").write_text(broker_xml(persistence=False))
     broker = start_broker("broker.xml").wait_ready()
-    conn = clients.connect(broker.url)
+    conn = clients.connect(broker.url, container_id="broker-process-tests")  # the subscription's name below
     first = conn.receiver("old.topic", name="sub", capabilities=("topic",), durable=True)
     first.wait_attached()
     first.detach(close=False)
