@@ -337,3 +337,15 @@ def test_a_network_connectors_user_may_use_artemis_federation_addresses_on_the_b
     assert "interop-federation = myCommonUser\n" in render_artemis_security(topology, "B2")["artemis-roles.properties"]
     dialler = render_broker_xml(topology, "B1", {"clients": 5672}, connect_ports={"B2": 5673})
     assert "ACTIVEMQ_ARTEMIS_FEDERATION" not in dialler, "nobody dials B1"
+
+
+def test_fetch_with_artemis_home_only_checks_that_install(install, monkeypatch):
+    monkeypatch.setenv("ARTEMIS_HOME", str(install.home))
+    if art.shutil.which("java") is None:
+        pytest.skip("no java here")
+    said = []
+    assert art.fetch(say=said.append) == install
+    assert said == [f"artemis: using ARTEMIS_HOME {install.home} (Artemis 2.40.0, checked); nothing fetched"]
+    monkeypatch.setenv("ARTEMIS_HOME", str(install.home.parent / "nowhere"))
+    with pytest.raises(PeerUnavailable, match="^ARTEMIS_HOME: "):
+        art.fetch(say=said.append)

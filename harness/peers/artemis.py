@@ -130,7 +130,13 @@ def find_artemis() -> ArtemisInstall:
 
 def fetch(say=print) -> ArtemisInstall:
     """Unpack the pinned distribution into the cache with Maven unless a checked copy is there; then make sure
-    the instance template exists. Raises PeerUnavailable (one line) when it cannot."""
+    the instance template exists. With ARTEMIS_HOME set, only check that install and make its template.
+    Raises PeerUnavailable (one line) when it cannot."""
+    if os.environ.get("ARTEMIS_HOME"):
+        install = find_artemis()
+        instance_template(install)
+        say(f"artemis: using ARTEMIS_HOME {install.home} (Artemis {install.version}, checked); nothing fetched")
+        return install
     home = cached_home()
     if check_install(home, ARTEMIS_VERSION) is None:
         install = ArtemisInstall(home, ARTEMIS_VERSION)
