@@ -376,9 +376,7 @@ class Router(ServedConnections):
 
     def _attach_consumer(self, link):
         source = link.remote_source
-        ordinal = _waypoint_ordinal(source.capabilities)
-        if source.address and ordinal:
-            self._attach_waypoint(link, source.address, ordinal)
+        if self._attached_as_waypoint(link, source):
             return
         if source.dynamic:
             address = f"amqp:/_topo/0/{self.router_id}/temp.{secrets.token_hex(8)}"
@@ -392,6 +390,15 @@ class Router(ServedConnections):
         link.target.copy(link.remote_target)
         link.open()
         self.add_consumer(link, self._consumer_key(address))
+
+    def _attached_as_waypoint(self, link, terminus) -> bool:
+        """A link whose terminus (the source a consumer asks for, the target a producer sends to) has an address
+        and a qd.waypoint capability is a broker's waypoint link: True once _attach_waypoint has taken it."""
+        ordinal = _waypoint_ordinal(terminus.capabilities)
+        if terminus.address and ordinal:
+            self._attach_waypoint(link, terminus.address, ordinal)
+            return True
+        return False
 
     def _attach_waypoint(self, link, address: str, ordinal: int) -> None:
         """A broker that is the waypoint's store attaches with the `qd.waypoint` terminus capability (an Artemis
@@ -440,9 +447,7 @@ class Router(ServedConnections):
 
     def _attach_producer(self, link):
         target = link.remote_target
-        ordinal = _waypoint_ordinal(target.capabilities)
-        if target.address and ordinal:
-            self._attach_waypoint(link, target.address, ordinal)
+        if self._attached_as_waypoint(link, target):
             return
         if target.dynamic:
             refuse(link, "amqp:not-implemented", "dynamic targets are not supported by the reference router", log)
