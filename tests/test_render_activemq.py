@@ -51,8 +51,8 @@ def test_the_broker_element_and_its_children_in_alphabetical_order():
     broker = broker_of(text)
     assert dict(broker.attrib) == {"brokerName": "B1", "persistent": "true", "dataDirectory": "data",
                                    "useJmx": "false"}
-    assert [child.tag.split("}")[1] for child in broker] == [
-        "destinations", "networkConnectors", "transportConnectors"]
+    assert [child.tag.split("}")[1] for child in broker] == [  # the default settings name a dead-letter queue
+        "destinationPolicy", "destinations", "networkConnectors", "transportConnectors"]
     assert destinations(broker, "destinations") == [("queue", "orders"), ("topic", "prices")]
     assert "Generated from &lt;topology&gt; by harness.render.activemq" in text
 
@@ -236,3 +236,18 @@ def test_a_tls_clients_listener_is_amqp_ssl_with_the_stores_and_client_auth():
             "/w/broker.p12", "/w/trust.p12", "PKCS12")
     with pytest.raises(RenderError, match="tls_stores"):
         render_activemq_xml(topology, "B1", {"clients": 5671})
+
+
+def test_the_dead_letter_address_is_the_shared_dead_letter_queue_of_every_queue():
+    text = render_activemq_xml(NETWORKED, "B2", {"clients": 1}, {"dead_letter_address": "DLQ",
+                                                                 "expiry_address": "ExpiryQueue"})
+    (entry,) = broker_of(text).findall("a:destinationPolicy/a:policyMap/a:policyEntries/a:policyEntry", NS)
+    assert entry.get("queue") == ">"
+    (strategy,) = entry.findall("a:deadLetterStrategy/a:sharedDeadLetterStrategy", NS)
+    assert (strategy.get("processNonPersistent"), strategy.get("processExpired")) == ("true", "false")
+    assert strategy.find("a:deadLetterQueue/a:queue", NS).get("physicalName") == "DLQ"
+    same = render_activemq_xml(NETWORKED, "B2", {"clients": 1}, {"dead_letter_address": "DLQ",
+                                                                 "expiry_address": "DLQ"})
+    assert 'processExpired="true"' in same
+    assert broker_of(render_activemq_xml(NETWORKED, "B2", {"clients": 1}, {"dead_letter_address": None})).find(
+        "a:destinationPolicy", NS) is None

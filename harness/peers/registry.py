@@ -61,9 +61,9 @@ ARTEMIS_BROKER = BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS | 
 # ActiveMQ.DLQ (not the topology's), so `dead-letter` is left out. It has no AMQP broker connections (its own
 # network connectors speak OpenWire), and RabbitMQ none either: neither has `broker-connection` or `mirror`.
 # Its network connectors are the very ones the 004 seed configures (`network-of-brokers`).
-# SASL PLAIN, permissions and TLS (amqp+ssl) from harness/render/activemq.py.
-ACTIVEMQ_CLASSIC_BROKER = ((BROKER_STORE_AND_FORWARD - {"dead-letter"}) | TRANSACTIONS | NETWORK_OF_BROKERS
-                           | BROKER_SECURITY)
+# SASL PLAIN, permissions and TLS (amqp+ssl), and the topology's dead-letter address as its shared dead-letter
+# queue, from harness/render/activemq.py.
+ACTIVEMQ_CLASSIC_BROKER = BROKER_STORE_AND_FORWARD | TRANSACTIONS | NETWORK_OF_BROKERS | BROKER_SECURITY
 
 # Choices of the reference router stricter than the documents, which a conforming router need not make:
 # - credit-withdrawal: unused credit is drained as soon as the last consumer of an address leaves (003

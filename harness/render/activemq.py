@@ -5,9 +5,10 @@ image's `conf/activemq.xml` or a native install's. It carries only what the topo
 
 * `<broker brokerName="NODE" persistent=".." dataDirectory="..">`: the node name (brokers of one network must
   have different names), persistence and the data directory from the broker settings (`persistence`, and the
-  parent of `journal_directory`, as broker.xml's data directories). The other broker settings (dead-letter and
-  expiry addresses, delivery attempts, journal sync) are left at Classic's defaults: its dead-letter queue is
-  its own `ActiveMQ.DLQ`, which is why the vendor table leaves `dead-letter` out;
+  parent of `journal_directory`, as broker.xml's data directories);
+* `<destinationPolicy>`: the `dead_letter_address` setting as the shared dead-letter queue of every queue
+  (expired messages too when `expiry_address` is the same queue: Classic has no other expiry address). The
+  other broker settings (delivery attempts, journal sync) are left at Classic's defaults;
 * `useJmx="false"`: no MBeans (the harness's launcher answers queue statistics), no web console (none is
   configured: Jetty is not even on the class path);
 * `<destinations>`: each topology queue as a `<queue>` (anycast) or a `<topic>` (multicast);
@@ -141,6 +142,7 @@ def render_activemq_xml(
         f'       xsi:schemaLocation="{SPRING_BEANS} {SPRING_BEANS}/spring-beans.xsd',
         f'                           {ACTIVEMQ_CORE} {ACTIVEMQ_CORE}/activemq-core.xsd">',
         f"  <broker {_attributes(broker_attrs)}>",
+        *_destination_policy(s),
         *(["    <destinations>", *destinations, "    </destinations>"] if destinations else []),
         *(["    <networkConnectors>", *connectors, "    </networkConnectors>"] if connectors else []),
         *_plugins(node),
@@ -186,6 +188,33 @@ def _network_connector(node: Node, connector: NetworkConnector, connect_ports: d
                   "        </excludedDestinations>"]
     lines.append("      </networkConnector>")
     return lines
+
+
+def _destination_policy(s: dict) -> list[str]:
+    """`<destinationPolicy>` for every queue: the topology's dead-letter address as the one shared dead-letter
+    queue, for persistent and non-persistent messages alike (ActiveMQ's default keeps only persistent ones and
+    calls its queue ActiveMQ.DLQ). Expired messages go there only when the expiry address is the same queue:
+    ActiveMQ has no separate expiry address, so otherwise they are dropped. Nothing when there is no
+    dead-letter address (ActiveMQ's own default then)."""
+    dla = s["dead_letter_address"]
+    if not dla:
+        return []
+    expired = "true" if s["expiry_address"] == dla else "false"
+    return ["    <destinationPolicy>",
+            "      <policyMap>",
+            "        <policyEntries>",
+            '          <policyEntry queue=">">',
+            "            <deadLetterStrategy>",
+            f'              <sharedDeadLetterStrategy processNonPersistent="true" processExpired="{expired}">',
+            "                <deadLetterQueue>",
+            f"                  <queue {_attributes([('physicalName', dla)])}/>",
+            "                </deadLetterQueue>",
+            "              </sharedDeadLetterStrategy>",
+            "            </deadLetterStrategy>",
+            "          </policyEntry>",
+            "        </policyEntries>",
+            "      </policyMap>",
+            "    </destinationPolicy>"]
 
 
 @dataclass(frozen=True)
