@@ -7,6 +7,7 @@ waits for its condition with a deadline.
 
 import pytest
 
+from harness import checkers
 from harness.wait import wait_for
 
 from ..large_bodies import (ABORTS, KiB, MIN_MAX_FRAME_SIZE, SIZES, TIMEOUT, assert_intact,
@@ -71,7 +72,9 @@ def test_a_backlog_larger_than_the_receivers_credit_is_delivered_in_order(client
     details.update(queued=total, size=size, credit=credit, received=receiver.count,
                    **inter_arrival_ms(clients, receiver))
     assert receiver.count == total, "nothing more than was queued"
-    assert [m.seq for m in got] == list(range(total)), "every queued message, once, in the order sent"
+    verdict = checkers.compose(clients.history, **checkers.every_message_once(sender.name, receiver.name))
+    verdict.fill(details)
+    assert verdict.ok, f"every queued message, once, in the order sent:\n{verdict.failures()}"
     assert_intact(got, bodies, f"a backlog of {total} x {size} bytes")
 
 

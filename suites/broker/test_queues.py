@@ -4,12 +4,13 @@ import uuid
 
 import pytest
 
+from harness import checkers
 from harness.wait import wait_for
 
 
 @pytest.mark.spec("BROKER-SAF-1", "BROKER-SAF-2", "BROKER-ORDER-1")
 @pytest.mark.requires("store-and-forward")
-def test_producer_first_consumer_later_drains_everything_in_order(connect, queue, details):
+def test_producer_first_consumer_later_drains_everything_in_order(clients, connect, queue, details):
     sender = connect().sender(queue)
     sender.wait_credit(1)  # a broker gives credit with nobody consuming: it stores
     total = 50
@@ -17,27 +18,28 @@ def test_producer_first_consumer_later_drains_everything_in_order(connect, queue
     outcomes = sender.wait_outcomes(total)
     assert {o.outcome for o in outcomes.values()} == {"accepted"}, sender.outcome_counts()
     receiver = connect().receiver(queue)
-    got = receiver.wait_received(total)
+    receiver.wait_received(total)
     receiver.conn.sync()
     details.update(stored=total, received=receiver.count)
-    assert [m.seq for m in got] == list(range(total)), "every stored message, once, in the order sent"
+    verdict = checkers.compose(clients.history, **checkers.every_message_once(sender.name, receiver.name))
+    verdict.fill(details)
+    assert verdict.ok, f"every stored message, once, in the order sent:\n{verdict.failures()}"
 
 
 @pytest.mark.spec("BROKER-ANYCAST-1", "BROKER-OUTCOME-ACCEPTED")
 @pytest.mark.requires("competing-consumers")
-def test_competing_consumers_share_a_queue_each_message_once(connect, queue, details):
+def test_competing_consumers_share_a_queue_each_message_once(clients, connect, queue, details):
     receivers = [connect().receiver(queue, credit=10) for _ in range(3)]
     sender = connect().sender(queue)
     total = 90
     sender.send(total)
     sender.wait_outcomes(total)
-    seqs = []
     wait_for(lambda: sum(r.count for r in receivers) >= total, 10, f"{total} messages across 3 consumers",
              describe=lambda: str([r.count for r in receivers]))
-    for r in receivers:
-        seqs.extend(r.seqs(sender.name))
     details.update(received=[r.count for r in receivers])
-    assert sorted(seqs) == list(range(total)), "each message to exactly one consumer"
+    verdict = checkers.compose(clients.history, **checkers.every_message_once(
+        sender.name, [r.name for r in receivers], in_order=False)).fill(details)
+    assert verdict.ok, f"each message to exactly one consumer:\n{verdict.failures()}"
     assert sum(1 for r in receivers if r.count) >= 2, "competing consumers should all get a share"
 
 
@@ -59,7 +61,7 @@ def test_accepted_messages_are_not_delivered_again(connect, queue):
 
 @pytest.mark.spec("BROKER-MULTICAST-1")
 @pytest.mark.requires("multicast-subscription")
-def test_every_subscriber_of_a_topic_gets_a_copy(connect, address, details):
+def test_every_subscriber_of_a_topic_gets_a_copy(clients, connect, address, details):
     topic = address("news")
     subscribers = [connect().receiver(topic, capabilities=("topic",)) for _ in range(2)]
     sender = connect().sender(topic)
@@ -68,8 +70,11 @@ def test_every_subscriber_of_a_topic_gets_a_copy(connect, address, details):
     for s in subscribers:
         s.wait_received(5)
     details.update(received=[s.count for s in subscribers])
-    for s in subscribers:
-        assert s.seqs(sender.name) == list(range(5))
+    checks = {}
+    for i, s in enumerate(subscribers):  # each subscriber is asked for every message on its own
+        checks.update(checkers.every_message_once(sender.name, s.name, suffix=f"_{i}"))
+    verdict = checkers.compose(clients.history, **checks).fill(details, "duplicated")
+    assert verdict.ok, f"every subscriber gets each message once, in order:\n{verdict.failures()}"
 
 
 @pytest.mark.spec("BROKER-MULTICAST-2")
