@@ -21,6 +21,7 @@ def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler here")
+@pytest.mark.serial  # a benchmark: its figures (recorded, not judged) mean nothing with another worker on the cores
 def test_one_record_per_scenario_router_and_client_stack(tmp_path):
     done = _run("--messages", "200", "--repeats", "1", "--clients", "c", "--scenario", "anycast-unsettled",
                 "--results", str(tmp_path))

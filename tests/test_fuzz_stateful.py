@@ -276,6 +276,8 @@ def test_replay_catches_multicast_configured_as_balanced_and_passes_unbroken():
     assert replay(TOPOLOGIES["router"], {"router": "reference"}, MULTICAST_PROGRAM) == {}
 
 
+# serial: a 15 s budget must hold 5 programs, which a second pytest-xdist worker's load on 2 cores can take away
+@pytest.mark.serial
 def test_a_short_seeded_session_on_the_reference_router_finds_nothing(tmp_path):
     running = start(TOPOLOGIES["router"], {"router": "reference"})
     try:

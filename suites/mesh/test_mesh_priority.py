@@ -22,7 +22,9 @@ import statistics
 
 import pytest
 
-pytestmark = pytest.mark.requires("mesh", "priority")
+# serial: RETURN_DELAY_MS must outlast the earlier batch's way to R1, which a second pytest-xdist worker's load on
+# the same cores can stretch past it
+pytestmark = [pytest.mark.requires("mesh", "priority"), pytest.mark.serial]
 
 LINK = "R2->R1"  # R2 dials R1 through the proxy: R2's frames to R1 are this link's upstream stream
 RETURN_DELAY_MS = 1000  # long enough for the whole earlier batch to reach R1 before R2's next credit does
