@@ -29,7 +29,8 @@ from harness.faults.toxiproxy_server import VERSION
 from harness.wait import free_port, wait_for
 
 IO_TIMEOUT = 5.0
-LATENCY_MS = 300
+LATENCY_MS = 800  # well above a loopback round trip on a loaded 2-core machine (load 40 seen here)
+QUICK = LATENCY_MS / 1000  # a round trip without the toxic
 
 
 # ---- servers -------------------------------------------------------------------------------------------------
@@ -161,19 +162,19 @@ def test_the_python_client_drives_both_servers_alike(server, echoes):
     echo = echoes()
     proxy = client.create(upstream=f"127.0.0.1:{echo.port}", name="py", listen=f"127.0.0.1:{free_port()}")
     port = int(proxy.listen.rsplit(":", 1)[1])
-    assert round_trip(port) < 1.0
+    assert round_trip(port) < QUICK
 
     proxy.add_toxic(name="slow", type="latency", stream="downstream", attributes={"latency": LATENCY_MS})
     assert list(proxy.toxics()) == ["slow"] and proxy.get_toxic("slow").attributes["latency"] == LATENCY_MS
     assert round_trip(port) >= LATENCY_MS / 1000 * 0.9
     proxy.destroy_toxic("slow")
-    assert round_trip(port) < LATENCY_MS / 1000
+    assert round_trip(port) < QUICK
 
     proxy.disable()
     assert client.get_proxy("py").enabled is False
     assert refused(port)
     proxy.enable()
-    assert round_trip(port) < 1.0
+    assert round_trip(port) < QUICK
     client.destroy(proxy)
     assert client.proxies() == {}
 
@@ -182,25 +183,25 @@ def test_link_proxies_drive_both_servers_alike(server, echoes):
     links = LinkProxies(server)
     first, second = echoes(), echoes(prefix=b"2:")
     port = links.add("A->B", first.port)
-    assert round_trip(port) < 1.0
+    assert round_trip(port) < QUICK
 
     links.toxic("A->B", "latency", stream="upstream", latency=LATENCY_MS)
     assert round_trip(port) >= LATENCY_MS / 1000 * 0.9
     links.remove_toxic("A->B", "latency_upstream")
-    assert round_trip(port) < LATENCY_MS / 1000
+    assert round_trip(port) < QUICK
 
     links.set_enabled("A->B", False)
     assert refused(port)
     links.set_enabled("A->B", True)
-    assert round_trip(port) < 1.0
+    assert round_trip(port) < QUICK
 
     assert links.retarget("A->B", second.port) == port  # same port to dial, new listener behind it
-    assert round_trip(port, b"x", expect=b"2:x") < 1.0
+    assert round_trip(port, b"x", expect=b"2:x") < QUICK
 
     links.toxic("A->B", "timeout", stream="downstream", timeout=0)
     links.set_enabled("A->B", False)
     links.reset()  # every link enabled again, every toxic removed
-    assert round_trip(port, b"y", expect=b"2:y") < 1.0
+    assert round_trip(port, b"y", expect=b"2:y") < QUICK
     assert call(server, "GET", "/proxies/A-%3EB/toxics")[:2] == (200, [])
 
 
