@@ -59,8 +59,10 @@ def install(config, session) -> None:
 # Modules that use the session's SparkSession (tests/conftest.py `spark`): one unit, one JVM.
 SPARK_UNIT = "tests/test_report*.py (one SparkSession)"
 SPARK_MODULES = ("tests/test_report.py", "tests/test_report_store.py", "tests/test_report_connect.py")
-# Units of minutes (measured under `pytest --durations`), handed out first, longest first.
-LONG_UNITS = (SPARK_UNIT,)
+# Units of minutes, handed out first, longest first: the report's Spark modules (8 CPU-minutes of JVM alone), the
+# report demo (two `interop run`s, a fuzz session and a report in a JVM of its own) and the broker's kill -9 cases
+# (4 cases, 290 s of a serial run on a loaded machine: restarts of a broker under strace).
+LONG_UNITS = (SPARK_UNIT, "tests/test_report_demo.py", "suites/broker/test_durability.py")
 
 
 def file_units():
