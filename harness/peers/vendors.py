@@ -44,8 +44,8 @@ NETWORK_OF_BROKERS = frozenset({"network-of-brokers"})
 
 # Broker security (issue 20): SASL PLAIN against the broker's users (`sasl.plain`), TLS acceptors (`tls`), and
 # permissions per operation and address by role (`broker-permissions`: Artemis's security-settings; RabbitMQ's
-# per-vhost configure/write/read regexes as harness/render/rabbitmq.py maps them). ActiveMQ Classic has all three,
-# but harness/render/activemq.py renders none of them yet, so it does not declare them.
+# per-vhost configure/write/read regexes as harness/render/rabbitmq.py maps them; ActiveMQ Classic's authentication
+# and authorization plugins and its amqp+ssl transport as harness/render/activemq.py renders them).
 BROKER_SECURITY = frozenset({"sasl.plain", "tls", "broker-permissions", "permissions.send-per-queue"})
 # RabbitMQ checks a send to a queue as write on the exchange it goes through (`amq.default` for every queue), so
 # "may send to orders.* queues but not to invoices" cannot be said there: no `permissions.send-per-queue`.
