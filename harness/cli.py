@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--client", choices=STACKS, default=None,
                      help="client stack of the cases that run through a stack driver (harness/drivers.py), in every "
                           "cell: python (default), cpp or rhea; records of cpp and rhea cells name it "
-                          "(details.cell_peers client=STACK)")
+                          "(their `target` ends in ,client=STACK)")
     run.add_argument("--results", default=default_results_dir(), metavar="DIR",
                      help="folder for run results; this run writes DIR/<run_id>/results.jsonl "
                           "(default: $INTEROP_RESULTS, else results)")
@@ -153,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--peer-probe-timeout", type=positive_seconds, metavar="SECONDS",
                      help="after a failed case, a peer that does not answer an AMQP protocol header within this "
                           f"long is taken as hung and replaced (default {PROBE_TIMEOUT:g})")
+    run.add_argument("--fault-proxy", choices=["harness", "toxiproxy"], default=None,
+                     help="the server behind links that go `via: proxy`, in every cell: harness (this project's) or "
+                          "toxiproxy (the real toxiproxy-server, `make toxiproxy`); default: $INTEROP_FAULT_PROXY, "
+                          "else harness")
     run.add_argument("-j", "--jobs", type=_positive_int, default=2, metavar="N",
                      help="cells run at once (default 2); cells using the same real product never overlap")
     run.add_argument("--list", action="store_true", help="print the cells and what was left out, then exit")
@@ -460,6 +464,8 @@ def _cell_pytest_args(cell: Cell, suites: dict[str, Path], args: argparse.Namesp
     pytest_args += ["--timeout", f"{timeout:g}"]
     if args.peer_probe_timeout is not None:
         pytest_args += ["--peer-probe-timeout", f"{args.peer_probe_timeout:g}"]
+    if getattr(args, "fault_proxy", None) is not None:
+        pytest_args += ["--fault-proxy", args.fault_proxy]
     pytest_args += ["--junitxml", str(folder / f"junit-{cell.name}.xml"), "-o", f"junit_suite_name={cell.name}"]
     if _allure_available():
         pytest_args += ["--alluredir", str(folder / ALLURE_DIR)]
@@ -541,7 +547,8 @@ def format_matrix(matrix: Matrix) -> str:
 def format_cells(runs: list[CellRun], records: list[dict]) -> str:
     by_cell: dict[str, Counter] = {}
     for record in records:
-        by_cell.setdefault((record.get("details") or {}).get("cell", "?"), Counter())[record["outcome"]] += 1
+        cell = record.get("cell") or (record.get("details") or {}).get("cell", "?")  # older records: details
+        by_cell.setdefault(cell, Counter())[record["outcome"]] += 1
     width = max(len(r.cell.name) for r in runs)
     lines = ["by cell:"]
     for run in runs:

@@ -21,7 +21,8 @@ product installed on the machine may share state between instances (ports, node 
 
 A cell travels to its session as one file (harness/cell.py: peers, breaks, client stack), `--interop-cell FILE`;
 deliberately broken settings are harness/breaks.py's, applied by start_topology. Every record of a cell carries
-`details.cell`, and `details.config_fault` when the cell is broken, so that nobody mistakes it.
+`cell` and `target` (harness.results.OPTIONAL_FIELDS), and `config_fault` when the cell is broken, so that nobody
+mistakes it.
 """
 
 from __future__ import annotations
@@ -267,8 +268,7 @@ class Progress:
         self.done += 1
         try:
             record = json.loads(raw)
-            details = record.get("details") or {}
-            cell = details.get("cell", "?")
+            cell = record.get("cell") or (record.get("details") or {}).get("cell", "?")  # older records: details
             outcome, case = record["outcome"], record["case"]
             duration = float(record.get("duration_s") or 0)
         except (ValueError, KeyError, TypeError, AttributeError):

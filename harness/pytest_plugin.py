@@ -30,9 +30,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from .breaks import CONFIG_FAULTS, BreakError, parse_break
+from . import parallel
 from .catalog import coverage, format_coverage, load_catalog
+from .cell import CELLS_DIR, Cell, CellError
 from .clients import Clients
 from .drivers import DEFAULT_STACK, STACKS, Stacks
+from .faults.launch import KIND_ENV as FAULT_PROXY_ENV, KINDS as FAULT_PROXIES
+from .faults.launch import choose_fault_proxy, chosen_fault_proxy
 from .history import History
 from .peers.base import PeerUnavailable
 from .peers.launch import RunningTopology, start_topology
@@ -77,6 +82,9 @@ def pytest_addoption(parser):
     group.addoption("--peer-probe-timeout", type=positive_seconds, default=PROBE_TIMEOUT, metavar="SECONDS",
                     help="after a failed case, a peer that does not answer an AMQP protocol header within this "
                          f"long is taken as hung and replaced before the next case; default: {PROBE_TIMEOUT:g}")
+    group.addoption("--fault-proxy", choices=FAULT_PROXIES, default=None,
+                    help="the server behind links that go `via: proxy`: harness (this project's) or toxiproxy (the "
+                         f"real toxiproxy-server, `make toxiproxy`); default: ${FAULT_PROXY_ENV}, else harness")
 
 
 def positive_seconds(text: str) -> float:
@@ -248,7 +256,12 @@ _session_key = pytest.StashKey[InteropSession]()
 
 
 def pytest_configure(config):
+    try:  # the session's fault proxy, for every topology it starts (a bad $INTEROP_FAULT_PROXY is a usage error)
+        choose_fault_proxy(config.getoption("--fault-proxy", default=None) or chosen_fault_proxy())
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     config.stash[_session_key] = InteropSession(config)
+    parallel.install(config, config.stash[_session_key])
 
 
 def pytest_unconfigure(config):
@@ -318,14 +331,6 @@ def _tag_with_cell(item, cell: Cell) -> None:
     """Tag the case's record (and its Allure entry) with the matrix cell and any deliberate break."""
     if not (cell.name or cell.breaks):
         return
-    details = item.stash.setdefault(_details_key, {})
-    if cell.name:
-        details["cell"] = cell.name
-        # The cell's choice of vendor per role (a case's own `peers` lists only the nodes it used): the report
-        # compares cells by it.
-        details["cell_peers"] = cell.target()
-    if cell.breaks:
-        details["config_fault"] = " ".join(map(str, cell.breaks))
     try:
         import allure
     except ImportError:
@@ -475,7 +480,16 @@ def _record_for(item) -> dict:
     outcome, message = _outcome_of(item.stash.get(_reports_key, {}))
     running = item.stash.get(_topology_key, None)
     rel = Path(str(item.path)).resolve().relative_to(ROOT)
-    details = item.stash.get(_details_key, {})
+    details = dict(item.stash.get(_details_key, {}))
+    # What the report reads as columns goes to the record's top level (harness.results.OPTIONAL_FIELDS), out of
+    # the free-form details: cases put their checkers' results and resume time into `details` as before.
+    lifted = {key: details.pop(key) for key in ("checks", "resume_s") if key in details}
+    if session.cell.name:
+        # The cell's choice of vendor per role (a case's own `peers` lists only the nodes it used): the report
+        # compares cells by it.
+        lifted.update(cell=session.cell.name, target=session.cell.target())
+    if session.cell.breaks:
+        lifted["config_fault"] = " ".join(map(str, session.cell.breaks))
     if message and details.get("peers_down"):
         down = "; ".join(f"peer {node} down ({why})" for node, why in details["peers_down"].items())
         message = f"{down}: {message}"[:500]
@@ -484,7 +498,9 @@ def _record_for(item) -> dict:
         spec=spec_ids(item), topology=running.topology.name if running else None,
         peers=running.peer_records() if running else {r: {"vendor": v} for r, v in session.choices.items()},
         fault=None, outcome=outcome, duration_s=round(time.monotonic() - t0, 4), started_at=started_at,
-        details=details, message=message)
+        details={**details, "fault_proxy": running.faults.handle.record()} if running and running.faults else details,
+        **lifted,
+        message=message)
 
 
 # ---- summary ---------------------------------------------------------------------------------------------------

@@ -50,6 +50,10 @@ _FIELDS = (
     "message",
     "host",
 )
+# Optional top-level fields the report reads as columns (absent in older records, which kept them in `details`):
+# the matrix cell, its choice of vendor per role (`router=reference,broker=rabbitmq`), the deliberate config fault
+# it ran with, the checkers' results (name -> their as_details()) and the time to resume after a fault.
+OPTIONAL_FIELDS = ("cell", "target", "config_fault", "checks", "resume_s")
 REQUIRED = tuple(f for f in _FIELDS if f not in ("details", "message", "host"))
 
 
@@ -112,7 +116,7 @@ def make_record(**fields: Any) -> dict:
         "host": socket.gethostname(),
     }
     merged = {**defaults, **fields}
-    ordered = {k: merged[k] for k in _FIELDS if k in merged}
+    ordered = {k: merged[k] for k in (*_FIELDS, *OPTIONAL_FIELDS) if k in merged}
     ordered.update((k, v) for k, v in merged.items() if k not in ordered)
     return ordered
 
@@ -157,6 +161,15 @@ def validate_record(record: Any) -> None:
         raise bad("details", "an object")
     if record.get("message") is not None and not isinstance(record["message"], str):
         raise bad("message", "a string or null")
+    for name in ("cell", "target", "config_fault"):
+        if record.get(name) is not None and not isinstance(record[name], str):
+            raise bad(name, "a string or absent")
+    if record.get("checks") is not None and not isinstance(record["checks"], dict):
+        raise bad("checks", "an object of checker name to its result, or absent")
+    resume = record.get("resume_s")
+    if resume is not None and (isinstance(resume, bool) or not isinstance(resume, (int, float))
+                               or not (math.isfinite(resume) and resume >= 0)):
+        raise bad("resume_s", "a number of seconds >= 0, or absent")
 
 
 def _check_peers(record: dict, bad) -> None:

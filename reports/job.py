@@ -173,6 +173,11 @@ def spark_session(master: str | None = None, app_name: str = "interop-report",
 UNIQUE_COLUMNS = ("started_at", "started", "duration_s")
 RECORD_FIELDS = ("schema", "run_id", "case", "suite", "spec", "topology", "peers", "fault", "outcome", "duration_s",
                  "started_at", "details", "message", "host")
+# A record's optional top-level field -> the column the aggregates read it as. Records written before these fields
+# existed carry the same values in `details` under the column's name (`cell_peers` for the cell's target), so each
+# column is the top-level field where there is one, else that details key: old and new runs report alike.
+LIFTED = {"cell": "cell", "config_fault": "config_fault", "checks": "checks", "target": "cell_peers",
+          "resume_s": "resume_s"}  # (in the order of the columns the store has always had)
 
 
 def record_schema():
@@ -198,6 +203,8 @@ def record_schema():
         T.StructField("details", T.MapType(T.StringType(), T.StringType())),
         T.StructField("message", T.StringType()),
         T.StructField("host", T.StringType()),
+        # optional top-level fields (harness.results.OPTIONAL_FIELDS); older records kept them in `details`
+        *[T.StructField(name, T.DoubleType() if name == "resume_s" else T.StringType()) for name in LIFTED],
     ])
 
 
@@ -307,11 +314,14 @@ def _derive(records):
     from pyspark.sql import functions as F
 
     # The target is the cell's choice of vendor per role where the record says it (interop run tags every record
-    # with details.cell_peers), else the peers the case itself used (decoded only for those records).
+    # with its target, `details.cell_peers` in older records), else the peers the case itself used (decoded only for
+    # those records).
     chosen = _roles_in_order(F.col("cell_peers"))
     # (resume_s: a column of its own, so that the recovery table's input is found without reading every `details`)
-    return (records.select("*", *[F.col("details")[key].alias(key)
-                                  for key in ("cell", "config_fault", "checks", "cell_peers", "resume_s")])
+    kept = [name for name in records.columns if name not in LIFTED]
+    lifted = [F.coalesce(F.col(field).cast("string"), F.col("details")[column]).alias(column)
+              for field, column in LIFTED.items()]
+    return (records.select(*kept, *lifted)
             .withColumn("target", F.when(F.col("cell_peers") != "", chosen)
                         .when(F.col("peers").startswith("{") & (F.col("peers") != "{}"), peers_target(F.col("peers")))
                         .otherwise(F.lit("(no peers)")))

@@ -180,10 +180,11 @@ cells:
     (folder,) = [p for p in results.iterdir() if p.is_dir()]
     records, bad = read_results(folder)
     assert bad == []
-    by_cell = {(r["details"]["cell"], r["case"].split("::")[1]): r for r in records}
+    by_cell = {(r["cell"], r["case"].split("::")[1]): r for r in records}
     assert by_cell[("router-reference", PRIORITY)]["outcome"] == "passed"
     assert by_cell[("broken", PRIORITY)]["outcome"] == "failed"
-    assert by_cell[("broken", PRIORITY)]["details"]["config_fault"] == "router:no-priority"
+    assert by_cell[("broken", PRIORITY)]["config_fault"] == "router:no-priority"
+    assert by_cell[("broken", PRIORITY)]["target"] == "router=reference,broker=reference"
     assert by_cell[("broken", FAST)]["outcome"] == "passed"
     assert {r["run_id"] for r in records} == {folder.name}
 
