@@ -33,6 +33,7 @@ from . import toxiproxy_server
 HARNESS, TOXIPROXY = "harness", "toxiproxy"
 KINDS = (HARNESS, TOXIPROXY)
 KIND_ENV = "INTEROP_FAULT_PROXY"
+LOG_DIR_ENV = "INTEROP_FAULT_PROXY_LOGS"  # a folder: each server's whole log is written there when it stops
 _READY = re.compile(r"API listening on http://(\S+):(\d+); ready")
 _MAX_LOG_LINES = 5000
 _session_kind: str | None = None  # set by choose_fault_proxy (the pytest option); else the environment decides
@@ -108,7 +109,21 @@ class FaultProxyHandle:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout)
+            self._keep_log()
         return proc.returncode
+
+    def _keep_log(self) -> None:
+        """The server's log into $INTEROP_FAULT_PROXY_LOGS, if set: what a proxy did to a connection (accepted,
+        dialled, closed) is often the only account of why a peer behind it waited."""
+        folder = os.environ.get(LOG_DIR_ENV)
+        if not folder:
+            return
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, f"{self.kind}-{self.port}-{self.process.pid}.log"), "w") as f:
+                f.write(self.logs() + "\n")
+        except OSError:
+            pass  # a log that cannot be kept must not fail the stop
 
     def __enter__(self) -> FaultProxyHandle:
         return self

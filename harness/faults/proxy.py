@@ -415,6 +415,13 @@ class Proxy:
             await asyncio.wait_for(loop.create_connection(lambda: conn.upstream, host, port), CONNECT_TIMEOUT)
         except (OSError, AddressError, TimeoutError) as exc:
             log.warning("proxy %s: client %s: cannot reach upstream %s: %s", self.name, peer, self.upstream, exc)
+            # A known difference, not settled yet: Toxiproxy closes here within microseconds of the accept, mostly
+            # before the client's first bytes are in (the client reads EOF); ours closes later, over those bytes,
+            # so the kernel sends a RST. Artemis 2.40 notices that EOF only at its connection-ttl (60 s): its
+            # mirror to a killed DC2 redialled 0-4 times in 15 s through toxiproxy-server (4 runs), 2-19 through
+            # ours (mostly 17-19); and a topology dials through a proxy before the node behind it listens, so a
+            # mirror then took 40 s to connect through either when it got EOF. Closing with a FIN here too waits
+            # for the harness to keep `via: proxy` links refusing until their nodes listen (README).
             client.close()
             return
         if not self.enabled or conn.upstream.closed:
