@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup setup-test system-packages qdrouterd artemis activemq report-jvm-cache run test clean client-stacks
+.PHONY: setup setup-test system-packages qdrouterd artemis activemq toxiproxy report-jvm-cache run test clean client-stacks
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,9 +56,15 @@ artemis: $(STAMP)
 activemq: $(STAMP)
 	$(VENV)/bin/python -m harness.peers.activemq --fetch || echo "activemq: not fetched (see above); its cases will be skipped"
 
+# The real Toxiproxy (toxiproxy-server 2.12.0) for sessions that choose it as the fault proxy (--fault-proxy
+# toxiproxy, or INTEROP_FAULT_PROXY=toxiproxy): built with Go into $$INTEROP_CACHE (default ~/.cache/amqp-interop),
+# once; a second run only checks it. Without Go it says so; cases that ask for it are skipped with the reason.
+toxiproxy: $(STAMP)
+	$(VENV)/bin/python -m harness.faults.toxiproxy_server
+
 # What the tests need; `make run` adds the report JVM's cache (a training run of the report, minutes), which no
 # test needs: without it the report's JVM only warms up more slowly.
-setup-test: system-packages qdrouterd $(STAMP) $(ALLURE) client-stacks artemis activemq
+setup-test: system-packages qdrouterd $(STAMP) $(ALLURE) client-stacks artemis activemq toxiproxy
 setup: setup-test report-jvm-cache
 
 # The main job: the conformance matrix (matrix.yaml: the reference peers plus every real product found
@@ -66,7 +72,7 @@ setup: setup-test report-jvm-cache
 run: setup
 	$(VENV)/bin/interop run --matrix matrix.yaml --report
 
-# The project's own tests, in three timed steps (the last lines print each step's wall time):
+# The project's own tests, in timed steps (the last lines print each step's wall time):
 #
 # 1. reference: the unit tests (tests/) and every suite against the reference router and broker;
 # 2. products: every suite that involves a broker against each real broker found here, those that involve a
@@ -74,7 +80,9 @@ run: setup
 #    tests/products.yaml run by `interop run -j`: cells of different products side by side, never two of one
 #    product (each skipped, with the reason, where its product cannot run). Its output is a line per cell, the
 #    failures in full at the end;
-# 3. fuzz: a short (30 s) fuzzing session of each mode on the reference router and broker (and the frames mode
+# 3. the fault suites once more through the real toxiproxy-server instead of the harness's own proxy, so the claim
+#    that ours speaks Toxiproxy's API is checked by Toxiproxy itself;
+# 4. fuzz: a short (30 s) fuzzing session of each mode on the reference router and broker (and the frames mode
 #    once more behind SASL PLAIN and TLS: --secured), fixed seeds so that CI runs the same programs and hostile
 #    cases every time (`interop fuzz`; longer sessions with random seeds are for a nightly job or by hand). A
 #    session that finds something exits 1.
@@ -98,6 +106,9 @@ test:
 	-@$(STEP) "reference: unit tests and every suite" $(VENV)/bin/python -m pytest -q
 	-@$(STEP) "products: tests/products.yaml, -j $(PRODUCT_JOBS)" \
 	  $(VENV)/bin/interop run --matrix tests/products.yaml -j $(PRODUCT_JOBS)
+	-@$(STEP) "faults through the real toxiproxy-server" env INTEROP_FAULT_PROXY=toxiproxy $(VENV)/bin/python -m \
+	  pytest -q suites/faults suites/network/test_faults.py suites/brokerconnections/test_mirror_faults.py \
+	  tests/test_fault_proxy.py tests/test_toxiproxy_real.py
 	-@$(STEP) "fuzz: router programs" $(FUZZ) --peer router=reference
 	-@$(STEP) "fuzz: broker programs" $(FUZZ) --peer broker=reference
 	-@$(STEP) "fuzz: router frames" $(FUZZ) --frames --peer router=reference
