@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import socket
 import threading
-from pathlib import Path
 
 import pytest
 
 from harness.peers.base import Endpoint, Peer, PeerInfo
 from harness.peers.launch import RunningTopology, start_topology
 from harness.peers.liveness import amqp_silence
-from harness.topology import load_topology
-
-ROOT = Path(__file__).resolve().parent.parent
+from harness.topology import load_topology, topology_path
 
 
 @pytest.fixture
@@ -46,7 +43,7 @@ def serve_once(reply: bytes) -> tuple[int, threading.Thread]:
 
 
 def test_a_reference_router_answers_and_so_does_not_count_as_silent(tmp_path):
-    running = start_topology(load_topology(ROOT / "topologies" / "single-router.yaml"), {"router": "reference"})
+    running = start_topology(load_topology(topology_path("single-router")), {"router": "reference"})
     try:
         endpoint = next(e for e in running["R1"].endpoints.values() if e.role == "normal")
         assert amqp_silence(endpoint.host, endpoint.port, 5.0) is None

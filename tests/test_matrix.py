@@ -16,7 +16,7 @@ from harness.peers.containers import reset_docker_engine_cache
 from harness.breaks import Break, BreakError, break_topology, parse_break
 from harness.matrix import MatrixError, load_matrix
 from harness.results import read_results
-from harness.topology import load_topology
+from harness.topology import load_topology, topology_path
 from harness.wait import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,7 +63,7 @@ def test_bad_breaks_are_one_line(text, message):
 
 
 def test_break_changes_only_the_named_node_of_a_copy():
-    topology = load_topology(ROOT / "topologies" / "single-router.yaml")
+    topology = load_topology(topology_path("single-router"))
     broken = break_topology(topology, "R1", ["no-priority", "multicast-as-balanced"])
     assert any(a.priority is not None for a in topology.nodes["R1"].addresses), "the original is untouched"
     assert all(a.priority is None for a in broken.nodes["R1"].addresses)
