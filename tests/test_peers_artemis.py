@@ -326,9 +326,9 @@ def test_the_module_fetch_command_needs_its_flag(capsys):
 
 def test_a_network_connectors_user_may_use_artemis_federation_addresses_on_the_broker_it_dials():
     from harness.render.artemis import render_artemis_security
-    from harness.topology import load_topology
+    from harness.topology import load_topology, topology_path
 
-    topology = load_topology("topologies/security-broker-network.yaml")
+    topology = load_topology(topology_path("security-broker-network"))
     core = ET.fromstring(render_broker_xml(topology, "B2", {"clients": 5672}).encode()).find("c:core", NS)
     settings = {s.get("match"): {p.get("type"): p.get("roles") for p in s.findall("c:permission", NS)}
                 for s in core.findall("c:security-settings/c:security-setting", NS)}
