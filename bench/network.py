@@ -1,11 +1,15 @@
-"""Network-of-brokers figures: end-to-end throughput through one network link against a single broker, for the
-reference broker and RabbitMQ, with the same clients, in one run.
+"""Network-of-brokers figures: end-to-end throughput through one network link against a single broker, for
+every broker vendor that can run here (the reference broker, RabbitMQ, ActiveMQ Classic, Artemis), with the same
+clients, in one run.
 
-    .venv/bin/python bench/network.py [--messages N] [--rounds R] [--vendors reference,rabbitmq] [--via-proxy]
+    .venv/bin/python bench/network.py [--messages N] [--rounds R] [--vendors reference,rabbitmq,...] [--via-proxy]
 
 Each vendor runs the network-pair topology (004_05e35cdd7bc39ede.txt: B1's network connector forwards to B2's
-consumers; RabbitMQ as queue federation). Two rows per vendor, 1 KB non-durable messages, one producer
-(unsettled, the broker's credit) and one consumer of the queue `orders`:
+consumers): ActiveMQ Classic with the very network connector the seed configures (OpenWire between the brokers),
+RabbitMQ as queue federation, Artemis as AMQP federation over a broker connection. `--vendors` defaults to every
+broker vendor in the registry; one whose probe says it cannot run here (harness.matrix.probe_vendor) is skipped
+with the reason. Two rows per vendor, 1 KB non-durable messages, one producer (unsettled, the broker's credit) and
+one consumer of the queue `orders` (its name on the wire as each vendor wants it, peer.wire_address):
 
 * `single broker`: produce and consume on B1 (no consumer on B2, so nothing crosses the network);
 * `B1 -> B2`: produce on B1, consume on B2 (every message crosses the one network link).
@@ -14,7 +18,8 @@ The link goes direct, not through the fault proxy the topology puts it behind fo
 keeps the proxy: then the row measures the proxy too, see bench/fault_proxy.py). Rounds interleave vendors and
 rows; each figure is the median over the rounds (min-max beside it). Prints msgs/s (first send to last receipt
 at the consumer), the p50/p99 latency from the wire to the consumer, the CPU the vendor's brokers spent per 1000
-messages, and per vendor the ratio B1 -> B2 / single broker (the issue's target: at least 0.5x). A vendor that
+messages (each broker's own processes: peer.pids; the JVM itself for Classic and Artemis), and per
+vendor the ratio B1 -> B2 / single broker (the issue's target: at least 0.5x). A vendor that
 cannot run here, or whose B1 does not forward to B2, is skipped with the reason. Asserts nothing.
 """
 
@@ -32,8 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.figures import percentile, process_cpu_s
 from harness.clients import Clients
+from harness.matrix import probe_vendor
 from harness.peers.base import PeerUnavailable
 from harness.peers.launch import start_topology
+from harness.peers.registry import REGISTRY
 from harness.topology import load_topology, topology_path
 from harness.wait import WaitTimeout, wait_for
 
@@ -41,6 +48,11 @@ BODY = "x" * 1024
 QUEUE = "orders"
 SINGLE, NETWORK = "single broker", "B1 -> B2"
 FORWARD_WAIT = 30.0  # how long the first message may take to cross before a vendor's network counts as not working
+
+
+def broker_vendors() -> list[str]:
+    """Every vendor the registry lists as a broker, in its order: the default of --vendors."""
+    return [e.spec.vendor for e in REGISTRY if e.spec.role == "broker"]
 
 
 def run(producer_peer, consumer_peer, n: int, broker_pids: list[int], timeout: float = 600) -> dict:
@@ -78,7 +90,8 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=3,
                         help="measure every row this many times, vendors and rows interleaved; the median is quoted")
-    parser.add_argument("--vendors", default="reference,rabbitmq")
+    parser.add_argument("--vendors", default=",".join(broker_vendors()),
+                        help="comma-separated broker vendors (default: every broker vendor the registry lists)")
     parser.add_argument("--via-proxy", action="store_true", help="keep the B1->B2 link behind the fault proxy")
     args = parser.parse_args()
     topology = load_topology(topology_path("network-pair"))
@@ -87,15 +100,18 @@ def main() -> int:
     networks, stacks = {}, []
     try:
         for vendor in args.vendors.split(","):
+            if (why := probe_vendor(vendor)) is not None:
+                print(f"{vendor:<26}skipped: {why}")
+                continue
             try:
                 running = start_topology(topology, {"broker": vendor})
             except PeerUnavailable as exc:
-                print(f"{vendor:<22}skipped: {exc}")
+                print(f"{vendor:<26}skipped: {exc}")
                 continue
             stacks.append(running)
             why = forwards(running)
             if why is not None:
-                print(f"{vendor:<22}skipped: {why}")
+                print(f"{vendor:<26}skipped: {why}")
                 continue
             networks[vendor] = running
         rows: dict[tuple[str, str], list[dict]] = {}
@@ -120,15 +136,15 @@ def main() -> int:
     print(f"{args.messages} messages of 1 KB per row, non-durable, {args.rounds} rounds; one producer on B1, one "
           f"consumer; the B1->B2 link {'through the fault proxy' if args.via_proxy else 'direct'}; "
           "median (min-max) over rounds")
-    print(f"{'broker':<22}{'row':<16}{'msgs/s':>20}{'p50 ms':>9}{'p99 ms':>9}{'broker cpu':>12}  "
+    print(f"{'broker':<26}{'row':<16}{'msgs/s':>20}{'p50 ms':>9}{'p99 ms':>9}{'broker cpu':>12}  "
           "(cpu: all the vendor's brokers, ms per 1000 msgs)")
     medians: dict[tuple[str, str], float] = {}
     for (vendor, row), figs in sorted(rows.items(), key=lambda item: (list(networks).index(item[0][0]),
                                                                         item[0][1] != SINGLE)):
         rates = sorted(f["msgs_per_s"] for f in figs)
         medians[(vendor, row)] = statistics.median(rates)
-        label = f"{vendor} {networks[vendor]['B1'].info.version}"[:21]
-        print(f"{label:<22}{row:<16}{f'{medians[(vendor, row)]:.0f} ({rates[0]:.0f}-{rates[-1]:.0f})':>20}"
+        label = f"{vendor} {networks[vendor]['B1'].info.version}"[:25]
+        print(f"{label:<26}{row:<16}{f'{medians[(vendor, row)]:.0f} ({rates[0]:.0f}-{rates[-1]:.0f})':>20}"
               f"{statistics.median(f['p50_ms'] for f in figs):>9.1f}"
               f"{statistics.median(f['p99_ms'] for f in figs):>9.1f}"
               f"{statistics.median(f['broker_cpu_ms_per_1000'] for f in figs):>12.0f}")
