@@ -109,25 +109,41 @@ def test_runs_added_one_at_a_time_give_the_tables_of_a_full_rebuild(spark, sourc
     assert sum(r["cases"] for r in result.data["runs"] if r["run_id"] == "run-1") == 7
 
 
-def test_an_unchanged_store_reads_nothing_and_gives_the_same_report(spark, source, tmp_path):
-    first = run_job(spark, [str(source)], str(tmp_path / "out"), CATALOG)
-    again = run_job(spark, [str(source)], str(tmp_path / "out"), CATALOG)
+@pytest.fixture(scope="module")
+def full_store(spark, source, tmp_path_factory):
+    """Every source run in a results folder and a store made from it by one report: (results, store, result). Tests
+    that go on from a full store work on copies of both (shared_copy): making it is a report of every run."""
+    results, out = tmp_path_factory.mktemp("full-results"), tmp_path_factory.mktemp("full-store")
+    shutil.copytree(source, results, dirs_exist_ok=True)  # copy2: the files' times, which the store compares, stay
+    return results, out, run_job(spark, [str(results)], str(out), CATALOG)
+
+
+def shared_copy(full_store, tmp_path: Path) -> tuple[Path, Path]:
+    """A results folder and a store of this test's own, as the full store's report left them."""
+    results, out, _ = full_store
+    shutil.copytree(results, tmp_path / "results")
+    shutil.copytree(out, tmp_path / "out")
+    return tmp_path / "results", tmp_path / "out"
+
+
+def test_an_unchanged_store_reads_nothing_and_gives_the_same_report(spark, full_store, tmp_path):
+    _, first_out, first = full_store
+    results, out = shared_copy(full_store, tmp_path)
+    again = run_job(spark, [str(results)], str(out), CATALOG)
     assert not again.plan.to_read and len(again.plan.unchanged) == len(first.plan.new)
-    assert_same_report(spark, (first, tmp_path / "out"), (again, tmp_path / "out"))
+    assert_same_report(spark, (first, first_out), (again, out))
 
 
-def test_the_store_keeps_runs_whose_folders_are_gone_and_rebuild_drops_them(spark, source, tmp_path):
-    results = tmp_path / "results"
-    shutil.copytree(source, results)
-    out = str(tmp_path / "out")
-    before = run_job(spark, [str(results)], out, CATALOG)
+def test_the_store_keeps_runs_whose_folders_are_gone_and_rebuild_drops_them(spark, full_store, tmp_path):
+    before = full_store[2]
+    results, out = shared_copy(full_store, tmp_path)
     shutil.rmtree(results / "run-2")
-    kept = run_job(spark, [str(results)], out, CATALOG)
+    kept = run_job(spark, [str(results)], str(out), CATALOG)
     assert kept.plan.kept == ["run-2"] and not kept.plan.to_read
     assert {r["run_id"] for r in kept.data["runs"]} == {r["run_id"] for r in before.data["runs"]}
-    rebuilt = run_job(spark, [str(results)], out, CATALOG, rebuild=True)
+    rebuilt = run_job(spark, [str(results)], str(out), CATALOG, rebuild=True)
     assert "run-2" not in {r["run_id"] for r in rebuilt.data["runs"]}
-    assert not (tmp_path / "out" / "tables" / "lines" / "run_folder=run-2").exists()
+    assert not (out / "tables" / "lines" / "run_folder=run-2").exists()
 
 
 def test_a_run_folder_name_with_special_characters_is_one_partition_and_matches_its_manifest(spark, tmp_path):
