@@ -106,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
     where = f"Spark Connect server {args.remote}" if args.remote else \
         args.master or "as spark-submit says, else local[*]"
     print(f"report: starting Spark ({where})", flush=True)
-    shared = None if args.remote else SparkSession.getActiveSession()  # a caller's session is left running
+    # A caller's session is left running: the one spark_session() gets back below. The active session is kept per
+    # thread, so a session this process made on another thread (a test fixture, say) counts too.
+    shared = None if args.remote else (SparkSession.getActiveSession() or SparkSession._instantiatedSession)
     try:
         spark = spark_session(args.master, log=lambda line: print(f"report: {line}", flush=True), remote=args.remote)
     except ReportError:
