@@ -23,12 +23,12 @@ def report_jvm_env():
         yield
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark(report_jvm_env):
-    """One local SparkSession for every report test of the session. Starting one takes seconds, and its JVM spends
-    far more CPU than that compiling the job's code while it warms up: once per session, not once per module. Under
-    pytest-xdist each worker would have its own, so the scheduler (harness/parallel.py, --dist loadfile) hands every
-    module that uses it to one worker. A test that changes a session setting puts it back (run_job does)."""
+    """A local SparkSession for one module of report tests (starting one takes seconds; each module stops its own,
+    so that another module's session settings never leak in). One session for the whole test run would save two JVM
+    starts and warm-ups, but was not yet seen passing as a whole: a report that outlives its timeout breaks the
+    shared session for every later module, where a module's own session keeps the failure in that module."""
     pytest.importorskip("pyspark")
     from reports.job import spark_session
 
