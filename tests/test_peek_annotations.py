@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from proton import Message, symbol
 
-from reference.peek import annotation_keys, annotations, encode_annotations, replace_section, routing_view, with_annotations
+from reference.peek import (annotation_keys, annotations, encode_annotations, replace_section, routing_view,
+                            with_annotations)
 
 TO, DESTS = "x-opt-interop.to", "x-opt-interop.dests"
 
