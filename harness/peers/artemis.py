@@ -590,12 +590,8 @@ class NativeArtemis(Provider):
     role = "broker"
 
     @classmethod
-    def probe(cls) -> str | None:
-        try:
-            find_artemis()
-        except PeerUnavailable as exc:
-            return str(exc)
-        return None
+    def require(cls) -> None:
+        find_artemis()
 
     @classmethod
     def create(cls, setup: NodeSetup) -> ArtemisPeer:

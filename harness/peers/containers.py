@@ -359,12 +359,8 @@ class _ContainerProvider(Provider):
     name = "container"
 
     @classmethod
-    def probe(cls) -> str | None:
-        try:
-            docker_engine()
-        except PeerUnavailable as exc:
-            return str(exc)
-        return None
+    def require(cls) -> None:
+        docker_engine()
 
     @classmethod
     def create(cls, setup: NodeSetup) -> Peer:

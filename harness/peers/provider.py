@@ -86,9 +86,19 @@ class Provider(abc.ABC):
     name: ClassVar[str]  # "native", "container", "subprocess"
     role: ClassVar[str]  # "router" or "broker"
 
+    @classmethod  # noqa: B027 - an optional hook: a provider that always runs need not override it
+    def require(cls) -> None:
+        """Raise PeerUnavailable (one line) when this provider cannot run its vendor here; the usual override."""
+
     @classmethod
     def probe(cls) -> str | None:
         """None when this provider can run its vendor on this machine, else one line saying why not."""
+        from .base import PeerUnavailable
+
+        try:
+            cls.require()
+        except PeerUnavailable as exc:
+            return str(exc)
         return None
 
     @classmethod

@@ -196,12 +196,8 @@ class NativeRabbitMQ(Provider):
     vendor, name, role = "rabbitmq", "native", "broker"
 
     @classmethod
-    def probe(cls) -> str | None:
-        try:
-            find_rabbitmq()
-        except PeerUnavailable as exc:
-            return str(exc)
-        return None
+    def require(cls) -> None:
+        find_rabbitmq()
 
     @classmethod
     def create(cls, setup: NodeSetup) -> Peer:
