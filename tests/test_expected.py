@@ -16,7 +16,7 @@ def test_an_entry_applies_whenever_its_vendor_plays_a_role(expected_dir):
     (expected_dir / "qdrouterd.yaml").write_text(
         "vendor: qdrouterd\ncases:\n  - {case: 'suites/a.py::test_x', reason: differs}\n")
     got = _load_expected({"router": "qdrouterd", "broker": "reference"})
-    assert got == {"suites/a.py::test_x": ("qdrouterd: differs", True)}
+    assert got == {"suites/a.py::test_x": ("qdrouterd: differs", True, None)}
     assert _load_expected({"router": "reference", "broker": "reference"}) == {}
 
 
@@ -26,7 +26,18 @@ def test_an_entry_with_peers_applies_only_to_that_pairing(expected_dir):
         "  - {case: 'suites/a.py::test_x', reason: crashes, peers: {broker: rabbitmq}, strict: false}\n")
     assert _load_expected({"router": "qdrouterd", "broker": "reference"}) == {}
     assert _load_expected({"router": "qdrouterd@native", "broker": "rabbitmq"}) == {
-        "suites/a.py::test_x": ("qdrouterd: crashes", False)}
+        "suites/a.py::test_x": ("qdrouterd: crashes", False, None)}
+
+
+def test_an_entry_that_leaves_the_peer_hung_names_its_vendor(expected_dir):
+    (expected_dir / "artemis.yaml").write_text(
+        "vendor: artemis\ncases:\n  - {case: 'suites/a.py::test_x', reason: spins, leaves_peer_hung: true}\n")
+    got = _load_expected({"router": "reference", "broker": "artemis"})["suites/a.py::test_x"]
+    assert got.leaves_hung == "artemis" and got.strict
+    (expected_dir / "artemis.yaml").write_text(
+        "vendor: artemis\ncases:\n  - {case: 'suites/a.py::test_x', reason: spins, leaves_peer_hung: 'yes'}\n")
+    with pytest.raises(pytest.UsageError, match=r"artemis.yaml: cases\[0\].leaves_peer_hung: expected true or false"):
+        _load_expected({"router": "reference", "broker": "artemis"})
 
 
 @pytest.mark.parametrize("peers, shown", [("broker", "'broker'"), ("{broker: [rabbitmq]}", "['rabbitmq']"),
