@@ -28,7 +28,7 @@ pytestmark = pytest.mark.timeout(900)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, report_jvm_env):
+def server(tmp_path_factory):
     started = connect_server.start(log_path=tmp_path_factory.mktemp("connect") / "server.log")
     yield started
     started.stop()

@@ -27,7 +27,7 @@ def interop(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([*COMMAND, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
-def test_a_broken_run_shows_as_regression_and_flaky_in_the_report(tmp_path, report_jvm_env):
+def test_a_broken_run_shows_as_regression_and_flaky_in_the_report(tmp_path):
     results = tmp_path / "results"
     good = interop("run", "--suite", "routing", "-k", CASES, "--results", str(results), "-q", cwd=tmp_path)
     assert good.returncode == 0, good.stdout[-3000:] + good.stderr
