@@ -1,4 +1,5 @@
-"""The reference router gives a producer credit again when a consumer returns while a drain is outstanding.
+"""The reference router gives a producer credit again when a consumer returns while a drain is outstanding, and
+keeps what a waypoint feed sends on its last credit for the next consumer, in order.
 
 003_9cdc7c48796dae4f.txt §12.1.1.1: a producer gets credit while at least one consumer is reachable. When the
 last consumer leaves, the reference router drains the producer (it asks for its unused credit back). AMQP
@@ -20,7 +21,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from proton import Connection, Delivery, Endpoint, Message, Transport
+from proton import Connection, Delivery, Endpoint, Message, Transport, symbol
 
 from harness.clients import Clients
 from harness.wait import wait_for
@@ -85,7 +86,7 @@ class HandDrivenProducer:
     """One sending link over a plain socket, pumped only when the case waits: it never answers a drain by
     itself (proton leaves that to the application), so the case decides when the router gets the answer."""
 
-    def __init__(self, url: str, address: str):
+    def __init__(self, url: str, address: str, capabilities: tuple[str, ...] = ()):
         host, port = url.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=TIMEOUT)
         self.sock.setblocking(False)
@@ -99,6 +100,8 @@ class HandDrivenProducer:
         session.open()
         self.link = session.sender("hand-driven")
         self.link.target.address = address
+        for capability in capabilities:
+            self.link.target.capabilities.put_symbol(symbol(capability))
         self.link.open()
         self.deliveries = []
 
@@ -218,3 +221,37 @@ def test_a_drain_answered_after_a_remote_consumer_returned_gets_new_credit(start
                 witness.wait_credit(1, TIMEOUT)
 
         _drain_answered_after_the_consumer_returned(r1.url(), r2.url(), clients, address, r1_knows)
+
+
+WAYPOINT = """
+    router { mode: standalone  id: R.park }
+    listener { name: clients  host: 127.0.0.1  port: 0 }
+    address { prefix: wp  waypoint: yes }
+"""
+
+
+def test_what_a_waypoint_feed_sends_after_the_last_consumer_left_waits_for_the_next_in_order(start_router):
+    """003 §12.1.4.3: the order of the messages stored at a fallback (or waypoint) queue is preserved. A broker
+    may send on credit the router granted while a consumer was there, after that consumer left (AMQP lets it
+    answer the drain late). Released, those messages would go back into the broker's queue wherever it puts
+    them (Artemis: each at the head, so two came back reversed); the router keeps them for the next consumer."""
+    router = start_router("waypoint", WAYPOINT)
+    address = "wp.parked"
+    # a broker's sending link into the waypoint (target capability qd.waypoint: phase 1, what consumers receive)
+    feed = HandDrivenProducer(router.url(), address, capabilities=("qd.waypoint",))
+    try:
+        feed.wait(lambda: feed.link.state & Endpoint.REMOTE_ACTIVE, "the waypoint feed's link to attach")
+        with Clients() as clients:
+            consumers = clients.connect(router.url())
+            first = consumers.receiver(address)
+            feed.wait(lambda: feed.link.credit >= 2, "credit while a consumer exists")
+            first.detach()
+            feed.wait(lambda: feed.link.drain_mode, "the router to ask for the credit back (drain)")
+            sent = [feed.send("first after the consumer left"), feed.send("second")]
+            second = consumers.receiver(address)
+            got = second.wait_received(2)
+            assert [m.body for m in got] == ["first after the consumer left", "second"]
+            feed.wait(lambda: all(d.settled for d in sent), "the two messages' outcomes")
+            assert [d.remote_state for d in sent] == [Delivery.ACCEPTED, Delivery.ACCEPTED]
+    finally:
+        feed.close()

@@ -74,6 +74,9 @@ class Producer:
     neighbour: object = None  # that router (interrouter.Neighbour), once a message came
     route_key: str | None = None  # where its messages go; the address, or a phase-1 key for in-autolinks
     allow_fallback: bool = True  # in-autolinks must not send back to a fallback destination
+    # An in-autolink's messages that came with no consumer reachable (on credit granted while one was, or
+    # during the drain that withdraws it): kept unsettled, in order, for the next consumer (_park)
+    parked: deque = field(default_factory=deque)
 
     def __post_init__(self):
         self.impl = self.link._impl  # the engine's link, for the per-message calls (raw.py)
@@ -538,6 +541,9 @@ class Router(ServedConnections):
         if producer.closed:
             return
         producer.closed = True
+        for dlv, _ in producer.parked:  # gone with the link: the broker keeps them, unsettled
+            raw.release(dlv)
+        producer.parked.clear()
         if self.message_links.get(producer.impl) is producer:
             del self.message_links[producer.impl]
         if producer.address is not None:
@@ -568,9 +574,30 @@ class Router(ServedConnections):
             affected |= self.producers.get(plain_address(key), set())
         for producer in affected:
             if self._reachable(producer.route_key, producer.allow_fallback):
+                self._unpark(producer)
                 self._top_up(producer)
             else:
                 self._revoke_one(producer)
+
+    def _park(self, producer: Producer, dlv, data) -> None:
+        """Keep an in-autolink's message that has nowhere to go, unsettled, until a consumer comes back.
+
+        Released instead, it would go back to the broker, which puts it back in the queue as it sees fit: the
+        fallback and waypoint queues keep their order (003 §12.1.4.3: the order of messages stored at a fallback
+        destination is preserved), but a broker that puts each released message back at the head turned 5, 6
+        into 6, 5 when both had come on credit still open after the last consumer left. What is parked counts
+        against the link's capacity, so no more is asked for meanwhile."""
+        raw.hold(dlv)
+        producer.parked.append((dlv, data))
+        producer.undelivered += 1
+
+    def _unpark(self, producer: Producer) -> None:
+        """A consumer is reachable again: route the parked messages first, in the order they came."""
+        parked, producer.parked = producer.parked, deque()
+        for dlv, data in parked:
+            producer.undelivered -= 1
+            self._route(producer, dlv, data, unparking=True)
+            raw.release(dlv)  # _route holds what it keeps
 
     # ---- the router network --------------------------------------------------------------------------------
 
@@ -711,8 +738,11 @@ class Router(ServedConnections):
         if data is not None:
             self._route(producer, dlv._impl, data)
 
-    def _route(self, producer: Producer, dlv, data):
+    def _route(self, producer: Producer, dlv, data, unparking: bool = False):
         """Route one complete message (`dlv` is the engine's delivery, see raw.py)."""
+        if producer.parked and not unparking:  # behind the parked ones, to keep the order
+            self._park(producer, dlv, data)
+            return
         link = producer.link
         # Most messages need only `to` and the priority, and from a neighbour the two annotations it added: read
         # those in one walk, without a decode (reference/peek.py), the annotations once per distinct section.
@@ -770,7 +800,11 @@ class Router(ServedConnections):
         local, remote, unroutable = self._plan(key, distribution, dests, exclude)
         multicast = distribution == MULTICAST
         if not local and not remote or (unroutable and not multicast):
-            # No route: a router stores nothing, so an unsettled message goes back released.
+            # No route: a router stores nothing, so an unsettled message goes back released; but one from an
+            # in-autolink waits for the next consumer (_park).
+            if not presettled and not producer.allow_fallback and not producer.closed:
+                self._park(producer, dlv, data)
+                return
             self.stats["no_route"] += 1
             if presettled:
                 raw.settle(dlv)
