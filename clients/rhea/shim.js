@@ -215,7 +215,12 @@ const ops = {
     async connect(req) {
         const url = new URL(req.url);
         // A container-id per connection: ActiveMQ Classic refuses a second connection with one it has.
+        // SASL always, as proton's clients do: ANONYMOUS unless the URL names a user (PLAIN then). Without a
+        // username rhea skips SASL altogether, and ActiveMQ Classic refuses a connection without it.
+        const user = url.username ? decodeURIComponent(url.username) : 'anonymous';
+        const password = url.password ? decodeURIComponent(url.password) : undefined;
         const conn = container.connect({host: url.hostname, port: Number(url.port), reconnect: false,
+                                        username: user, password: password,
                                         container_id: `interop-rhea-shim-${rhea.generate_uuid().slice(0, 8)}`});
         conn.on('error', () => {});
         // A peer that ends the session or the connection (RabbitMQ does, on an error) ends every link on it:
