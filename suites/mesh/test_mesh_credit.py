@@ -184,3 +184,34 @@ def test_address_is_withdrawn_when_the_last_remote_consumer_leaves(mesh, clients
     far.sync()
     assert sender.sent == gap[-1] + 1 and sender.queued == len(held), "without credit nothing leaves the producer"
     assert first.seqs(sender.name) == list(range(FIRST)), "the consumer that left got nothing more"
+
+
+@pytest.mark.spec("MESH-CREDIT-1", "MESH-ADDR-1")
+@pytest.mark.requires("credit-withdrawal")  # a router that keeps idle credit (qdrouterd) never asks for it back
+def test_a_producer_that_handed_its_credit_back_gets_credit_when_a_consumer_returns(mesh, clients, details):
+    """The producer answers the drain at once (nothing queued: it hands its credit back, credit 0, and sends
+    nothing more), instead of spending what it holds as the cases above do. A consumer that then returns on
+    R2 must get it credit again (§12.1.1.1). Issue 34's report of this path (no credit again, 3 runs of 3)
+    was not reproduced here, on this code nor on the code before the drain fix of 2026-11-24."""
+    address = clients.unique("gone.q.")
+    far = clients.connect(mesh.client_url("far"))
+    first = far.receiver(address, credit=20, auto_credit=False)
+    conn = clients.connect(mesh.client_url("producer"))
+    sender = conn.sender(address)
+    sender.wait_credit(1, timeout=ROUTE_TIMEOUT)
+    sender.send(10)
+    assert {o.outcome for o in sender.wait_outcomes(10, timeout=ROUTE_TIMEOUT).values()} == {"accepted"}
+    first.wait_received(10, timeout=ROUTE_TIMEOUT)
+
+    first.detach()
+    # R1 learns that the consumer is gone and asks for the credit back; the producer has nothing to send, so it
+    # answers drained straight away
+    sender.wait_credit_at_most(0, ROUTE_TIMEOUT)
+    details.update(drain_seen=any(e.kind == "credit" and e.data.get("drain")
+                                  for e in clients.history if e.client == sender.name))
+
+    second = far.receiver(address)  # a consumer returns on R2
+    sender.wait_credit(1, timeout=ROUTE_TIMEOUT)
+    sender.send(1)
+    assert [o.outcome for o in sender.wait_outcomes(11, timeout=ROUTE_TIMEOUT).values()][10:] == ["accepted"]
+    assert second.wait_received(1, timeout=ROUTE_TIMEOUT) and second.seqs(sender.name) == [10]
