@@ -25,11 +25,12 @@ class LinkProxies:
         self.handle = handle
         self.links: dict[str, int] = {}  # link name -> listen port
 
-    def add(self, link_name: str, upstream_port: int, host: str = "127.0.0.1") -> int:
-        """Create the proxy for one link; returns the port the dialling node must connect to."""
+    def add(self, link_name: str, upstream_port: int, host: str = "127.0.0.1", enabled: bool = True) -> int:
+        """Create the proxy for one link; returns the port the dialling node must connect to. `enabled=False`:
+        it refuses connections until set_enabled(link_name, True)."""
         port = free_port(host)
         self._call("POST", "/proxies", {"name": link_name, "listen": f"{host}:{port}",
-                                         "upstream": f"{host}:{upstream_port}", "enabled": True})
+                                         "upstream": f"{host}:{upstream_port}", "enabled": enabled})
         self.links[link_name] = port
         return port
 

@@ -193,12 +193,20 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
         for link in topology.links_from(name):
             port = _dial_port(running, wiring, link)
             if link.via == "proxy":  # the dialler connects to the link's proxy, which forwards to the listener
-                port = running.faults.add(link.name, port)
+                # Refusing until every peer is up: a proxy that accepts while its upstream is still starting
+                # must close the connection it accepted, and Artemis does not dial again after a connection
+                # closed before the AMQP header until its 60 s TTL (a mirror that stayed down for the first two
+                # fault cases of a fresh topology); a refused dial it retries at its retry interval.
+                port = running.faults.add(link.name, port, enabled=False)
             wiring.connect_ports[name][link.to] = port
         running.peers[name] = make_peer(topology, name, choices.get(topology.nodes[name].role, "reference"), wiring)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(running.peers))) as pool:
         futures = {pool.submit(peer.start, timeout): name for name, peer in running.peers.items()}
         errors = [f.exception() for f in futures if f.exception() is not None]
+    if not errors and running.faults is not None:
+        for link in topology.links:
+            if link.via == "proxy":
+                running.faults.set_enabled(link.name, True)
     if not errors:  # peers that form a network once all are up and their ports known (RabbitMQ federation)
         joining = [peer for peer in running.peers.values() if hasattr(peer, "join_network")]
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(joining))) as pool:
