@@ -74,7 +74,9 @@ run: setup
 
 # The project's own tests, in timed steps (the last lines print each step's wall time):
 #
-# 1. reference: the unit tests (tests/) and every suite against the reference router and broker;
+# 1. reference: the unit tests (tests/) and every suite against the reference router and broker, on two pytest-xdist
+#    workers ($(REFERENCE_WORKERS); harness/parallel.py: files as units, the report's Spark modules as one unit handed
+#    out first, so that the Spark JVM's minutes run beside the suites' waits instead of after them);
 # 2. products: every suite that involves a broker against each real broker found here, those that involve a
 #    router against qdrouterd, and the paired suites with qdrouterd in front of each broker, as the cells of
 #    tests/products.yaml run by `interop run -j`: cells of different products side by side, never two of one
@@ -94,6 +96,7 @@ run: setup
 FUZZ_BUDGET ?= 30s
 FUZZ_SEED ?= 15
 PRODUCT_JOBS ?= 3
+REFERENCE_WORKERS ?= 2
 TEST_RESULTS ?= $(or $(TMPDIR),/tmp)/interop-test-results
 STEPS = $(TEST_RESULTS).steps
 STEP = scripts/timed-step.sh $(STEPS)
@@ -103,7 +106,8 @@ test:
 	@mkdir -p "$(TEST_RESULTS)"; rm -f "$(STEPS)"
 	@ls results 2>/dev/null | sort > "$(TEST_RESULTS).before" || true
 	@$(STEP) setup $(MAKE) -s setup-test
-	-@$(STEP) "reference: unit tests and every suite" $(VENV)/bin/python -m pytest -q
+	-@$(STEP) "reference: unit tests and every suite, -n $(REFERENCE_WORKERS)" $(VENV)/bin/python -m pytest -q \
+	  -n $(REFERENCE_WORKERS) --dist loadfile
 	-@$(STEP) "products: tests/products.yaml, -j $(PRODUCT_JOBS)" \
 	  $(VENV)/bin/interop run --matrix tests/products.yaml -j $(PRODUCT_JOBS)
 	-@$(STEP) "faults through the real toxiproxy-server" env INTEROP_FAULT_PROXY=toxiproxy $(VENV)/bin/python -m \
