@@ -114,3 +114,17 @@ def test_a_topology_remembers_a_hung_peer_as_down_and_kills_it_rather_than_wait_
     assert running.down_peers() == found
     running.stop()
     assert hung.calls == ["kill", "stop"]
+
+
+def test_a_peer_whose_client_listener_speaks_tls_is_asked_inside_tls():
+    """A healthy broker whose only client listener is amqps: a plain header there is not AMQP to it, so the probe
+    must speak TLS first or take a live peer for a dead one (it now runs after expected differences too)."""
+    running = start_topology(load_topology(topology_path("security-broker-tls")), {"broker": "reference"})
+    try:
+        endpoint = running["B1"].client_endpoint
+        assert running._client_tls("B1")
+        assert amqp_silence(endpoint.host, endpoint.port, 5.0) is not None  # plain: no AMQP answer
+        assert running.probe_peers(5.0) == {}
+        assert running.down_peers() == {}
+    finally:
+        running.stop()

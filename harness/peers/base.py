@@ -101,13 +101,14 @@ class Peer(abc.ABC):
         so providers answer from what they already know (a process's exit status), never with a connection."""
         return None
 
-    def silence(self, timeout: float) -> str | None:
+    def silence(self, timeout: float, tls: bool = False) -> str | None:
         """Why a peer that is not down still does not serve (it is hung: connections are accepted and left
-        unanswered), or None when its client listener answers an AMQP protocol header within `timeout`. One
-        connection per call: the harness asks only after a case failed (see RunningTopology.probe_peers)."""
+        unanswered), or None when its client listener answers an AMQP protocol header within `timeout` (inside
+        TLS when `tls`: the listener is amqps). One connection per call: the harness asks only after a case failed
+        or met an expected difference (see RunningTopology.probe_peers)."""
         if (endpoint := self.client_endpoint) is None:
             return None  # no listener for clients: nothing to ask
-        return amqp_silence(endpoint.host, endpoint.port, timeout)
+        return amqp_silence(endpoint.host, endpoint.port, timeout, tls=tls)
 
     # Process faults. Providers that can do them override these; the others say so clearly.
     def pause(self) -> None:

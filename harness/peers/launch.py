@@ -123,10 +123,16 @@ class RunningTopology:
         if not asked:
             return {}
         with concurrent.futures.ThreadPoolExecutor(len(asked), thread_name_prefix="probe") as pool:
-            answers = list(pool.map(lambda name: self.peers[name].silence(timeout), asked))
+            answers = list(pool.map(lambda name: self.peers[name].silence(timeout, tls=self._client_tls(name)), asked))
         found = {name: why for name, why in zip(asked, answers, strict=True) if why}
         self.silent.update(found)
         return found
+
+    def _client_tls(self, name: str) -> bool:
+        """Whether the peer's client listener speaks TLS (the node's access.tls, or a TLS link's landing)."""
+        endpoint = self.peers[name].client_endpoint
+        return (endpoint is not None and self.topology is not None
+                and self.topology.listener_tls(name, endpoint.name) is not None)
 
     def save_logs(self, directory: Path, suffix: str = "") -> list[Path]:
         """Write each peer's whole log (every run of a restarted peer) to DIRECTORY/<node><suffix>.log."""

@@ -12,23 +12,34 @@ here; that it sends one within the deadline does.
 from __future__ import annotations
 
 import socket
+import ssl
 import time
 
 AMQP_HEADER = b"AMQP\x00\x01\x00\x00"  # protocol id 0 (AMQP), version 1.0.0
 HEADER_SIZE = len(AMQP_HEADER)
 
 
-def amqp_silence(host: str, port: int, timeout: float) -> str | None:
+def amqp_silence(host: str, port: int, timeout: float, tls: bool = False) -> str | None:
     """None when whatever listens on host:port answers an AMQP protocol header within `timeout` seconds;
-    otherwise why not, in the words of Peer.down_reason (`it ...`: they follow "peer R1 is down: ")."""
+    otherwise why not, in the words of Peer.down_reason (`it ...`: they follow "peer R1 is down: "). `tls`: the
+    listener speaks TLS from the first byte (amqps), so the header goes inside a TLS session; its certificate is
+    not checked (the question is whether the peer answers, not whom to trust). A plain header there is not AMQP
+    to the server, which closes: a healthy TLS listener would be taken for a dead one."""
     where = f"{host}:{port}"
     deadline = time.monotonic() + timeout
     try:
         sock = socket.create_connection((host, port), timeout=timeout)
+        if tls:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            sock = context.wrap_socket(sock)
     except ConnectionRefusedError:
         return f"it refuses connections on {where}"
     except TimeoutError:
         return f"it does not accept connections on {where} within {timeout:g}s"
+    except ssl.SSLError:
+        return None  # it answered the handshake, if only to refuse it (a listener that wants a client certificate)
     except OSError as exc:
         return f"it cannot be reached on {where}: {exc.strerror or exc}"
     answer = b""
