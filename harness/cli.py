@@ -651,7 +651,9 @@ def format_summary(records: list[dict], bad_lines: list[tuple[int, str]], result
         lines.append(f"failed cases ({len(bad)}):")
         for record in bad:
             message = " ".join((record.get("message") or "(no message)").split())
-            lines.append(f"  {record['outcome'].upper()} {record['case']}: {message}")
+            # a matrix run has several cells on one case id: say which one failed
+            where = f" [{record['cell']}]" if record.get("cell") else ""
+            lines.append(f"  {record['outcome'].upper()}{where} {record['case']}: {message}")
     if bad_lines:
         lines.append(f"unreadable result lines ({len(bad_lines)}):")
         lines += [f"  line {number}: {error}" for number, error in bad_lines[:10]]

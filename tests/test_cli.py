@@ -431,6 +431,13 @@ def test_run_summary_counts_and_failures_exit_1(tmp_path, monkeypatch, capsys):
     assert "test_na" not in out.split("failed cases")[1]
 
 
+def test_a_failed_case_of_a_matrix_cell_names_its_cell(tmp_path, monkeypatch, capsys):
+    records = [{**_case("test_broken", "failed", message="boom"), "cell": "qdrouterd-artemis"}]
+    monkeypatch.setattr(cli.pytest, "main", FakePytest(records, exit_code=1))
+    assert cli.main(["run", "--results", str(tmp_path)]) == 1
+    assert "  FAILED [qdrouterd-artemis] suites/routing/test_x.py::test_broken: boom" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("outcome", ["passed", "skipped", "not-applicable", "xfail"])
 def test_run_outcomes_that_are_fine_exit_0(tmp_path, monkeypatch, outcome):
     monkeypatch.setattr(cli.pytest, "main", FakePytest([_case("test_a", outcome)]))
