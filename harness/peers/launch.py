@@ -210,9 +210,8 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
         futures = {pool.submit(peer.start, timeout): name for name, peer in running.peers.items()}
         errors = [f.exception() for f in futures if f.exception() is not None]
     if not errors and running.faults is not None:
-        for link in topology.links:
-            if link.via == "proxy":
-                running.faults.set_enabled(link.name, True)
+        for link_name in running.faults.links:
+            running.faults.set_enabled(link_name, True)
     if not errors:  # peers that form a network once all are up and their ports known (RabbitMQ federation)
         joining = [peer for peer in running.peers.values() if hasattr(peer, "join_network")]
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(joining))) as pool:
