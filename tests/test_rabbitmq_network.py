@@ -51,7 +51,7 @@ def clients():
 
 
 def links(peer) -> dict[tuple[str, str], dict]:
-    return {(row["type"], row["queue"] or row["exchange"]): row for row in peer.federation_links()}
+    return {(row["type"], row.get("queue") or row.get("exchange")): row for row in peer.federation_links()}
 
 
 def bound_upstream(peer, exchange: str) -> bool:

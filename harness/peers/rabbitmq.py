@@ -49,6 +49,7 @@ from ..render.rabbitmq import declared_names, federation_plan, render_rabbitmq_n
 from ..tlsca import Issued, TestPki
 from ..topology import Node
 from ..wait import WaitTimeout, accepts, wait_for
+from .rabbitmq_agent import AgentError, ManagementAgent
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
 from .provider import NodeSetup, Provider
 
@@ -233,6 +234,7 @@ class RabbitMQPeer(Peer):
         self._log_lines: list[str] = []
         self._log_lock = threading.Lock()
         self._cleaned = False
+        self._agent: ManagementAgent | None = None  # made on the first management question
         _live_peers.add(self)
 
     # ---- files and environment ----
@@ -462,6 +464,8 @@ class RabbitMQPeer(Peer):
             self._cleanup()
 
     def _cleanup(self) -> None:
+        if self._agent is not None:
+            self._agent.close()
         epmd = self._epmd
         if epmd is not None and epmd.poll() is None:
             epmd.terminate()
@@ -504,6 +508,18 @@ class RabbitMQPeer(Peer):
             text = " ".join((done.stderr or done.stdout).split())[:300]
             raise RabbitMQError(f"rabbitmqctl {args[0]} on {self.node_name} failed ({done.returncode}): {text}")
         return done.stdout
+
+    def _ask(self, question: str) -> list[dict]:
+        """The management agent's rows for `question` (rabbitmq_agent.py); RabbitMQError (one line) if it fails."""
+        if self.workdir is None or self._cleaned:
+            raise RabbitMQError(f"{question}: RabbitMQ node {self.node_name} is not started")
+        if self._agent is None:
+            self._agent = ManagementAgent(self.node_name, self.environment, self.workdir)
+        try:
+            rows = self._agent.ask(question)
+        except AgentError as exc:
+            raise RabbitMQError(str(exc)) from None
+        return rows if isinstance(rows, list) else []
 
     def wire_address(self, name: str) -> str:
         """Logical address -> RabbitMQ AMQP 1.0 address: `/amq/queue/NAME` for a declared queue,
@@ -592,11 +608,12 @@ class RabbitMQPeer(Peer):
         return faults.links.get(name) or faults.add(name, peer.amqp_port)
 
     def federation_links(self) -> list[dict]:
-        """`rabbitmqctl federation_status` rows: type, queue or exchange, upstream, uri, status, error, ..."""
-        return _json_rows(self.ctl("federation_status", "--formatter", "json"))
+        """Federation link rows (rabbit_federation_status:status/0, what `rabbitmqctl federation_status` shows):
+        type, queue or exchange, upstream, uri, status, error, ..."""
+        return self._ask("federation")
 
     def _link_rows(self) -> dict[tuple[str, str, str], dict]:
-        return {(row["type"], row["queue"] or row["exchange"], row["upstream"]): row
+        return {(row["type"], row.get("queue") or row.get("exchange"), row["upstream"]): row
                 for row in self.federation_links()}
 
     def _describe_links(self) -> str:
@@ -607,17 +624,15 @@ class RabbitMQPeer(Peer):
     def queue_stats(self, name: str) -> dict:
         """{"depth", "available", "in_flight", "consumers", "exists"} for a logical queue name (or a wire
         address). For a multicast address (a fanout exchange), the sums over its subscription queues, plus
-        "subscriptions". Counts come from the queue processes themselves (`rabbitmqctl list_queues`), not
-        from sampled statistics, so they are current; one call takes about 0.6 s."""
+        "subscriptions". Counts come from the queue processes themselves (rabbit_amqqueue:info_all/2, what
+        `rabbitmqctl list_queues` calls), not from sampled statistics, so they are current. Asked through the
+        node's management agent: milliseconds a call, where rabbitmqctl took 1.6 s."""
         logical = _logical(name)
-        rows = _json_rows(self.ctl("list_queues", "-q", "--formatter", "json", "name", "messages",
-                                   "messages_ready", "messages_unacknowledged", "consumers"))
-        by_name = {row["name"]: row for row in rows}
+        by_name = {row["name"]: row for row in self._ask("queues")}
         if logical in by_name:
             return _stats([by_name[logical]], exists=True)
         if declared_names(self.node, self.settings).get(logical) == "exchange" or name.startswith("/exchange/"):
-            bindings = _json_rows(self.ctl("list_bindings", "-q", "--formatter", "json", "source_name",
-                                           "destination_name", "destination_kind"))
+            bindings = self._ask("bindings")
             bound = [by_name[b["destination_name"]] for b in bindings
                      if b["source_name"] == logical and b["destination_kind"] == "queue"
                      and b["destination_name"] in by_name]
