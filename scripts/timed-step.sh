@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Run one step of `make test` and note its wall time, so that the last step can print them all.
-#   timed-step.sh LOG NAME COMMAND...   appends "NAME<TAB>SECONDS<TAB>EXIT" to LOG and exits with COMMAND's status
-#   timed-step.sh --summary LOG         prints the table of LOG's steps and their total; exits 1 if a step failed
+#   timed-step.sh LOG NAME COMMAND...   appends "NAME<TAB>SECONDS<TAB>EXIT<TAB>START<TAB>END" to LOG (epoch seconds)
+#                                       and exits with COMMAND's status
+#   timed-step.sh --summary LOG         prints the table of LOG's steps and the total wall time, first start to last
+#                                       end (steps that ran side by side overlap); exits 1 if a step failed
 set -uo pipefail
 if [ "${1:-}" = "--summary" ]; then
     log=${2:?usage: timed-step.sh --summary LOG}
     [ -s "$log" ] || exit 0
-    awk -F'\t' 'BEGIN { printf "\n%-44s %9s  %s\n", "make test: step", "wall", "exit" }
-                { total += $2; printf "%-44s %7.0f s  %s\n", $1, $2, $3 }
-                END { printf "%-44s %7.0f s  (%.1f min)\n", "total", total, total / 60 }' "$log"
+    awk -F'\t' 'BEGIN { printf "\n%-52s %9s  %s\n", "make test: step", "wall", "exit" }
+                { sum += $2; printf "%-52s %7.0f s  %s\n", $1, $2, $3
+                  if ($4 != "") { if (first == "" || $4 < first) first = $4; if ($5 > last) last = $5 } }
+                END { total = (first != "") ? last - first : sum
+                      printf "%-52s %7.0f s  (%.1f min; the steps add up to %.0f s)\n", "total wall time", total,
+                             total / 60, sum }' "$log"
     failed=$(awk -F'\t' '$3 != 0 { printf "%s%s", sep, $1; sep = "; " }' "$log")
     if [ -n "$failed" ]; then
         echo "make test: FAILED: $failed (their output is above)"
@@ -23,5 +28,6 @@ start=$(date +%s.%N)
 "$@"
 status=$?
 end=$(date +%s.%N)
-awk -v n="$name" -v s="$start" -v e="$end" -v x="$status" 'BEGIN { printf "%s\t%.1f\t%s\n", n, e - s, x }' >> "$log"
+awk -v n="$name" -v s="$start" -v e="$end" -v x="$status" \
+    'BEGIN { printf "%s\t%.1f\t%s\t%.1f\t%.1f\n", n, e - s, x, s, e }' >> "$log"
 exit $status
