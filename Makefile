@@ -93,19 +93,12 @@ run: setup
 # Every run of these tests writes its records under $(TEST_RESULTS) (INTEROP_RESULTS, the default of every
 # --results), never into the checkout's results/: that folder is what `make run` reports on, and test runs there
 # showed up in the report as targets of their own. The last step checks that results/ gained no run.
-# The report's Spark test modules: minutes of JVM with few waits, so they run beside the products step (whose
-# cells mostly wait on brokers) rather than in the reference step, where they were its longest unit. Niced: the
-# products' cases, which time what brokers do, get the cores first; the report tests only take longer.
-REPORT_TESTS = tests/test_report.py tests/test_report_store.py tests/test_report_connect.py tests/test_report_jvm.py \
-  tests/test_report_demo.py
-REPORT_NICE ?= 5
 FUZZ_BUDGET ?= 30s
 FUZZ_SEED ?= 15
 PRODUCT_JOBS ?= 3
 REFERENCE_WORKERS ?= 2
 TEST_RESULTS ?= $(or $(TMPDIR),/tmp)/interop-test-results
 STEPS = $(TEST_RESULTS).steps
-REPORT_LOG = $(TEST_RESULTS).report-tests.log
 STEP = scripts/timed-step.sh $(STEPS)
 FUZZ = $(VENV)/bin/interop fuzz --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
 test: export INTEROP_RESULTS = $(TEST_RESULTS)
@@ -114,13 +107,9 @@ test:
 	@ls results 2>/dev/null | sort > "$(TEST_RESULTS).before" || true
 	@$(STEP) setup $(MAKE) -s setup-test
 	-@$(STEP) "reference: unit tests and every suite, -n $(REFERENCE_WORKERS)" $(VENV)/bin/python -m pytest -q \
-	  -n $(REFERENCE_WORKERS) --dist loadfile $(REPORT_TESTS:%=--ignore=%)
-	-@$(STEP) "report tests (Spark), beside the products, nice $(REPORT_NICE)" nice -n $(REPORT_NICE) \
-	  $(VENV)/bin/python -m pytest -q $(REPORT_TESTS) > "$(REPORT_LOG)" 2>&1 & report=$$!; \
-	$(STEP) "products: tests/products.yaml, -j $(PRODUCT_JOBS)" \
-	  $(VENV)/bin/interop run --matrix tests/products.yaml -j $(PRODUCT_JOBS); products=$$?; \
-	wait $$report; report=$$?; echo "== report tests (Spark modules), run beside the products: $(REPORT_LOG) =="; \
-	cat "$(REPORT_LOG)"; [ $$products -eq 0 ] && [ $$report -eq 0 ]
+	  -n $(REFERENCE_WORKERS) --dist loadfile
+	-@$(STEP) "products: tests/products.yaml, -j $(PRODUCT_JOBS)" \
+	  $(VENV)/bin/interop run --matrix tests/products.yaml -j $(PRODUCT_JOBS)
 	-@$(STEP) "faults through the real toxiproxy-server" env INTEROP_FAULT_PROXY=toxiproxy $(VENV)/bin/python -m \
 	  pytest -q suites/faults suites/network/test_faults.py suites/brokerconnections/test_mirror_faults.py \
 	  tests/test_fault_proxy.py tests/test_toxiproxy_real.py
