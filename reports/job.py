@@ -63,6 +63,10 @@ NOT_CASES = (FUZZ_SUITE, BENCH_SUITE)
 # The suite of type interop cases (suites/types): they are conformance cases like any other, and their details
 # (type family, section, sender and receiver client stack) also make a table of their own (type_interop).
 TYPES_SUITE = "types"
+# The suite of the networks of brokers (suites/network): conformance cases like any other, whose details (messages
+# lost and duplicated, seconds until forwarding resumed after a link outage or a broker's kill) also make a table of
+# their own, per case and target (network), so that vendors' networks compare case by case.
+NETWORK_SUITE = "network"
 
 
 def is_case():
@@ -801,6 +805,33 @@ def type_rows(records):
                     F.size(F.from_json(d["failures"], "array<string>")).alias("values_differing")))
 
 
+def network_rows(records):
+    """A run's network-of-brokers cases (NETWORK_SUITE) with the figures they wrote: the fault, messages lost and
+    duplicated (the total-queue checker's counts) and resume_s (seconds from the fault's end until forwarding
+    resumed). Stored per run (run_network)."""
+    from pyspark.sql import functions as F
+
+    d = F.col("details")
+    return (records.where((F.col("suite") == NETWORK_SUITE) & is_case())
+            .select("run_folder", "ingest_id", "run_id", "target", "case", "outcome", "message",
+                    F.coalesce(d["fault"], F.col("fault_name")).alias("fault"),
+                    d["lost"].cast("long").alias("lost"), d["duplicated"].cast("long").alias("duplicated"),
+                    F.col("resume_s").cast("double").alias("resume_s")))
+
+
+def network(rows, truns):
+    """Per target and network case, from the target's latest run that ran network cases: outcome, fault, lost,
+    duplicated, resume_s (null where the case does not measure it) and the run."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    indexed = rows.join(F.broadcast(truns.select("target", "run_id", "run_index")), ["target", "run_id"], "left")
+    latest = F.max("run_index").over(Window.partitionBy("target"))
+    return (indexed.withColumn("latest_index", latest).where(F.col("run_index") == F.col("latest_index"))
+            .select("target", "case", "outcome", "fault", "lost", "duplicated",
+                    F.round("resume_s", 3).alias("resume_s"), "message", "run_id"))
+
+
 def type_interop(rows, truns):
     """Type family x section x (sender stack -> peer -> receiver stack), from each target's latest run that ran type
     interop cases: the outcome, and how many of the values differed."""
@@ -831,14 +862,14 @@ PARALLEL_LISTING = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 # what depends on one run alone, computed once per run from its records and kept in the store
 # the per-run tables made from the few records whose details they decode, and those records' suites (the recovery
 # table's records are found by their resume_s column)
-DECODED_TABLES = ("run_recovery", "run_fuzz", "run_bench", "run_types")
-DECODED_SUITES = (FUZZ_SUITE, BENCH_SUITE, TYPES_SUITE)
+DECODED_TABLES = ("run_recovery", "run_fuzz", "run_bench", "run_types", "run_network")
+DECODED_SUITES = (FUZZ_SUITE, BENCH_SUITE, TYPES_SUITE, NETWORK_SUITE)
 # the columns the other per-run tables read
 COUNTED_COLUMNS = ("run_folder", "ingest_id", "run_id", "target", "suite", "case", "spec", "cell", "config_fault",
                    "peers", "fault_name", "checks", "outcome", "started", "duration_s")
 PER_RUN_TABLES = {"run_counts": fine_counts, "run_durations": duration_buckets, "run_recovery": recovery_rows,
                   "run_fuzz": fuzz_rows, "run_bench": bench_rows, "run_types": type_rows,
-                  "run_bad_cases": bad_cases}
+                  "run_network": network_rows, "run_bad_cases": bad_cases}
 
 
 def _stored_schemas(spark) -> dict[str, object]:
@@ -1041,6 +1072,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
         "recovery": recovery(small("run_recovery"), runs),
         "benchmarks": benchmarks(small("run_bench"), runs),
         "type_interop": type_interop(small("run_types"), truns),
+        "network": network(small("run_network"), truns),
     }
     tables["fault_checks"], tables["checkers"] = fault_checks(fine_cases)
     data = _write_and_collect(tables, rejects, tables_dir, timings, log)
@@ -1079,6 +1111,7 @@ def _report_order() -> dict[str, tuple[list[str], int | None]]:
         "recovery": (["target", "suite", "fault"], None),
         "benchmarks": (["bench", "scenario", "clients", "vendor"], None),
         "type_interop": (["target", "via", "sender_stack", "receiver_stack", "type", "section"], None),
+        "network": (["case", "target"], None),
     }
 
 

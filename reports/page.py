@@ -360,6 +360,7 @@ def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict
                        *["" if r.get(f) is None else str(r[f]) for f in checker_fields]] for r in data["checkers"]],
                      empty="no record carries checker counts (details.checks)"))
 
+    out.append(network(data.get("network", [])))
     out.append(recovery(data["recovery"]))
 
     out.append(fuzzing(data["fuzz_sessions"], data["fuzz_findings"]))
@@ -408,6 +409,42 @@ def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{e(title)}</title><style>{CSS}</style></head><body>"
             + "\n".join(out) + f"<script>{SCRIPT}</script></body></html>\n")
+
+
+def network(rows: list[dict]) -> str:
+    """The "Networks of brokers" section: a row per network case, a column per target (its latest run with network
+    cases), each cell the outcome with messages lost and duplicated and the seconds until forwarding resumed."""
+    out = ["<h2>Networks of brokers: per case and target</h2>"]
+    if not rows:
+        out.append('<p class="empty">no network-of-brokers cases (suites/network) among the runs</p>')
+        return "".join(out)
+    out.append('<p class="sub">Each target\'s latest run with network cases: the outcome, messages lost and '
+               "duplicated (total-queue checker) and, after a fault, the seconds from its end until forwarding "
+               "resumed. A blank figure: the case does not measure it.</p>")
+    targets = sorted({r["target"] for r in rows})
+    cells = {(r["case"], r["target"]): r for r in rows}
+
+    def figures(r: dict) -> str:
+        parts = [f"{name} {r[key]}" for name, key in (("lost", "lost"), ("dup", "duplicated"))
+                 if r.get(key) is not None]
+        if r.get("resume_s") is not None:
+            parts.append(f"resume {r['resume_s']:.3f} s")
+        return " ".join([e(r.get("fault") or ""), e(", ".join(parts))]).strip()
+
+    def cell(case: str, target: str) -> str:
+        r = cells.get((case, target))
+        if r is None:
+            return "<td></td>"
+        return (f'<td title="{e(r.get("message") or "")}">{badge(r["outcome"])} {figures(r)} '
+                f'<code>{e(r["run_id"])}</code></td>')
+
+    head = "".join(f"<th>{e(t)}</th>" for t in targets)
+    body = "".join(f"<tr><td><code>{e(case.split('::', 1)[-1])}</code></td>"
+                   f"{''.join(cell(case, t) for t in targets)}</tr>"
+                   for case in sorted({r["case"] for r in rows}))
+    out.append(f'<table id="network" class="sortable"><thead><tr><th>case</th>{head}</tr></thead>'
+               f"<tbody>{body}</tbody></table>")
+    return "".join(out)
 
 
 def recovery(rows: list[dict]) -> str:

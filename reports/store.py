@@ -14,6 +14,7 @@ results.jsonl: the harness names it by run id), so that one run is one unit, wri
   run_fuzz      the run's `interop fuzz` records, their details decoded (the fuzz tables' input)
   run_bench     the run's benchmark records (bench/routing.py --results), their figures decoded
   run_types     the run's type interop cases (suites/types), with type, section and client stacks
+  run_network   the run's network-of-brokers cases (suites/network), with fault, lost, duplicated and resume_s
   run_bad_cases the run's (target, case) pairs that failed or errored: the flaky table's candidates
   manifest      one row per run: its files with size and modification time, its run.json facts, and the store's
                 format version
@@ -41,7 +42,7 @@ from urllib.parse import unquote, urlparse
 
 # Bumped when the layout or the meaning of a stored column changes: a store of another version is refused with a
 # request for --rebuild rather than read wrongly (its raw runs may be gone, so it is never dropped silently).
-STORE_VERSION = 1
+STORE_VERSION = 2  # 2: run_network
 RESULTS_FILE = "results.jsonl"
 RUN_META_FILE = "run.json"
 # tables of the layout before the store (one report = one full read): removed when a store is started over them

@@ -308,6 +308,11 @@ def fault_case(run: int, fault: str, outcome: str, resume_s: float | None, peers
     return record(run, f"mirror[{fault}]", outcome, peers, ["MIRROR-FAULT-1"], suite=suite, details=details)
 
 
+def network_case(run: int, case: str, outcome: str, peers: dict, **details) -> dict:
+    """A record as suites/network writes it: the checkers' lost and duplicated, resume_s after a fault."""
+    return record(run, case, outcome, peers, ["NETWORK-1"], suite="network", details=details)
+
+
 RECOVERY_RUNS = {
     1: [fault_case(1, "reset", "passed", 0.3),
         fault_case(1, "latency", "passed", 0.014),
@@ -319,10 +324,15 @@ RECOVERY_RUNS = {
         # no resume_s: not in the table, whatever else they carry
         record(1, "plain", "passed", MIRROR_PEERS, [], suite="brokerconnections", details={"lost": 5}),
         record(1, "slow", "failed", MIRROR_PEERS, [], suite="brokerconnections", fault="latency",
-               details={"duplicated": 3})],
+               details={"duplicated": 3}),
+        # the network table (and, with resume_s, the recovery table): per case, each target's latest network run
+        network_case(1, "outage", "failed", RABBIT_PEERS, lost=4, duplicated=0, resume_s=2.0, fault="outage"),
+        network_case(1, "forwarding", "passed", MIRROR_PEERS, lost=0, duplicated=0)],
     2: [fault_case(2, "reset", "passed", 0.5, duplicated=2, recovered=1),
         fault_case(2, "outage", "error", 1.5),
-        fault_case(2, "latency", "error", None)],  # ended before the mirror resumed: no resume_s
+        fault_case(2, "latency", "error", None),  # ended before the mirror resumed: no resume_s
+        network_case(2, "outage", "passed", RABBIT_PEERS, lost=0, duplicated=1, resume_s=0.8, fault="outage"),
+        network_case(2, "forwarding", "xfail", RABBIT_PEERS, lost=7)],
 }
 
 
@@ -346,10 +356,21 @@ def test_recovery_per_target_suite_and_fault(recovered):
         (MIRROR_NAME, bc, "outage"): (2, 2, 1, 0, 0, 2.0, 2.5, "run-2"),        # failed and error both count
         (RABBIT_NAME, bc, "reset"): (1, 0, 0, 0, 0, 0.9, 0.9, "run-1"),
         (MIRROR_NAME, "durable", "broker-crash"): (1, 0, 0, None, None, 1.235, 1.235, "run-1"),
+        (RABBIT_NAME, "network", "outage"): (2, 1, 4, 1, None, 1.4, 2.0, "run-2"),
     }
     assert [(r["target"], r["suite"], r["fault"]) for r in rows(recovered, "recovery")] == [
-        (RABBIT_NAME, bc, "reset"), (MIRROR_NAME, bc, "latency"), (MIRROR_NAME, bc, "outage"),
-        (MIRROR_NAME, bc, "reset"), (MIRROR_NAME, "durable", "broker-crash")]
+        (RABBIT_NAME, bc, "reset"), (RABBIT_NAME, "network", "outage"), (MIRROR_NAME, bc, "latency"),
+        (MIRROR_NAME, bc, "outage"), (MIRROR_NAME, bc, "reset"), (MIRROR_NAME, "durable", "broker-crash")]
+
+
+def test_network_cases_per_target_from_its_latest_network_run(recovered):
+    got = [(r["case"].split("::")[1], r["target"], r["outcome"], r["fault"], r["lost"], r["duplicated"],
+            r["resume_s"], r["run_id"]) for r in rows(recovered, "network")]
+    assert got == [
+        ("forwarding", RABBIT_NAME, "xfail", None, 7, None, None, "run-2"),
+        ("forwarding", MIRROR_NAME, "passed", None, 0, 0, None, "run-1"),   # its only network run
+        ("outage", RABBIT_NAME, "passed", "outage", 0, 1, 0.8, "run-2"),    # run 1's failed outage is older
+    ]
 
 
 def test_recovery_is_empty_without_resume_s(known):
@@ -390,9 +411,9 @@ def test_parquet_tables_are_written(known):
     _, out = known
     names = {p.name for p in (out / "tables").iterdir()}
     assert {"lines", "run_counts", "run_durations", "run_recovery", "run_fuzz", "run_bench", "run_types",
-            "run_bad_cases", "manifest", "runs", "conformance", "pass_rate", "flaky", "benchmarks", "type_interop",
-            "trend", "regressions", "durations", "fault_checks", "checkers", "recovery", "fuzz_sessions",
-            "fuzz_findings"} == names
+            "run_network", "run_bad_cases", "manifest", "runs", "conformance", "pass_rate", "flaky", "benchmarks",
+            "type_interop", "network", "trend", "regressions", "durations", "fault_checks", "checkers", "recovery",
+            "fuzz_sessions", "fuzz_findings"} == names
     # one partition folder per run and kind of line
     assert sorted(p.name for p in (out / "tables" / "lines" / "run_folder=run-3").iterdir()) == \
         ["kind=records", "kind=rejects"]
@@ -519,12 +540,16 @@ def test_page_in_headless_chromium_shows_the_recovery_figures(recovered, tmp_pat
     assert console == [], console
     assert 'data-ready="yes"' in dom
     section = recovery_section(dom)
-    assert "<table" in section and section.count("<tr>") == 1 + 5  # header + one row per target, suite and fault
-    outage = next(tr for tr in section.split("<tr>") if "<td>outage</td>" in tr)
+    assert "<table" in section and section.count("<tr>") == 1 + 6  # header + one row per target, suite and fault
+    outage = next(tr for tr in section.split("<tr>") if "<td>brokerconnections</td><td>outage</td>" in tr)
     assert (f"<td>{MIRROR_NAME}</td><td>brokerconnections</td><td>outage</td><td>2</td><td>2</td><td>1</td>"
             "<td>0</td><td>0</td><td>2.000</td><td>2.500</td><td><code>run-2</code></td>") in outage, outage
     crash = next(tr for tr in section.split("<tr>") if "<td>broker-crash</td>" in tr)
     assert "<td>1</td><td>0</td><td>0</td><td></td><td></td><td>1.235</td><td>1.235</td>" in crash, crash
+    network = dom[dom.index("<h2>Networks of brokers"):dom.index(RECOVERY_H2)]
+    assert network.count("<tr>") == 1 + 2 and f"<th>{RABBIT_NAME}</th>" in network  # header + one row per case
+    outage = next(tr for tr in network.split("<tr>") if "<code>outage</code>" in tr)
+    assert "outage lost 0, dup 1, resume 0.800 s <code>run-2</code>" in outage, outage
 
 
 @needs_chromium

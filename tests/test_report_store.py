@@ -160,9 +160,10 @@ def test_a_run_folder_name_with_special_characters_is_one_partition_and_matches_
 def test_a_store_of_another_format_version_is_refused_with_a_one_line_error(spark, tmp_path, monkeypatch):
     write_runs(tmp_path / "runs", runs=1, cases=20, fuzz_every=0)
     run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"))
-    monkeypatch.setattr(store, "STORE_VERSION", store.STORE_VERSION + 1)
-    with pytest.raises(ReportError, match=r"format version 1, this report reads version 2: run `interop report "
-                                          r"--rebuild`") as caught:
+    written = store.STORE_VERSION
+    monkeypatch.setattr(store, "STORE_VERSION", written + 1)
+    with pytest.raises(ReportError, match=rf"format version {written}, this report reads version {written + 1}: run "
+                                          r"`interop report --rebuild`") as caught:
         run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"))
     assert "\n" not in str(caught.value)
     assert run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"), rebuild=True).plan.fresh
