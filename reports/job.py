@@ -807,15 +807,20 @@ def type_rows(records):
 
 def network_rows(records):
     """A run's network-of-brokers cases (NETWORK_SUITE) with the figures they wrote: the fault, messages lost and
-    duplicated (the total-queue checker's counts) and resume_s (seconds from the fault's end until forwarding
-    resumed). Stored per run (run_network)."""
+    duplicated (the total-queue checker's counts; a topic case's, per subscriber, summed) and resume_s (seconds
+    from the fault's end until forwarding resumed). Stored per run (run_network)."""
     from pyspark.sql import functions as F
 
     d = F.col("details")
+
+    def count(name: str):
+        # a number, or per subscriber ({"B1": 0, "B2": 1}: the topic cases) and then their sum
+        per_node = F.map_values(F.from_json(d[name], "map<string,bigint>"))
+        return F.coalesce(d[name].cast("long"), F.aggregate(per_node, F.lit(0).cast("long"), lambda acc, x: acc + x))
     return (records.where((F.col("suite") == NETWORK_SUITE) & is_case())
             .select("run_folder", "ingest_id", "run_id", "target", "case", "outcome", "message",
                     F.coalesce(d["fault"], F.col("fault_name")).alias("fault"),
-                    d["lost"].cast("long").alias("lost"), d["duplicated"].cast("long").alias("duplicated"),
+                    count("lost").alias("lost"), count("duplicated").alias("duplicated"),
                     F.col("resume_s").cast("double").alias("resume_s")))
 
 

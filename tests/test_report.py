@@ -327,7 +327,7 @@ RECOVERY_RUNS = {
                details={"duplicated": 3}),
         # the network table (and, with resume_s, the recovery table): per case, each target's latest network run
         network_case(1, "outage", "failed", RABBIT_PEERS, lost=4, duplicated=0, resume_s=2.0, fault="outage"),
-        network_case(1, "forwarding", "passed", MIRROR_PEERS, lost=0, duplicated=0)],
+        network_case(1, "forwarding", "passed", MIRROR_PEERS, lost=0, duplicated={"B1": 1, "B2": 2})],
     2: [fault_case(2, "reset", "passed", 0.5, duplicated=2, recovered=1),
         fault_case(2, "outage", "error", 1.5),
         fault_case(2, "latency", "error", None),  # ended before the mirror resumed: no resume_s
@@ -368,7 +368,7 @@ def test_network_cases_per_target_from_its_latest_network_run(recovered):
             r["resume_s"], r["run_id"]) for r in rows(recovered, "network")]
     assert got == [
         ("forwarding", RABBIT_NAME, "xfail", None, 7, None, None, "run-2"),
-        ("forwarding", MIRROR_NAME, "passed", None, 0, 0, None, "run-1"),   # its only network run
+        ("forwarding", MIRROR_NAME, "passed", None, 0, 3, None, "run-1"),   # its only network run; per node, summed
         ("outage", RABBIT_NAME, "passed", "outage", 0, 1, 0.8, "run-2"),    # run 1's failed outage is older
     ]
 
