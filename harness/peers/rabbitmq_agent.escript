@@ -10,7 +10,6 @@
 %%   queues       every queue of vhost "/": name, messages, messages_ready, messages_unacknowledged, consumers
 %%   bindings     every binding of vhost "/": source_name, destination_name, destination_kind
 %%   federation   every federation link: rabbit_federation_status:status()
-%%   ping         the node answers at all
 %% Answers on stdout, one line each: {"ok": VALUE} or {"error": "TEXT"}. End of stdin ends the agent.
 
 main([Node, Name]) ->
@@ -35,11 +34,6 @@ request(Node, "bindings") ->
     call(Node, rabbit_binding, info_all, [<<"/">>, [source_name, destination_name, destination_kind]]);
 request(Node, "federation") ->
     call(Node, rabbit_federation_status, status, []);
-request(Node, "ping") ->
-    case net_adm:ping(Node) of
-        pong -> {ok, true};
-        pang -> {error, io_lib:format("node ~s does not answer", [Node])}
-    end;
 request(_Node, Other) ->
     {error, io_lib:format("unknown request ~p", [Other])}.
 

@@ -40,10 +40,9 @@ class ManagementAgent:
         self._workdir = workdir
         self._proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
-        self.calls = 0  # questions answered, for reports
 
     def ask(self, question: str, timeout: float = 20.0):
-        """The agent's answer to `question` (queues, bindings, federation, ping) as parsed JSON, or AgentError."""
+        """The agent's answer to `question` (queues, bindings, federation) as parsed JSON, or AgentError."""
         with self._lock:
             proc = self._proc if self._proc is not None and self._proc.poll() is None else self._spawn()
             try:
@@ -57,7 +56,6 @@ class ManagementAgent:
             raise AgentError(f"RabbitMQ agent of {self.node_name}: {question}: not JSON: {line[:200]!r}") from None
         if "error" in reply:
             raise AgentError(f"RabbitMQ agent of {self.node_name}: {question}: {str(reply['error'])[:300]}")
-        self.calls += 1
         return reply["ok"]
 
     def close(self) -> None:
