@@ -3,12 +3,19 @@
 qdrouterd retries a failed connector for as long as it runs (003_9cdc7c48796dae4f.txt §12.1.4.2 note: it
 "automatically attempts to reestablish the connection"). The delay starts short, so a restarted peer is
 picked up quickly in tests, and backs off to a ceiling so a peer that stays away costs little.
+
+A dialled connection the peer does not open within OPEN_DEADLINE_S is dropped and dialled again. A TCP
+connection can be accepted and then never answered (seen: ActiveMQ Classic 6.3.1, behind a fault proxy, took
+no notice of a redial for 60 s while it was still tearing down the router's previous connection under the
+same container-id); without a deadline the connector would wait on it for as long as the socket stays up.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+
+from proton import Condition, Endpoint
 
 from .config import Connector, RouterConfig
 from .security import ConnectorDoor, connector_door
@@ -17,6 +24,7 @@ log = logging.getLogger("ROUTER")
 
 FIRST_RETRY_S = 0.1
 MAX_RETRY_S = 2.0
+OPEN_DEADLINE_S = 10.0  # generous: a broker that is still warming up (Artemis's first AMQP connection) is slow
 
 
 @dataclass(eq=False)
@@ -63,6 +71,22 @@ class Connectors:
         conn.router_dialer = dialer
         conn.router_role = cfg.role
         dialer.connection = conn
+        self.container.schedule(OPEN_DEADLINE_S, _OpenDeadline(self, dialer, conn))
+
+    def _open_overdue(self, dialer: Dialer, conn) -> None:
+        """The deadline of one dial: if that connection is still the dialer's and the peer has not opened it,
+        close its transport. The transport's close comes back as `closed`, which redials."""
+        if dialer.connection is not conn or dialer.stopped or conn.state & Endpoint.REMOTE_ACTIVE:
+            return
+        transport = conn.transport
+        if transport is None:
+            return
+        log.warning("Connector %r: no open from the peer within %.0fs; dropping the connection and dialling again",
+                    dialer.name, OPEN_DEADLINE_S)
+        transport.condition = Condition("proton:io",
+                                        f"no open from the peer within {OPEN_DEADLINE_S:.0f}s")
+        transport.close_tail()
+        transport.close_head()
 
     def opened(self, conn) -> None:
         """The peer answered: reset the backoff."""
@@ -91,3 +115,11 @@ class _Redial:
 
     def on_timer_task(self, _event):
         self.connectors._dial(self.dialer)
+
+
+class _OpenDeadline:
+    def __init__(self, connectors: Connectors, dialer: Dialer, conn):
+        self.connectors, self.dialer, self.conn = connectors, dialer, conn
+
+    def on_timer_task(self, _event):
+        self.connectors._open_overdue(self.dialer, self.conn)
