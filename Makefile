@@ -79,8 +79,8 @@ run: setup
 #    out first, so that the Spark JVM's minutes run beside the suites' waits instead of after them);
 # 2. products: every suite that involves a broker against each real broker found here, those that involve a
 #    router against qdrouterd, and the paired suites with qdrouterd in front of each broker, as the cells of
-#    tests/products.yaml run by `interop run -j`: cells of different products side by side, never two of one
-#    product (each skipped, with the reason, where its product cannot run). Its output is a line per cell, the
+#    tests/products.yaml run by `interop run -j`: cells side by side, the longest first, two of one product
+#    together too (each skipped, with the reason, where its product cannot run). Its output is a line per cell, the
 #    failures in full at the end;
 # 3. the fault suites once more through the real toxiproxy-server instead of the harness's own proxy, so the claim
 #    that ours speaks Toxiproxy's API is checked by Toxiproxy itself;

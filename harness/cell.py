@@ -38,7 +38,7 @@ class Cell:
 
     @property
     def products(self) -> frozenset[str]:
-        """Real products this cell starts: cells sharing one never run concurrently."""
+        """Real products this cell starts (the matrix probes each once: can it run here?)."""
         return frozenset(v.partition("@")[0] for v in self.peers.values() if v != REFERENCE)
 
     def peer_option(self) -> str:

@@ -284,9 +284,10 @@ class Progress:
 
 def run_cells(runs: list[CellRun], jobs: int, results_file: Path, env: dict[str, str], out: TextIO,
               deadline_s: float = 24 * 3600) -> bool:
-    """Run every cell's pytest session as a subprocess, at most `jobs` at once (cells sharing a real product
-    one after the other), printing progress. Returns False when interrupted (SIGINT/SIGTERM): the running cells
-    are stopped, and what they recorded stays readable."""
+    """Run every cell's pytest session as a subprocess, at most `jobs` at once and in the order given, printing
+    progress. Two cells of one product may run together: every peer has its own ports, node name, data folder
+    and process group (harness/peers/), so nothing of one cell's peers is visible to another's. Returns False
+    when interrupted (SIGINT/SIGTERM): the running cells are stopped, and what they recorded stays readable."""
     from .wait import wait_for
 
     progress = Progress(results_file, runs, out)
@@ -311,19 +312,15 @@ def run_cells(runs: list[CellRun], jobs: int, results_file: Path, env: dict[str,
                 out.flush()
         if interrupted:
             return True
-        busy = set().union(*(r.cell.products for r in running)) if running else set()
         for run in list(pending):
             if len(running) >= jobs:
                 break
-            if run.cell.products & busy:
-                continue
             pending.remove(run)
             run.log.parent.mkdir(parents=True, exist_ok=True)
             with open(run.log, "w") as log:
                 run.proc = subprocess.Popen(run.args, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                             stderr=subprocess.STDOUT, start_new_session=True)
             run.started = time.monotonic()
-            busy |= run.cell.products
             running.append(run)
             out.write(f"-- cell {run.cell.name}: started ({run.cell.peer_option()}"
                       f"{', breaks ' + ' '.join(map(str, run.cell.breaks)) if run.cell.breaks else ''}; "
