@@ -41,7 +41,7 @@ from .faults.launch import KIND_ENV as FAULT_PROXY_ENV, KINDS as FAULT_PROXIES
 from .faults.launch import choose_fault_proxy, chosen_fault_proxy
 from .history import History
 from .peers.base import PeerUnavailable
-from .peers.launch import RunningTopology, start_topology
+from .peers.launch import RunningTopology, start_topology, stop_all
 from .peers import vendors
 from .peers.vendors import vendor
 from .results import RUN_ID_ENV, ResultWriter, default_results_dir, host_facts, make_record, new_run_id
@@ -246,10 +246,11 @@ class InteropSession:
         if self.closed:  # an xdist worker closes at sessionfinish (parallel.py), before pytest_unconfigure
             return
         self.closed = True
-        for name, running in self.topologies.items():
-            if isinstance(running, RunningTopology):
-                self._keep_logs(name, running)
-                running.stop()
+        started = [(name, running) for name, running in self.topologies.items()
+                   if isinstance(running, RunningTopology)]
+        for name, running in started:
+            self._keep_logs(name, running)
+        stop_all(running for _, running in started)
         if self.writer is not None:
             self.writer.write_run_meta(self.run_meta(ended=True))
 

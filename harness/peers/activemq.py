@@ -37,7 +37,7 @@ from pathlib import Path
 
 from ..render.activemq import TlsStores, render_activemq_xml
 from ..render.qdrouterd import RenderError
-from .base import ManagementError, Peer, PeerInfo, PeerStartError, PeerUnavailable
+from .base import START_FLOOR_S, ManagementError, Peer, PeerInfo, PeerStartError, PeerUnavailable
 from .process import ProcessPeer
 from .provider import NodeSetup, Provider
 
@@ -296,7 +296,7 @@ class ActiveMQPeer(ProcessPeer):
     def start(self, timeout: float = 60.0) -> None:
         started = time.monotonic()
         self.endpoints = {}
-        self._start_logged(timeout, _READY, _LISTENING, "ActiveMQ Classic broker")
+        self._start_logged(max(timeout, START_FLOOR_S), _READY, _LISTENING, "ActiveMQ Classic broker")
         # The clients listener's connector is named `amqp` in activemq.xml; the harness knows it as `clients`.
         if CLIENT_CONNECTOR in self.endpoints:
             endpoint = self.endpoints.pop(CLIENT_CONNECTOR)

@@ -40,7 +40,8 @@ from pathlib import Path
 
 from ..render.artemis import MANAGEMENT_ADDRESS
 from ..wait import WaitTimeout, accepts, wait_for
-from .base import Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
+from .base import (START_FLOOR_S, Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable,
+                   describe_exit)
 from .process import ProcessPeer
 from .provider import NodeSetup, Provider
 from .rabbitmq import low_port, release_ports
@@ -55,7 +56,6 @@ DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 # the JVM refuses a second collector flag. Start measured here: 6.4-7.2 s with the machine moderately busy.
 JAVA_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:TieredStopAtLevel=1")
 
-START_FLOOR_S = 180.0  # the least time a start is given (ArtemisPeer.start)
 MANAGEMENT_USER = "interop-management"  # also its role: the one that may manage, on nodes that authenticate
 
 # The broker's log lines the peer reads (console pattern `%d %-5level [%logger] %msg`).

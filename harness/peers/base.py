@@ -13,6 +13,13 @@ from ..faults.disk import StraceMissing, find_strace
 from .liveness import amqp_silence
 
 
+# The least time a real product's start is given, whatever its caller asked (60 s by default). A JVM's or an Erlang
+# VM's start is CPU-bound (class loading, the JIT, boot steps): 3-7 s each on a quiet machine, but well over 60 s
+# when two cores start a dozen of them at once (three cells' networks of brokers, load 37: a Classic spoke and a
+# RabbitMQ federation import each ran out of 60 s and 30 s on 2026-11-27). Starting is not what a case judges.
+START_FLOOR_S = 180.0
+
+
 class PeerUnavailable(Exception):
     """The provider cannot run this peer on this machine (no binary, no Docker engine, ...).
 

@@ -147,19 +147,44 @@ class RunningTopology:
         return written
 
     def stop(self) -> None:
-        for name, peer in self.peers.items():
-            try:
-                if name in self.silent:  # a hung peer would not act on SIGTERM either: no use waiting for it
-                    with contextlib.suppress(NotImplementedError):  # an external peer is not the harness's to kill
-                        peer.kill()
-                peer.stop()
-            except Exception:  # stopping must reach every peer even if one misbehaves
-                peer.kill()
-            peer.cleanup()
+        """Stop every peer, all at once: a JVM's graceful stop takes seconds (up to its stop timeout when the
+        machine is loaded), and one after another they made a cell of 46 Artemis nodes spend 7 minutes stopping
+        after its last case (measured 2026-11-27)."""
+        stop_all([self])
+
+    def _stop_peer(self, name: str, peer: Peer) -> None:
+        try:
+            if name in self.silent:  # a hung peer would not act on SIGTERM either: no use waiting for it
+                with contextlib.suppress(NotImplementedError):  # an external peer is not the harness's to kill
+                    peer.kill()
+            peer.stop()
+        except Exception:  # stopping must reach every peer even if one misbehaves
+            peer.kill()
+        peer.cleanup()
+
+    def _release(self) -> None:
+        """What the topology holds besides its peers: the fault proxy and the scratch files."""
         if self.faults is not None:
             self.faults.handle.stop()
         if self.files is not None:
             shutil.rmtree(self.files, ignore_errors=True)
+
+
+def stop_all(topologies: Iterable[RunningTopology]) -> None:
+    """Stop the peers of every topology given, each on its own thread, then release what the topologies hold.
+    Every peer is reached and every topology released even when one fails to stop; the first failure is raised
+    after that."""
+    topologies = list(topologies)
+    work = [(running, name, peer) for running in topologies for name, peer in running.peers.items()]
+    failures: list[BaseException] = []
+    if work:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(work), thread_name_prefix="stop") as pool:
+            futures = [pool.submit(running._stop_peer, name, peer) for running, name, peer in work]
+        failures = [f.exception() for f in futures if f.exception() is not None]
+    for running in topologies:
+        running._release()
+    if failures:
+        raise failures[0]
 
 
 def start_topology(topology: Topology, choices: dict[str, str], timeout: float = 60.0, *,

@@ -50,7 +50,7 @@ from ..tlsca import Issued, TestPki
 from ..topology import Node
 from ..wait import WaitTimeout, accepts, wait_for
 from .rabbitmq_agent import AgentError, ManagementAgent
-from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
+from .base import START_FLOOR_S, Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
 from .provider import NodeSetup, Provider
 
 # Where the Debian package keeps the real scripts (the /usr/sbin ones are `su rabbitmq` wrappers).
@@ -288,6 +288,7 @@ class RabbitMQPeer(Peer):
         if self.is_running():
             return
         t0 = time.monotonic()
+        timeout = max(timeout, START_FLOOR_S)
         self._prepare()
         self._start_epmd(timeout)
         with self._log_lock:
@@ -564,7 +565,7 @@ class RabbitMQPeer(Peer):
             path = self.workdir / "network.json"
             path.write_text(json.dumps(plan.definitions(dial), indent=2, sort_keys=True) + "\n")
             try:
-                self.ctl("import_definitions", str(path))
+                self.ctl("import_definitions", str(path), timeout=START_FLOOR_S)  # part of this node's start
             except RabbitMQError as exc:
                 raise PeerStartError(f"{self.name}: joining the network of brokers: {exc}") from None
             expected = plan.expected_links(declared_names(self.node, self.settings))
