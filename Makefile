@@ -76,7 +76,8 @@ run: setup
 #
 # 1. reference: the unit tests (tests/) and every suite against the reference router and broker, on two pytest-xdist
 #    workers ($(REFERENCE_WORKERS); harness/parallel.py: files as units, the report's Spark modules as one unit handed
-#    out first, so that the Spark JVM's minutes run beside the suites' waits instead of after them);
+#    out first, so that the Spark JVM's minutes run beside the suites' waits instead of after them); it ends with
+#    its 20 slowest tests (--durations=20), the first place to look when the step grows;
 # 2. products: every suite that involves a broker against each real broker found here, those that involve a
 #    router against qdrouterd, and the paired suites with qdrouterd in front of each broker, as the cells of
 #    tests/products.yaml run by `interop run -j`: cells side by side, the longest first, two of one product
@@ -107,7 +108,7 @@ test:
 	@ls results 2>/dev/null | sort > "$(TEST_RESULTS).before" || true
 	@$(STEP) setup $(MAKE) -s setup-test
 	-@$(STEP) "reference: unit tests and every suite, -n $(REFERENCE_WORKERS)" $(VENV)/bin/python -m pytest -q \
-	  -n $(REFERENCE_WORKERS) --dist loadfile
+	  -n $(REFERENCE_WORKERS) --dist loadfile --durations=20
 	-@$(STEP) "products: tests/products.yaml, -j $(PRODUCT_JOBS)" \
 	  $(VENV)/bin/interop run --matrix tests/products.yaml -j $(PRODUCT_JOBS)
 	-@$(STEP) "faults through the real toxiproxy-server" env INTEROP_FAULT_PROXY=toxiproxy $(VENV)/bin/python -m \
