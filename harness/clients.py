@@ -541,12 +541,13 @@ class RecordingSender(_Link):
         cond = remote.condition
         outcome = Outcome(inner or _STATE.get(state, "settled"), bool(remote.failed), bool(remote.undeliverable),
                           f"{cond.name}: {cond.description}" if cond is not None else None, txn)
-        with self._lock:
-            self.outcomes[seq] = outcome
-        self._in_flight -= 1
+        # The history first: a case that has waited for the outcome (settled_count) must find it there too.
         self.history.record(self.name, h.OUTCOME, seq=seq, outcome=outcome.outcome, failed=outcome.failed,
                             undeliverable=outcome.undeliverable, condition=outcome.condition,
                             **({"txn": txn} if txn is not None else {}))
+        with self._lock:
+            self.outcomes[seq] = outcome
+        self._in_flight -= 1
         dlv.settle()
         self._pump()
 
@@ -670,8 +671,6 @@ class RecordingReceiver(_Link):
             body = bytes(body)
         item = Received(props.get("seq"), props.get("producer"), body, msg.priority, msg.address, props,
                         dlv.settled, msg.delivery_count or 0)
-        with self._lock:
-            self.received.append(item)
         self.history.record(self.name, h.RECEIVE, seq=item.seq, producer=item.producer, priority=msg.priority,
                             address=msg.address, settled=dlv.settled, delivery_count=item.delivery_count)
         if dlv.settled:
@@ -683,6 +682,10 @@ class RecordingReceiver(_Link):
         else:
             _apply_outcome(dlv, self.outcome)
             self.history.record(self.name, h.SETTLE, seq=item.seq, outcome=self.outcome)
+        # Visible to the case only now: one that has waited for `count` must find the message, and its settle,
+        # in the history too (a check made at once missed the last receive, seen once in a reference run).
+        with self._lock:
+            self.received.append(item)
         if self.auto_credit and self.window and link.credit < self.window // 2 + 1:
             link.flow(self.window - link.credit)
 
