@@ -83,6 +83,16 @@ def file_units():
                     self.workqueue.move_to_end(unit, last=False)
             super()._assign_work_unit(node)
 
+        def remove_node(self, node):
+            # When a worker dies, xdist (3.8) puts back in the queue every unit that worker was ever given,
+            # finished ones too. A finished unit handed out again is an empty batch: the worker that gets it
+            # runs nothing, so nothing reports back, and controller and workers wait on each other for ever (a
+            # fresh run here hung 15 minutes after one worker died). Only the units with tests left go back.
+            workload = self.assigned_work.get(node, {})
+            for scope in [scope for scope, unit in workload.items() if all(unit.values())]:
+                del workload[scope]
+            return super().remove_node(node)
+
     return FileUnits
 
 
