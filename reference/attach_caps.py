@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 
-from proton import Array, Data, Described, symbol, ulong
+from proton import UNDESCRIBED, Array, Data, Described, symbol, ulong
 
 log = logging.getLogger("SERVER")
 
@@ -118,7 +118,9 @@ class AttachTap:
         fields += [None] * (_DESIRED + 1 - len(fields))
         for index, values in ((_OFFERED, caps[0]), (_DESIRED, caps[1])):
             if values:
-                fields[index] = Array(None, Data.SYMBOL, *[symbol(v) for v in values])
+                # UNDESCRIBED, not None: a None descriptor encodes each element as described by null (`00 40 b3`),
+                # which proton-j (Artemis) refuses with decode-error "Incorrect type used"
+                fields[index] = Array(UNDESCRIBED, Data.SYMBOL, *[symbol(v) for v in values])
         data = Data()
         data.put_object(Described(ulong(_ATTACH), fields))
         performative = data.encode()
