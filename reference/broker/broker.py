@@ -71,7 +71,9 @@ class Entry:
     origin: tuple | None = None  # (node id, internal id) of a message a mirror brought here
     in_flight: bool = False  # sent to a consumer, not settled yet
     removed: bool = False  # acknowledged through a mirror while waiting in `available` (skipped, not sent)
-    mirror_acked: bool = False  # acknowledged through a mirror while in flight: dropped if it comes back
+    # acknowledged through a mirror while in flight: its ack reason (mirror.NORMAL, EXPIRED, ...), and the entry
+    # is dropped (or expired) if it comes back
+    mirror_acked: str | None = None
     hops: int = 0  # brokers of a network it crossed to get here (federation.py)
     came_from: str | None = None  # node id of the broker it was pulled from
 
@@ -152,6 +154,7 @@ class Broker(ServedConnections):
         self.mirror_seen: dict = {}  # origin node id -> internal ids already applied (mirror.py)
         self.index_entries = False  # keep Queue.keyed: once this broker mirrors or is mirrored to
         self._via: str | None = None  # while applying a mirror event: the node it came from
+        self._unmirrored = False  # while routing an expired message's copy: not a mirror event (see _move)
         self.connections = BrokerConnections(self, config.broker_connections)
         # Security on: every attach is checked for the connection's user (access.py); off: no check at all.
         self.access = AccessControl(config) if config.security_enabled else None
@@ -561,8 +564,9 @@ class Broker(ServedConnections):
             if self.index_entries:
                 queue.keyed[origin or (self.node_id, msg_id)] = entry
             self._dirty.add(queue)
-        for source in self.mirrors:
-            source.sent(info["name"], msg_id, data, origin, self._via)
+        if not self._unmirrored:
+            for source in self.mirrors:
+                source.sent(info["name"], msg_id, data, origin, self._via)
         self._stats_dirty = True
         return len(targets)
 
@@ -685,12 +689,13 @@ class Broker(ServedConnections):
         else:
             _finish(dlv, Delivery.ACCEPTED)
 
-    def mirror_add_address(self, name: str | None, routing_types, via: str) -> None:
+    def mirror_add_address(self, name: str | None, routings: set[str], via: str) -> None:
+        """An `addAddress`: declare `name` with the routing types it names (anycast when it names none)."""
         if not name:
             return
-        routings = {r.strip().lower() for r in str(routing_types or "ANYCAST").split(",") if r.strip()}
         with self._applying(via):
             self._declare_address(name, routings & {ANYCAST, MULTICAST} or {ANYCAST})
+        log.info("Address %r added by the mirror from %s (%s)", name, via, ", ".join(sorted(routings)) or "anycast")
         self._stats_dirty = True
 
     def mirror_create_queue(self, name: str | None, address: str | None, routing, durable: bool, via: str) -> None:
@@ -714,8 +719,11 @@ class Broker(ServedConnections):
             del self.addresses[name]
             self._stats_dirty = True
 
-    def mirror_ack(self, queue_name: str | None, node: str, internal: int, via: str) -> None:
-        """A `postAck`: the message (origin `node`, id `internal`) was acknowledged on the other broker."""
+    def mirror_ack(self, queue_name: str | None, node: str, internal: int, via: str,
+                   reason: str = mirroring.NORMAL) -> None:
+        """A `postAck`: the message (origin `node`, id `internal`) was acknowledged on the other broker, for
+        `reason`: an expired message is expired here too (to this broker's expiry address, as Artemis's AckManager
+        does), any other is removed."""
         queue = self.queues.get(queue_name or "")
         entry = queue.keyed.get((node, internal)) if queue is not None else None
         if entry is None:
@@ -724,10 +732,10 @@ class Broker(ServedConnections):
         if entry.in_flight:
             # Held by a consumer here: it may still get it (the seed: both brokers can deliver it); if it
             # comes back unaccepted it is dropped then (_requeue).
-            entry.mirror_acked = True
+            entry.mirror_acked = reason
             return
         with self._applying(via):
-            self._remove(queue, entry)
+            self._mirror_acked(queue, entry, reason)
         if entry in queue.delayed:
             queue.delayed.remove(entry)
         else:
@@ -783,18 +791,25 @@ class Broker(ServedConnections):
         link.close()
         log.warning("Closed link %r: %s", link.name, description)
 
-    def _remove(self, queue: Queue, entry: Entry) -> None:
+    def _remove(self, queue: Queue, entry: Entry, reason: str = mirroring.NORMAL) -> None:
         if entry.durable:
             self.journal.delete(entry.msg_id, queue.name)
         if queue.keyed:
             queue.keyed.pop(entry.origin or (self.node_id, entry.msg_id), None)
         if not queue.internal:
             for source in self.mirrors:
-                source.acked(queue, entry, self._via)
+                source.acked(queue, entry, self._via, reason)
+
+    def _mirror_acked(self, queue: Queue, entry: Entry, reason: str) -> None:
+        if reason == mirroring.EXPIRED:
+            self._move(queue, entry, self.config.settings_for(queue.address)["expiry-address"],
+                       "expired on the mirror's source", "expiry")
+        else:
+            self._remove(queue, entry, reason)
 
     def _requeue(self, queue: Queue, entry: Entry) -> None:
         if entry.mirror_acked:  # acknowledged on the other broker meanwhile: done with here too
-            self._remove(queue, entry)
+            self._mirror_acked(queue, entry, entry.mirror_acked)
             return
         if queue.name not in self.queues:
             self._remove(queue, entry)
@@ -818,13 +833,21 @@ class Broker(ServedConnections):
         self._move(queue, entry, self.config.settings_for(queue.address)["dead-letter-address"], why, "dead-letter")
 
     def _move(self, queue: Queue, entry: Entry, target: str | None, why: str, kind: str) -> None:
-        self._remove(queue, entry)
+        """Dead-letter or expire `entry`. The mirrors get its acknowledgement with the reason (killed, expired).
+        A dead letter's copy is mirrored as a send; an expired one's is not, since the mirror expires its own copy
+        on that acknowledgement (Artemis 2.40 QueueImpl.move: "we Disable mirror on expiration")."""
+        expiry = kind == "expiry"
+        self._remove(queue, entry, mirroring.EXPIRED if expiry else mirroring.KILLED)
         if not target:
             log.info("Dropped message %d from %r (%s; no %s address)", entry.msg_id, queue.name, why, kind)
             return
         info, _ = self._resolve(target, ANYCAST, for_consumer=False)
         if info is not None:
-            self._route(info, next(self._ids), entry.data, entry.durable, None, entry.delivery_count)
+            self._unmirrored = expiry
+            try:
+                self._route(info, next(self._ids), entry.data, entry.durable, None, entry.delivery_count)
+            finally:
+                self._unmirrored = False
             log.info("Moved message %d from %r to %s address %r (%s)", entry.msg_id, queue.name, kind, target, why)
 
     # ---- dispatch --------------------------------------------------------------------------------------------------

@@ -6,16 +6,20 @@ broker can mirror to Artemis and be Artemis's mirror:
 * The source is a sender link with target address `$ACTIVEMQ_ARTEMIS_MIRROR_<connection name>`, desired link
   capability `amq.mirror` and the link property `x-opt-amq-bkr-id` = the source's node id. The target answers
   offering `amq.mirror` and with its own node id in the same property; a target that does neither, or that
-  names the source's own id (a broker mirroring to itself), is an error and the connection is retried.
+  names the source's own id (a broker mirroring to itself), is an error and the connection is retried. As in
+  Artemis, a target knows a mirror link by its `$ACTIVEMQ_ARTEMIS_MIRROR` address, refuses one that does not
+  desire `amq.mirror`, and takes one without the source's node id.
 * A sent message travels as the message itself with delivery annotations `x-opt-amq-mr-id` (the source's
   internal id of the message, a long), `x-opt-amq-mr-dst` (the address)
   and `x-opt-amq-bkr-id` (the node it came from, only when that is not the source itself).
 * Every other event is a control message: durable header, message annotations `x-opt-amq-mr-ev-type` (symbol
   `addAddress`, `deleteAddress`, `createQueue`, `deleteQueue` or `postAck`), `x-opt-amq-mr-adr` (address),
   `x-opt-amq-mr-qu` (queue), optionally `x-opt-amq-bkr-id`, and an amqp-value body: the address or queue as
-  JSON for the creations and `deleteAddress` (the reference reads `name`, `address`, `routing-type` /
-  `routing-types` and ignores other keys), the queue name for `deleteQueue`, the acknowledged message's
-  internal id (a long) for `postAck`.
+  JSON for the creations and `deleteAddress` (an address as Artemis's AddressInfo.toJSON: `name` and
+  `routingTypes`, an array of numbers, 0 multicast and 1 anycast; a queue as QueueConfiguration.toJSON: `name`,
+  `address`, `routing-type` as a word, `durable`; other keys are ignored), the queue name for `deleteQueue`, the
+  acknowledged message's internal id (a long) for `postAck`, whose `x-opt-amq-mr-ack-reason` (a byte: 1 killed,
+  2 expired, 3 replaced; absent when normal) tells the target to expire its copy rather than remove it.
 
 Source side (`MirrorSource`, one per `<mirror>` element): from the moment the broker connection starts, every
 event is appended, in order, to the local durable queue named above (its store-and-forward queue); the mirror
@@ -37,6 +41,7 @@ from __future__ import annotations
 import collections
 import json
 import logging
+import time
 import uuid
 
 from proton import Condition, Delivery, Message, symbol
@@ -57,8 +62,13 @@ ADDRESS = "x-opt-amq-mr-adr"
 QUEUE = "x-opt-amq-mr-qu"
 INTERNAL_ID = "x-opt-amq-mr-id"
 INTERNAL_DESTINATION = "x-opt-amq-mr-dst"
+ACK_REASON = "x-opt-amq-mr-ack-reason"
 ADD_ADDRESS, DELETE_ADDRESS = "addAddress", "deleteAddress"
 CREATE_QUEUE, DELETE_QUEUE, POST_ACK = "createQueue", "deleteQueue", "postAck"
+# Why a message was acknowledged (Artemis's AckReason): a `postAck` carries it as a byte in ACK_REASON, left out
+# for a normal acknowledgement. The target expires an expired message, and removes the others.
+NORMAL, KILLED, EXPIRED, REPLACED = "normal", "killed", "expired", "replaced"
+ACK_REASONS = (NORMAL, KILLED, EXPIRED, REPLACED)  # by their byte value
 
 TARGET_CREDIT = 1000
 DEDUP_PER_ORIGIN = 100_000  # internal ids remembered per origin node, to drop events sent again after a reconnect
@@ -92,13 +102,17 @@ _DURABLE_HEADER = b"\x00\x53\x70\xc0\x02\x01\x41"  # header: list8 of one field,
 _ACK_PREFIXES: dict = {}
 
 
-def post_ack_event(address: str, queue: str, internal_id: int, broker_id: str | None) -> bytes:
-    """`control_event(POST_ACK, address, queue, internal_id, broker_id)`, byte for byte, from a cached prefix."""
-    key = (address, queue, broker_id)
+def post_ack_event(address: str, queue: str, internal_id: int, broker_id: str | None, reason: str = NORMAL) -> bytes:
+    """The event `control_event(POST_ACK, address, queue, internal_id, broker_id)` makes (in other widths: map8,
+    an 8-byte long, no properties section), from a cached prefix, with
+    the ack reason as Artemis's AMQPMirrorMessageFactory writes it (a byte, only when not normal)."""
+    key = (address, queue, broker_id, reason)
     prefix = _ACK_PREFIXES.get(key)
     if prefix is None:
         entries = [encode_symbol(EVENT_TYPE), encode_symbol(POST_ACK), encode_symbol(ADDRESS), encode_string(address),
                    encode_symbol(QUEUE), encode_string(queue)]
+        if reason != NORMAL:
+            entries += [encode_symbol(ACK_REASON), b"\x51" + bytes([ACK_REASONS.index(reason)])]  # AMQP byte
         if broker_id is not None:
             entries += [encode_symbol(BROKER_ID), encode_string(broker_id)]
         prefix = _DURABLE_HEADER + b"\x00\x53\x72" + encode_map(entries) + b"\x00\x53\x77"
@@ -130,6 +144,43 @@ def event_type(data: bytes) -> tuple[str | None, Message | None]:
     message.decode(data)
     event = (message.annotations or {}).get(EVENT_TYPE)
     return (str(event), message) if event is not None else (None, None)
+
+
+# An address's routing types as Artemis's AddressInfo.toJSON writes them (RoutingType.getType()): numbers.
+ROUTING_NUMBERS = {"multicast": 0, "anycast": 1}
+
+
+def address_json(address: str, routings) -> str:
+    """An `addAddress` body in Artemis's own form (AddressInfo.toJSON): `routingTypes` is an array of numbers, 0
+    multicast and 1 anycast, in that order. Artemis 2.40's AddressInfo.fromJSON reads no other key for them, so
+    the reference's former `"routing-types": "MULTICAST"` arrived as an address with no routing type."""
+    numbers = sorted(ROUTING_NUMBERS[r.lower()] for r in routings if r.lower() in ROUTING_NUMBERS)
+    body = {"name": address, "auto-created": False, "temporary": False, "internal": False,
+            "routingTypes": numbers, "created-timestamp": int(time.time() * 1000)}
+    if numbers:
+        body["firstSeen"] = numbers[0]
+    return json.dumps(body)
+
+
+def address_routings(body: dict) -> set[str]:
+    """The routing types of an `addAddress` body: Artemis's `routingTypes` numbers, else the `routing-types`
+    string that reference brokers before this form wrote (a journal or a peer of that age)."""
+    names = {number: name for name, number in ROUTING_NUMBERS.items()}
+    numbers = body.get("routingTypes")
+    if isinstance(numbers, list):
+        return {names[n] for n in numbers if n in names}
+    text = body.get("routing-types")
+    return {r.strip().lower() for r in str(text).split(",") if r.strip()} & set(ROUTING_NUMBERS) if text else set()
+
+
+def ack_reason(value) -> str:
+    """The reason a `postAck` carries (absent: normal). An unknown number is taken as normal, as Artemis's
+    AckReason.fromValue does for a newer peer's reasons."""
+    try:
+        number = int(value) if value is not None else 0
+    except (TypeError, ValueError):
+        return NORMAL
+    return ACK_REASONS[number] if 0 <= number < len(ACK_REASONS) else NORMAL
 
 
 # ---- node id -------------------------------------------------------------------------------------------------------
@@ -200,9 +251,7 @@ class MirrorSource:
     def address_added(self, address: str, routings, via: str | None) -> None:
         if not self.element.queue_creation or self._echo(via) or not self._mirrored_address(address):
             return
-        body = json.dumps({"name": address, "routing-types": ",".join(sorted(r.upper() for r in routings)),
-                           "temporary": False, "auto-created": False})
-        self._append(control_event(ADD_ADDRESS, address, None, body))
+        self._append(control_event(ADD_ADDRESS, address, None, address_json(address, routings)))
 
     def queue_created(self, queue, via: str | None) -> None:
         if not self.element.queue_creation or self._echo(via) or not self._mirrored_address(queue.address):
@@ -228,14 +277,14 @@ class MirrorSource:
         internal = origin[1] if origin else msg_id
         self._append(send_event(data, internal, address, node))
 
-    def acked(self, queue, entry, via: str | None) -> None:
+    def acked(self, queue, entry, via: str | None, reason: str = NORMAL) -> None:
         if not self.element.message_acknowledgements or queue.internal or queue.temporary:
             return
         node = entry.origin[0] if entry.origin else None
         if self._echo(via) or not self._mirrored_address(queue.address):
             return
         internal = entry.origin[1] if entry.origin else entry.msg_id
-        self._append(post_ack_event(queue.address, queue.name, internal, node))
+        self._append(post_ack_event(queue.address, queue.name, internal, node, reason))
 
     # the link --------------------------------------------------------------------------------------------------
 
@@ -268,10 +317,18 @@ class MirrorSource:
 # ---- target --------------------------------------------------------------------------------------------------------
 
 
+MIRROR_ADDRESS = "$ACTIVEMQ_ARTEMIS_MIRROR"  # Artemis's ProtonProtocolManager.MIRROR_ADDRESS
+
+
 def is_mirror_attach(link) -> bool:
-    """Whether a peer's sending link desires `amq.mirror` (Artemis's mirror source)."""
+    """Whether a peer's sending link is a mirror source's. Artemis 2.40 (AMQPConnectionContext.isReplicaTarget)
+    goes by the target address alone, `$ACTIVEMQ_ARTEMIS_MIRROR...`, and then requires the `amq.mirror` desired
+    capability; a link that desires it under another address is taken as one too. What it desired is kept on the
+    link for MirrorTarget.open (the capabilities can be read once)."""
     _offered, desired = attach_caps.remote_capabilities(link)
-    return MIRROR_CAPABILITY in desired
+    link.mirror_desired = MIRROR_CAPABILITY in desired
+    address = link.remote_target.address or ""
+    return address.startswith(MIRROR_ADDRESS) or link.mirror_desired
 
 
 class MirrorTarget:
@@ -281,12 +338,14 @@ class MirrorTarget:
         self.broker = broker
         self.link = link
         remote = link_property(link.remote_properties, BROKER_ID)
-        self.remote_id = str(remote) if remote else None
+        # Artemis does not require the source's node id (its target then has none for the peer): the remote
+        # container id stands in for it, so that what this source sends is still told apart from other origins.
+        self.remote_id = str(remote) if remote else f"container:{link.connection.remote_container}"
 
     def open(self, own_id: str) -> str | None:
         """Answer the attach as a mirror target; returns why it is refused, or None."""
-        if self.remote_id is None:
-            return f"a mirror link needs the {BROKER_ID} link property"
+        if not getattr(self.link, "mirror_desired", False):
+            return f"a mirror link must desire the {MIRROR_CAPABILITY} capability"  # as Artemis refuses it
         if self.remote_id == own_id:
             return "a broker cannot mirror to itself"
         link = self.link
@@ -339,7 +398,7 @@ class MirrorTarget:
         if event in (ADD_ADDRESS, CREATE_QUEUE, DELETE_ADDRESS):
             body = json.loads(message.body) if isinstance(message.body, str) else {}
             if event == ADD_ADDRESS:
-                broker.mirror_add_address(body.get("name") or annotation(ADDRESS), body.get("routing-types"), via)
+                broker.mirror_add_address(body.get("name") or annotation(ADDRESS), address_routings(body), via)
             elif event == CREATE_QUEUE:
                 broker.mirror_create_queue(body.get("name") or annotation(QUEUE),
                                            body.get("address") or annotation(ADDRESS),
@@ -350,7 +409,7 @@ class MirrorTarget:
             broker.mirror_delete_queue(annotation(QUEUE) or str(message.body), via)
         elif event == POST_ACK:
             node = annotation(BROKER_ID) or via
-            broker.mirror_ack(annotation(QUEUE), node, int(message.body), via)
+            broker.mirror_ack(annotation(QUEUE), node, int(message.body), via, ack_reason(annotations.get(ACK_REASON)))
         else:
             raise ValueError(f"unknown mirror event {event!r}")
         broker.accept_when_durable(dlv, True)

@@ -1,0 +1,66 @@
+"""The mirror's wire form in the reference broker (reference/broker/mirror.py), against what Artemis 2.40 writes
+and reads. The forms here come from Artemis's own source (AddressInfo.toJSON/fromJSON, AMQPMirrorMessageFactory,
+AckReason) and were seen working against a real Artemis in suites/brokerconnections/test_mirror.py's mixed pairs
+(an Artemis mirroring into a reference broker and the reverse)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from proton import Message, byte
+
+from reference.broker import mirror
+
+# What an Artemis 2.40 source sends for its multicast address `events` (AddressInfo.toJSON; seen as such by a
+# reference target in the mixed pair: "Address 'events' added by the mirror from ... (multicast)").
+ARTEMIS_EVENTS = ('{"id":7,"name":"events","auto-created":false,"temporary":false,"internal":false,"firstSeen":0,'
+                  '"routingTypes":[0],"created-timestamp":1795834366000}')
+
+
+@pytest.mark.parametrize("body, routings", [
+    (ARTEMIS_EVENTS, {"multicast"}),
+    ('{"name":"orders","routingTypes":[1]}', {"anycast"}),
+    ('{"name":"both","routingTypes":[0,1]}', {"multicast", "anycast"}),
+    ('{"name":"old","routing-types":"ANYCAST,MULTICAST"}', {"multicast", "anycast"}),  # a reference of before
+    ('{"name":"none"}', set()),
+])
+def test_an_address_event_gives_the_routing_types_artemis_meant(body, routings):
+    assert mirror.address_routings(json.loads(body)) == routings
+
+
+def test_an_address_event_is_written_as_artemis_reads_it():
+    body = json.loads(mirror.address_json("events", {"multicast", "anycast"}))
+    # AddressInfo.fromJSON takes routing types from `routingTypes` only, as RoutingType.getType numbers
+    assert body["name"] == "events" and body["routingTypes"] == [0, 1] and body["firstSeen"] == 0
+    assert "routing-types" not in body
+    assert mirror.address_routings(body) == {"multicast", "anycast"}
+
+
+def decoded(data: bytes) -> Message:
+    message = Message()
+    message.decode(data)
+    return message
+
+
+def test_a_normal_acknowledgement_carries_no_reason_and_matches_the_generic_encoder():
+    fast = decoded(mirror.post_ack_event("orders", "orders", 42, "node-a"))
+    generic = decoded(mirror.control_event(mirror.POST_ACK, "orders", "orders", 42, "node-a"))
+    assert (fast.annotations, fast.body, fast.durable) == (generic.annotations, generic.body, generic.durable)
+    assert mirror.ACK_REASON not in fast.annotations
+
+
+@pytest.mark.parametrize("reason, number", [(mirror.KILLED, 1), (mirror.EXPIRED, 2), (mirror.REPLACED, 3)])
+def test_an_acknowledgement_for_another_reason_carries_it_as_a_byte(reason, number):
+    message = decoded(mirror.post_ack_event("orders", "orders", 42, None, reason))
+    value = message.annotations[mirror.ACK_REASON]
+    # AMQPMirrorMessageFactory puts AckReason.getVal(), a Java byte; AckManager reads it as a Number
+    assert isinstance(value, byte) and value == number
+    assert message.body == 42 and message.annotations[mirror.EVENT_TYPE] == mirror.POST_ACK
+    assert mirror.ack_reason(value) == reason
+
+
+@pytest.mark.parametrize("value, reason", [(None, mirror.NORMAL), (0, mirror.NORMAL), (2, mirror.EXPIRED),
+                                           (9, mirror.NORMAL), ("x", mirror.NORMAL)])
+def test_an_unknown_or_missing_reason_is_a_normal_acknowledgement(value, reason):
+    assert mirror.ack_reason(value) == reason  # as AckReason.fromValue does for a newer peer's reasons
