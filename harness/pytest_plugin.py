@@ -163,10 +163,14 @@ class InteropSession:
             caps |= own | {f"{role}:{cap}" for cap in own}
         return frozenset(caps)
 
-    def topology(self, name: str) -> RunningTopology:
+    def topology(self, name: str, node_vendors: dict[str, str] | None = None) -> RunningTopology:
         """Start a topology once per session (peers are shared by the cases that use it). One with a peer that
         went down (crashed, or killed and not brought back by an earlier case) is replaced by a fresh one, so
-        one crash fails one case, not every later case on that topology."""
+        one crash fails one case, not every later case on that topology. `node_vendors` (node -> vendor) puts
+        other vendors than the session's on the nodes it names: that pairing is a topology of its own."""
+        topology_name = name
+        if node_vendors:
+            name = f"{name}[{','.join(f'{node}={v}' for node, v in sorted(node_vendors.items()))}]"
         running = self.topologies.get(name)
         # Checked once per case, when it first asks: a case that kills or pauses a peer on purpose and asks for
         # its topology again before bringing the peer back must get the same one.
@@ -177,8 +181,9 @@ class InteropSession:
             del self.topologies[name]
         if name not in self.topologies:
             try:
-                self.topologies[name] = start_topology(load_topology(TOPOLOGIES_DIR / f"{name}.yaml"), self.choices,
-                                                       breaks=self.cell.breaks)
+                self.topologies[name] = start_topology(load_topology(TOPOLOGIES_DIR / f"{topology_name}.yaml"),
+                                                       self.choices, breaks=self.cell.breaks,
+                                                       node_vendors=node_vendors)
             except Exception as exc:  # remembered so every case using it reports the same reason
                 self.topologies[name] = exc
         running = self.topologies[name]
@@ -370,9 +375,10 @@ def interop(request) -> InteropSession:
 
 @pytest.fixture
 def topology(request, interop):
-    """`topology("single-router")` -> the running topology (started once per session)."""
-    def get(name: str) -> RunningTopology:
-        running = interop.topology(name)
+    """`topology("single-router")` -> the running topology (started once per session); `vendors={"DC2":
+    "reference"}` runs the nodes it names with those vendors instead of the session's."""
+    def get(name: str, vendors: dict[str, str] | None = None) -> RunningTopology:
+        running = interop.topology(name, vendors)
         request.node.stash[_topology_key] = running
         return running
     return get

@@ -188,8 +188,12 @@ def stop_all(topologies: Iterable[RunningTopology]) -> None:
 
 
 def start_topology(topology: Topology, choices: dict[str, str], timeout: float = 60.0, *,
-                   breaks: Iterable[Break] | dict[str, list[str]] = ()) -> RunningTopology:
+                   breaks: Iterable[Break] | dict[str, list[str]] = (),
+                   node_vendors: dict[str, str] | None = None) -> RunningTopology:
     """Create every peer, wire the dialling ones to the ports of the ones they dial, start all concurrently.
+
+    `choices` give each role's vendor; `node_vendors` (node -> vendor) overrides them for the nodes it names, for
+    the cases that pair two vendors in one topology (a mirror from Artemis into a reference broker).
 
     `breaks` (harness/breaks.py) start the nodes whose role and vendor they name with a deliberately faulty
     setting (or, as a dict node -> faults, the nodes named: a fuzz reproducer's replay); `RunningTopology.breaks`
@@ -230,7 +234,8 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
                 # fault cases of a fresh topology); a refused dial it retries at its retry interval.
                 port = running.faults.add(link.name, port, enabled=False)
             wiring.connect_ports[name][link.to] = port
-        running.peers[name] = make_peer(topology, name, choices.get(topology.nodes[name].role, "reference"), wiring)
+        chosen = (node_vendors or {}).get(name) or choices.get(topology.nodes[name].role, "reference")
+        running.peers[name] = make_peer(topology, name, chosen, wiring)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(running.peers))) as pool:
         futures = {pool.submit(peer.start, timeout): name for name, peer in running.peers.items()}
         errors = [f.exception() for f in futures if f.exception() is not None]

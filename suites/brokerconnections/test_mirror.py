@@ -4,12 +4,20 @@ $ACTIVEMQ_ARTEMIS_MIRROR_DC2.
 
 Cases that use the queue `orders` start by emptying it on both brokers (DC1 first: its acknowledgements
 empty DC2 too), so each sees only its own messages whatever an earlier case left.
+
+The cases on a running mirror run three ways: both brokers of the session's vendor (`same`), and, where that
+vendor is not the reference, the session's vendor mirroring into a reference broker (`into-reference`) and a
+reference broker mirroring into it (`from-reference`). A mirror is a wire format between brokers: the reference
+claims to speak Artemis's, and only a pair of the two shows whether it does.
 """
 
 import pytest
 
 from harness import checkers
 from harness.wait import wait_for
+
+from harness.peers.vendors import split_choice
+from harness.pytest_plugin import NOT_APPLICABLE
 
 from ..conftest import kill_or_skip
 from .conftest import (WAIT, connection, delete_queue, depth, exists, mirror_queue, mirror_ready, send_accepted,
@@ -20,10 +28,20 @@ pytestmark = pytest.mark.requires("mirror", "store-and-forward")
 MIRROR = "DC2"  # the mirror connection's name on DC1, so its events wait on $ACTIVEMQ_ARTEMIS_MIRROR_DC2
 
 
-@pytest.fixture
-def mirrored(topology, clients):
-    """broker-mirror with its mirror up and `orders` empty on both brokers."""
-    running = topology("broker-mirror")
+# which node is a reference broker instead of the session's broker vendor
+PAIRS = {"same": None, "into-reference": {"DC2": "reference"}, "from-reference": {"DC1": "reference"}}
+
+
+@pytest.fixture(params=list(PAIRS))
+def mirrored(request, topology, clients, interop):
+    """broker-mirror with its mirror up and `orders` empty on both brokers (one end a reference broker but for
+    the `same` pair)."""
+    pair = PAIRS[request.param]
+    vendor = split_choice(interop.choices.get("broker", "reference"))[0]
+    if pair and (vendor == "reference" or vendor.startswith("external")):
+        pytest.skip(f"{NOT_APPLICABLE}a mirror between two vendors needs a broker vendor other than the reference "
+                    f"that the harness starts (this session's: {vendor})")
+    running = topology("broker-mirror", vendors=pair)
     mirror_ready(clients, running, MIRROR)
     return running
 
