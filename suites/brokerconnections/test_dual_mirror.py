@@ -1,19 +1,23 @@
 """Dual mirror (002_f23507c2891d6d06.txt, "Dual Mirror (Disaster Recovery)"): DC1 and DC2 mirror each other;
-sends and acknowledgements made on either are replayed on the other, and nothing echoes back."""
+sends and acknowledgements made on either are replayed on the other, and nothing echoes back. Where the session's
+broker vendor is not the reference, the case also runs with DC1 a reference broker (`with-reference`): each
+side's mirror then speaks the other vendor's wire form both ways."""
 
 import pytest
 
 from harness import checkers
 from harness.wait import wait_for
 
-from .conftest import WAIT, depth, empty, send_accepted, sender, wait_connected, wait_depth, wait_mirror_idle
+from .conftest import (WAIT, depth, empty, paired_with_reference, send_accepted, sender, wait_connected, wait_depth,
+                       wait_mirror_idle)
 
 pytestmark = pytest.mark.requires("mirror", "store-and-forward")
 
 
 @pytest.mark.spec("MIRROR-DUAL-1", "MIRROR-DUAL-2")
-def test_each_side_gets_the_others_sends_once_and_acks_flow_back(topology, clients, details):
-    running = topology("broker-dual-mirror")
+@pytest.mark.parametrize("pair", [None, {"DC1": "reference"}], ids=["same", "with-reference"])
+def test_each_side_gets_the_others_sends_once_and_acks_flow_back(topology, clients, details, interop, pair):
+    running = topology("broker-dual-mirror", vendors=paired_with_reference(interop, pair))
     dc1, dc2 = running["DC1"], running["DC2"]
     # DC1's mirror connection is named DC2 (its events wait on $ACTIVEMQ_ARTEMIS_MIRROR_DC2) and the other way.
     mirrors = {dc1: "DC2", dc2: "DC1"}

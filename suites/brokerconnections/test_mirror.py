@@ -16,12 +16,10 @@ import pytest
 from harness import checkers
 from harness.wait import wait_for
 
-from harness.peers.vendors import split_choice
-from harness.pytest_plugin import NOT_APPLICABLE
-
 from ..conftest import kill_or_skip
-from .conftest import (WAIT, connection, delete_queue, depth, exists, mirror_queue, mirror_ready, send_accepted,
-                       sender, start_connection, stats, unique, wait_connected, wait_depth, wait_mirror_idle)
+from .conftest import (WAIT, connection, delete_queue, depth, exists, mirror_queue, mirror_ready,
+                       paired_with_reference, send_accepted, sender, start_connection, stats, unique, wait_connected,
+                       wait_depth, wait_mirror_idle)
 
 pytestmark = pytest.mark.requires("mirror", "store-and-forward")
 
@@ -36,12 +34,7 @@ PAIRS = {"same": None, "into-reference": {"DC2": "reference"}, "from-reference":
 def mirrored(request, topology, clients, interop):
     """broker-mirror with its mirror up and `orders` empty on both brokers (one end a reference broker but for
     the `same` pair)."""
-    pair = PAIRS[request.param]
-    vendor = split_choice(interop.choices.get("broker", "reference"))[0]
-    if pair and (vendor == "reference" or vendor.startswith("external")):
-        pytest.skip(f"{NOT_APPLICABLE}a mirror between two vendors needs a broker vendor other than the reference "
-                    f"that the harness starts (this session's: {vendor})")
-    running = topology("broker-mirror", vendors=pair)
+    running = topology("broker-mirror", vendors=paired_with_reference(interop, PAIRS[request.param]))
     mirror_ready(clients, running, MIRROR)
     return running
 
