@@ -223,3 +223,23 @@ def test_with_auto_create_addresses_a_new_routing_type_is_added():
     info, routing = broker._resolve("orders", MULTICAST, for_consumer=False)
     assert routing == MULTICAST
     assert info["routings"] == {ANYCAST, MULTICAST}
+
+
+def test_message_ids_are_never_handed_out_again_after_restarts(tmp_path):
+    """A mirror target knows a message by (node id, message id) for good (Artemis keeps a persistent duplicate
+    cache per origin), and the node id survives a restart: so must the ids used. Non-durable messages leave no
+    journal record, and consumed ones are compacted away; before the journal's id mark, a restart started again
+    above the highest *live* id and handed out 2, 3, ... a second time."""
+    from reference.broker.journal import Journal
+
+    used: list[int] = []
+    for _restart in range(3):
+        broker = Broker(broker_with().config)  # the same configuration, started on the journal
+        broker.start(Journal(tmp_path / "journal"))
+        for n in range(3):
+            broker.route_new(broker.addresses["orders"], f"m{n}".encode(), durable=False, expiry=None)
+        queue = broker.queues["orders"]
+        used += [e.msg_id for e in queue.available]
+        broker.journal.commit()
+        broker.journal.close()
+    assert len(used) == 9 and len(set(used)) == 9, f"ids handed out twice across restarts: {sorted(used)}"

@@ -18,7 +18,7 @@ from reference.broker import journal as journal_module
 from reference.broker.journal import FILE_NAME, GroupCommitter, Journal, RecoveredQueue
 
 HEADER = struct.Struct(">II")
-ENQUEUE, DELETE, QUEUE, QUEUE_DELETE = 1, 2, 3, 4
+ENQUEUE, DELETE, QUEUE, QUEUE_DELETE, ID_MARK = 1, 2, 3, 4, 6
 
 
 def records(data: bytes) -> list[tuple[int, int, int]]:
@@ -466,11 +466,13 @@ def test_compaction_keeps_only_live_records(jdir):
     assert (highest, torn) == (120, 0)
     after = (jdir / FILE_NAME).read_bytes()
     kinds = [kind for _, _, kind in records(after)]
-    assert kinds.count(QUEUE) == 2 and kinds.count(ENQUEUE) == 10 and len(kinds) == 12
+    assert kinds.count(QUEUE) == 2 and kinds.count(ENQUEUE) == 10 and kinds == [ID_MARK] + kinds[1:]
+    assert len(kinds) == 13
     assert sum(size for _, size, _ in records(after)) == len(after) < len(before)
     assert not list(jdir.glob("*.tmp")), "the compaction's temporary file is renamed into place"
     assert live(queues) == {"q": {i: f"m{i}".encode() for i in range(2, 21, 2)}, "idle": {}}
-    assert recover(jdir) == (queues, 20, 0), "the compacted file recovers to the same state"
+    # and the highest id stays 120 (the gone queue's), not 20 (the highest live one): its mark keeps it
+    assert recover(jdir) == (queues, 120, 0), "the compacted file recovers to the same state"
 
 
 def test_appending_after_recovery_continues_the_compacted_file(jdir):
@@ -534,8 +536,8 @@ def test_an_atomic_group_is_one_record_and_round_trips(jdir):
     assert [kind for _, _, kind in records(members)] == [ENQUEUE, ENQUEUE, DELETE], "members use the file framing"
     queues, highest, torn = recover(jdir)
     assert (live(queues), highest, torn) == ({"q": {2: b"two", 3: b"three"}}, 3, 0)
-    # Compaction rewrites the group's effect as plain records.
-    assert [kind for _, _, kind in records((jdir / FILE_NAME).read_bytes())] == [QUEUE, ENQUEUE, ENQUEUE]
+    # Compaction rewrites the group's effect as plain records (after the id mark of the highest id seen).
+    assert [kind for _, _, kind in records((jdir / FILE_NAME).read_bytes())] == [ID_MARK, QUEUE, ENQUEUE, ENQUEUE]
 
 
 def test_a_torn_atomic_group_is_lost_whole_at_every_byte(jdir):
@@ -600,3 +602,41 @@ def test_a_malformed_group_applies_none_of_its_members(jdir, payload):
     queues, highest, torn = recover(jdir)
     assert live(queues) == {"q": {1: b"one", 2: b"two", 3: b"three, the last record of the file"}}
     assert (highest, torn) == (3, len(payload) + len(good))
+
+
+# ---- id marks ------------------------------------------------------------------------------------------------------
+
+
+def test_an_id_mark_outlives_the_messages_and_every_compaction(jdir):
+    """Ids of consumed messages must not come back after two restarts: the first compaction drops their records,
+    the mark keeps the highest id (a mirror target would take a repeated id for a duplicate and drop it)."""
+    journal = opened(jdir)
+    journal.add_queue("q", "q", "anycast")
+    journal.enqueue(7, "q", b"kept")
+    journal.enqueue(9, "q", b"consumed")
+    journal.delete(9, "q")
+    journal.mark_ids(500)
+    journal.close()
+    for _restart in range(3):
+        queues, highest, torn = recover(jdir)
+        assert (live(queues), highest, torn) == ({"q": {7: b"kept"}}, 500, 0)
+
+
+def test_a_mark_below_the_highest_message_id_does_not_lower_it(jdir):
+    journal = opened(jdir)
+    journal.add_queue("q", "q", "anycast")
+    journal.mark_ids(3)
+    journal.enqueue(40, "q", b"x")
+    journal.close()
+    assert recover(jdir)[1] == 40
+
+
+def test_a_malformed_mark_is_corruption(jdir):
+    journal = opened(jdir)
+    journal.add_queue("q", "q", "anycast")
+    journal.close()
+    body = bytes([ID_MARK]) + b"\x00\x01"  # a mark of two bytes instead of eight
+    with open(jdir / FILE_NAME, "ab") as out:
+        out.write(HEADER.pack(len(body), zlib.crc32(body)) + body)
+    queues, highest, torn = recover(jdir)
+    assert (list(queues), highest, torn) == (["q"], 0, HEADER.size + len(body))

@@ -55,6 +55,7 @@ EXPIRY_SCAN_S = 0.1
 # would be encoded into that connection's output, in the broker's memory. Messages wait in the queue instead,
 # where expiry, other consumers and redelivery still apply.
 OUTPUT_HOLD_BYTES = 1 << 20
+ID_BLOCK = 1 << 20  # message ids reserved at a time in the journal (its id mark); a restart skips what is left
 
 
 @dataclass(eq=False)
@@ -202,9 +203,23 @@ class Broker(ServedConnections):
         for queue in self.queues.values():
             if queue.durable and queue.name not in recovered:
                 self.journal.add_queue(queue.name, queue.address, queue.routing)
+        self._id_ceiling = highest + ID_BLOCK
+        self.journal.mark_ids(self._id_ceiling)
         self.journal.commit()
-        self._ids = itertools.count(highest + 1)
+        self._ids = self._journalled_ids(highest + 1)
         return count, torn
+
+    def _journalled_ids(self, first: int):
+        """Message ids from `first`, each used once for good: the journal's id mark stays half a block ahead of the
+        ids handed out (a mark written now is on disk with this batch, long before the ids it covers are used),
+        so a restart goes on above every id used before (journal.py, "id mark")."""
+        msg_id = first
+        while True:
+            if msg_id > self._id_ceiling - ID_BLOCK // 2:
+                self._id_ceiling += ID_BLOCK
+                self.journal.mark_ids(self._id_ceiling)
+            yield msg_id
+            msg_id += 1
 
     # ---- addresses and queues ---------------------------------------------------------------------------------
 

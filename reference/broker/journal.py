@@ -11,6 +11,12 @@ mid-write) is cut off there, and the live records are compacted into a fresh fil
 but whose body does not follow the format (unknown type, a name running past the body, bytes left over, bad
 UTF-8, a routing other than anycast/multicast) is corruption too: replay stops there and the rest counts as torn.
 
+An *id mark* (type 6, a u64) says that message ids up to it may have been handed out: recovery returns the
+highest id it saw in any record, marks included, and compaction keeps that figure as a mark. The broker writes a
+mark a block ahead of the ids it uses, so that no id is ever handed out twice by one node, not even the id of a
+message that left no record (non-durable) or whose records compaction dropped: a mirror target knows a message by
+(node id, message id) for good (Artemis keeps a persistent duplicate cache per origin and drops a repeat).
+
 An *atomic group* (`with journal.atomic():`, used by a committing transaction) is one record of type 5 whose
 payload is the group's records, each in the same `length | crc32 | body` framing. One crc covers the whole
 group, so a crash that tears it loses all of it: recovery applies every record of a group or none.
@@ -29,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 _HEADER = struct.Struct(">II")
-_ENQUEUE, _DELETE, _QUEUE, _QUEUE_DELETE, _ATOMIC = 1, 2, 3, 4, 5
+_ENQUEUE, _DELETE, _QUEUE, _QUEUE_DELETE, _ATOMIC, _ID_MARK = 1, 2, 3, 4, 5, 6
 FILE_NAME = "journal.dat"
 
 
@@ -69,12 +75,14 @@ class Journal:
                 break
             offset += _HEADER.size + length
         torn = len(data) - offset
-        self._compact(queues)
+        self._compact(queues, highest)
         return queues, highest, torn
 
-    def _compact(self, queues: dict[str, RecoveredQueue]) -> None:
+    def _compact(self, queues: dict[str, RecoveredQueue], highest: int) -> None:
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "wb") as out:
+            if highest:
+                out.write(_record(_ID_MARK, struct.pack(">Q", highest)))
             for q in queues.values():
                 out.write(_record(_QUEUE, _queue_payload(q.name, q.address, q.routing)))
                 for msg_id, message in q.messages.items():
@@ -98,6 +106,10 @@ class Journal:
 
     def delete(self, msg_id: int, queue: str) -> None:
         self._pending.append(_record(_DELETE, struct.pack(">Q", msg_id) + _name(queue)))
+
+    def mark_ids(self, highest: int) -> None:
+        """Ids up to `highest` may be handed out from now on (see the module docstring)."""
+        self._pending.append(_record(_ID_MARK, struct.pack(">Q", highest)))
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
@@ -298,6 +310,10 @@ def _apply(body: bytes, queues: dict[str, RecoveredQueue]) -> int:
         _at_end(body, offset)
         queues.pop(name, None)
         return 0
+    if kind == _ID_MARK:
+        highest = _read_id(body, 1)
+        _at_end(body, 9)
+        return highest
     if kind not in (_ENQUEUE, _DELETE):
         raise _Malformed(f"unknown record type {kind}")
     msg_id = _read_id(body, 1)
