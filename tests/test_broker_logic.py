@@ -243,3 +243,19 @@ def test_message_ids_are_never_handed_out_again_after_restarts(tmp_path):
         broker.journal.commit()
         broker.journal.close()
     assert len(used) == 9 and len(set(used)) == 9, f"ids handed out twice across restarts: {sorted(used)}"
+
+
+def test_a_mirrored_acknowledgement_that_comes_before_its_message_is_applied_when_the_message_comes():
+    """Artemis 2.40's AckManager keeps an acknowledgement whose message is not there yet and tries again; the
+    reference used to drop it, so the message, once it came, stayed on the mirror for good."""
+    from proton import Message
+
+    broker = broker_with()
+    broker.index_entries = True  # as on a broker that is mirrored to
+    broker.mirror_ack("orders", "node-a", 5, via="node-a")
+    data = Message(address="orders", body="late").encode()
+    broker.store_mirrored(data, "orders", ("node-a", 5), "node-a")
+    broker.store_mirrored(Message(address="orders", body="other").encode(), "orders", ("node-a", 6), "node-a")
+    queue = broker.queues["orders"]
+    assert [e.origin for e in queue.available if not e.removed] == [("node-a", 6)]
+    assert queue.depth == 1 and not broker.mirror_early_acks

@@ -18,6 +18,7 @@ Semantics (Artemis-compatible where the documents are silent; AMQP 1.0 §3.4 for
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import contextlib
 import functools
@@ -55,6 +56,11 @@ EXPIRY_SCAN_S = 0.1
 # would be encoded into that connection's output, in the broker's memory. Messages wait in the queue instead,
 # where expiry, other consumers and redelivery still apply.
 OUTPUT_HOLD_BYTES = 1 << 20
+# A mirrored acknowledgement whose message has not arrived is kept this long (and at most this many), then dropped.
+# Artemis 2.40 retries one 5 times on the queue at 100 ms, then twice in its paging store; a longer wait costs
+# nothing here, since a message id is never used twice (ID_BLOCK).
+EARLY_ACK_S = 30.0
+EARLY_ACKS_KEPT = 100_000
 ID_BLOCK = 1 << 20  # message ids reserved at a time in the journal (its id mark); a restart skips what is left
 
 
@@ -153,6 +159,9 @@ class Broker(ServedConnections):
         self.node_id = ""  # set by start(); mirrors identify brokers by it
         self.mirrors: list = []  # MirrorSource of every started <mirror>
         self.mirror_seen: dict = {}  # origin node id -> internal ids already applied (mirror.py)
+        # (queue, origin node, internal id) -> (ack reason, deadline): mirrored acknowledgements that came before
+        # their message, applied when it comes (mirror_ack)
+        self.mirror_early_acks: collections.OrderedDict = collections.OrderedDict()
         self.index_entries = False  # keep Queue.keyed: once this broker mirrors or is mirrored to
         self._via: str | None = None  # while applying a mirror event: the node it came from
         self._unmirrored = False  # while routing an expired message's copy: not a mirror event (see _move)
@@ -687,7 +696,19 @@ class Broker(ServedConnections):
         durable = bool(fields.durable) and self.journal is not None
         with self._applying(via):
             self._route(info, next(self._ids), data, durable, _expiry_of(fields), origin=origin)
+            if self.mirror_early_acks:
+                self._apply_early_acks(info, origin)
         return durable
+
+    def _apply_early_acks(self, info: dict, origin: tuple) -> None:
+        now = time.monotonic()
+        for queue in info["queues"]:
+            early = self.mirror_early_acks.pop((queue.name, *origin), None)
+            entry = queue.keyed.get(origin)
+            if early is None or entry is None or early[1] < now:
+                continue
+            log.info("Mirrored acknowledgement for %s/%s on %r applied as its message arrived", *origin, queue.name)
+            self._drop_mirror_acked(queue, entry, early[0])
 
     @contextlib.contextmanager
     def _applying(self, via: str):
@@ -742,7 +763,14 @@ class Broker(ServedConnections):
         queue = self.queues.get(queue_name or "")
         entry = queue.keyed.get((node, internal)) if queue is not None else None
         if entry is None:
-            log.debug("Mirrored acknowledgement for %s/%s on %r: no such message here", node, internal, queue_name)
+            # Not here (yet): Artemis's AckManager keeps such an acknowledgement and tries again; so does this
+            # broker, for a while, in case the message is still on its way (store_mirrored applies it).
+            if queue is not None:
+                self.mirror_early_acks[(queue.name, node, internal)] = (reason, time.monotonic() + EARLY_ACK_S)
+                while len(self.mirror_early_acks) > EARLY_ACKS_KEPT:
+                    self.mirror_early_acks.popitem(last=False)
+            log.debug("Mirrored acknowledgement for %s/%s on %r: no such message here yet", node, internal,
+                      queue_name)
             return
         if entry.in_flight:
             # Held by a consumer here: it may still get it (the seed: both brokers can deliver it); if it
@@ -750,7 +778,12 @@ class Broker(ServedConnections):
             entry.mirror_acked = reason
             return
         with self._applying(via):
-            self._mirror_acked(queue, entry, reason)
+            self._drop_mirror_acked(queue, entry, reason)
+
+    def _drop_mirror_acked(self, queue: Queue, entry: Entry, reason: str) -> None:
+        """Apply a mirrored acknowledgement to a stored entry that no consumer holds (removed lazily from the
+        heap, as `dead`)."""
+        self._mirror_acked(queue, entry, reason)
         if entry in queue.delayed:
             queue.delayed.remove(entry)
         else:
