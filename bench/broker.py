@@ -1,13 +1,14 @@
-"""Broker figures: the reference broker against RabbitMQ, with the same clients, in one run.
+"""Broker figures: the reference broker against every broker vendor that runs here, same clients, one run.
 
-    .venv/bin/python bench/broker.py [--messages N] [--rounds R] [--vendors reference,rabbitmq]
+    .venv/bin/python bench/broker.py [--messages N] [--rounds R] [--vendors reference,rabbitmq,artemis,...]
 
-For each broker vendor (started from the single-broker topology) and for non-durable and durable 1 KB
+For each broker vendor (started from the single-broker topology; `--vendors` defaults to every broker vendor
+in the registry, and one that cannot run here is skipped with the reason) and for non-durable and durable 1 KB
 messages: one producer (unsettled, the broker's credit) and one consumer attached to a fresh queue, N
-messages. With the reference among the vendors, a `reference+mirror` row does the same durable run on DC1 of
-the broker-mirror topology (002_f23507c2891d6d06.txt "Mirroring": DC1 mirrors every send and acknowledgement
-to DC2), with a consumer on DC2 too; it prints the cost of mirroring (unmirrored / mirrored durable msgs/s,
-the issue's target is at most 1.3x) and the mirror lag (send to arrival on DC2: p50, p99).
+messages. For each vendor that mirrors (the reference, Artemis), a `VENDOR+mirror` row does the same durable run
+on DC1 of the broker-mirror topology (002_f23507c2891d6d06.txt "Mirroring": DC1 mirrors every send and
+acknowledgement to DC2), with a consumer on DC2 too; it prints the cost of mirroring (unmirrored / mirrored
+durable msgs/s, the issue's target is at most 1.3x) and the mirror lag (send to arrival on DC2: p50, p99).
 
 Prints msgs/s (first send to last outcome), the p50/p99 latency from the moment a message
 went on the wire to the moment the consumer had it, and the CPU time the broker's processes and the client
@@ -32,11 +33,12 @@ from bench.figures import own_cpu_s, percentile, process_cpu_s
 from harness.clients import Clients
 from harness.peers.base import PeerUnavailable
 from harness.peers.launch import start_topology
+from harness.peers.registry import REGISTRY, entry
 from harness.topology import load_topology, topology_path
 from harness.wait import wait_for
 
 BODY = "x" * 1024
-MIRRORED = "reference+mirror"
+MIRRORED = "+mirror"  # the suffix of a mirrored row's name: reference+mirror, artemis+mirror
 MIRROR_QUEUE = "$ACTIVEMQ_ARTEMIS_MIRROR_DC2"  # DC1's mirror queue in topologies/broker-mirror.yaml
 
 
@@ -85,7 +87,8 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=3,
                         help="measure every row this many times, vendors interleaved; the median is quoted")
-    parser.add_argument("--vendors", default="reference,rabbitmq")
+    parser.add_argument("--vendors", default=",".join(e.spec.vendor for e in REGISTRY if e.spec.role == "broker"),
+                        help="broker vendors, comma-separated (default: every broker vendor in the registry)")
     args = parser.parse_args()
     topology = load_topology(topology_path("single-broker"))
     brokers, stacks = {}, []
@@ -97,11 +100,13 @@ def main() -> int:
             continue
         stacks.append(running)
         brokers[vendor] = running["B1"]
-    mirrored, lag_runs = None, []
-    if "reference" in brokers:
-        mirrored = start_topology(load_topology(topology_path("broker-mirror")), {"broker": "reference"})
-        stacks.append(mirrored)
-        brokers[MIRRORED] = mirrored["DC1"]
+    mirrors, lag_runs = {}, {}  # mirrored row -> its running broker-mirror topology; -> its lag runs
+    for vendor in list(brokers):
+        if "mirror" in entry(vendor, "broker").spec.capabilities:
+            mirrors[vendor + MIRRORED] = start_topology(load_topology(topology_path("broker-mirror")),
+                                                        {"broker": vendor}, timeout=180)
+            stacks.append(mirrors[vendor + MIRRORED])
+            brokers[vendor + MIRRORED] = mirrors[vendor + MIRRORED]["DC1"]
     rows: dict[tuple[str, bool], list[dict]] = {}
     try:
         for broker in brokers.values():  # warm-up: first connections, first queue, caches
@@ -111,17 +116,17 @@ def main() -> int:
         for _ in range(args.rounds):
             for durable in (False, True):
                 for vendor, broker in brokers.items():
-                    if vendor == MIRRORED and not durable:
+                    if vendor in mirrors and not durable:
                         continue  # mirroring is for disaster recovery: its row is the durable one
                     address = broker.wire_address(f"bench.{uuid.uuid4().hex[:10]}")
-                    mirror = (None, functools.partial(mirror_idle, broker)) if vendor == MIRRORED else None
+                    mirror = (None, functools.partial(mirror_idle, broker)) if vendor in mirrors else None
                     rows.setdefault((vendor, durable), []).append(
                         run(broker.url, address, args.messages, durable, broker.pids, mirror))
-        if mirrored is not None:  # the lag, with a consumer on DC2 timing each arrival
-            primary = brokers[MIRRORED]
-            lag_runs = [run(primary.url, f"lag.{uuid.uuid4().hex[:10]}", args.messages, True, primary.pids,
-                            (mirrored["DC2"].url, functools.partial(mirror_idle, primary)))
-                        for _ in range(args.rounds)]
+        for name, mirrored in mirrors.items():  # the lag, with a consumer on DC2 timing each arrival
+            primary = brokers[name]
+            lag_runs[name] = [run(primary.url, primary.wire_address(f"lag.{uuid.uuid4().hex[:10]}"), args.messages,
+                                  True, primary.pids, (mirrored["DC2"].url, functools.partial(mirror_idle, primary)))
+                              for _ in range(args.rounds)]
     finally:
         for running in stacks:
             running.stop()
@@ -133,7 +138,7 @@ def main() -> int:
     for (vendor, durable), figs in rows.items():
         rates = sorted(f["msgs_per_s"] for f in figs)
         medians[(vendor, durable)] = statistics.median(rates)
-        label = (vendor if vendor == MIRRORED else f"{vendor} {brokers[vendor].info.version}")[:21]
+        label = (vendor if vendor in mirrors else f"{vendor} {brokers[vendor].info.version}")[:21]
         spread = f"{medians[(vendor, durable)]:.0f} ({rates[0]:.0f}-{rates[-1]:.0f})"
         print(f"{label:<22}{'yes' if durable else 'no':<9}{spread:>20}"
               f"{statistics.median(f['p50_ms'] for f in figs):>9.1f}"
@@ -141,22 +146,28 @@ def main() -> int:
               f"{statistics.median(f['broker_cpu_ms_per_1000'] for f in figs):>12.0f}"
               f"{statistics.median(f['clients_cpu_ms_per_1000'] for f in figs):>12.0f}")
     for durable in (False, True):
-        ref, other = medians.get(("reference", durable)), medians.get(("rabbitmq", durable))
-        if ref and other:
-            print(f"reference / rabbitmq, {'durable' if durable else 'non-durable'}: {ref / other:.2f}x throughput "
-                  "(medians)")
-    plain, mirror_rate = medians.get(("reference", True)), medians.get((MIRRORED, True))
-    if plain and mirror_rate:
-        figs = lag_runs
-        cpu = statistics.median(f["broker_cpu_ms_per_1000"] for f in rows[(MIRRORED, True)]) / statistics.median(
-            f["broker_cpu_ms_per_1000"] for f in rows[("reference", True)])
-        print(f"mirroring cost, durable: {plain / mirror_rate:.2f}x (unmirrored / mirrored msgs/s, medians; "
-              f"target <= 1.30x); the primary's CPU per message: {cpu:.2f}x")
-        print("mirror lag (send -> arrival on DC2, a run with a consumer there): "
-              f"p50 {statistics.median(f['lag_p50_ms'] for f in figs):.1f} ms, "
-              f"p99 {statistics.median(f['lag_p99_ms'] for f in figs):.1f} ms (medians over rounds; "
-              f"{statistics.median(f['lag_seen'] for f in figs):.0f} of {args.messages} messages seen on DC2 "
-              "before DC1's acknowledgement removed them)")
+        ref = medians.get(("reference", durable))
+        for vendor in brokers:
+            other = medians.get((vendor, durable))
+            if ref and other and vendor != "reference" and vendor not in mirrors:
+                print(f"reference / {vendor}, {'durable' if durable else 'non-durable'}: {ref / other:.2f}x "
+                      "throughput (medians)")
+    for name in mirrors:
+        vendor = name.removesuffix(MIRRORED)
+        plain, mirror_rate = medians.get((vendor, True)), medians.get((name, True))
+        if not (plain and mirror_rate):
+            continue
+        figs = [f for f in lag_runs.get(name, []) if "lag_p50_ms" in f]
+        cpu = statistics.median(f["broker_cpu_ms_per_1000"] for f in rows[(name, True)]) / statistics.median(
+            f["broker_cpu_ms_per_1000"] for f in rows[(vendor, True)])
+        print(f"{vendor}: mirroring cost, durable: {plain / mirror_rate:.2f}x (unmirrored / mirrored msgs/s, "
+              f"medians; target <= 1.30x); the primary's CPU per message: {cpu:.2f}x")
+        if figs:
+            print(f"{vendor}: mirror lag (send -> arrival on DC2, a run with a consumer there): "
+                  f"p50 {statistics.median(f['lag_p50_ms'] for f in figs):.1f} ms, "
+                  f"p99 {statistics.median(f['lag_p99_ms'] for f in figs):.1f} ms (medians over rounds; "
+                  f"{statistics.median(f['lag_seen'] for f in figs):.0f} of {args.messages} messages seen on DC2 "
+                  "before DC1's acknowledgement removed them)")
     return 0
 
 
