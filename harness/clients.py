@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from proton import Data, Delivery, Described, Endpoint, Link, Message, Terminus, symbol, ulong
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
+from . import fault_log
 from . import history as h
 from .wait import wait_for
 
@@ -299,6 +300,7 @@ class ClientConnection:
                 except OSError:
                     pass
         self.clients.call(do)
+        fault_log.note("client connection dropped", f"client {self.name}")
         wait_for(lambda: self.ended, DEFAULT_TIMEOUT, f"connection {self.name} to drop")
 
 

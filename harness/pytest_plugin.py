@@ -31,8 +31,8 @@ from typing import NamedTuple
 import pytest
 import yaml
 
+from . import fault_log, parallel
 from .breaks import CONFIG_FAULTS, BreakError, parse_break
-from . import parallel
 from .catalog import coverage, format_coverage, load_catalog
 from .cell import CELLS_DIR, Cell, CellError
 from .clients import Clients
@@ -423,6 +423,7 @@ def clients(details):
 def pytest_runtest_protocol(item, nextitem):
     item.config.stash[_session_key].current_case = item.nodeid
     item.stash[_started_key] = (_now(), time.monotonic())
+    fault_log.begin()  # what the case injects (a kill, a toxic, an outage) goes into its record's `fault`
     item.stash[_reports_key] = {}
     yield
     if _is_suite_case(item):
@@ -527,7 +528,7 @@ def _record_for(item) -> dict:
         run_id=session.run_id, case=item.nodeid, suite=rel.parts[1] if len(rel.parts) > 2 else rel.stem,
         spec=spec_ids(item), topology=running.topology.name if running else None,
         peers=running.peer_records() if running else {r: {"vendor": v} for r, v in session.choices.items()},
-        fault=None, outcome=outcome, duration_s=round(time.monotonic() - t0, 4), started_at=started_at,
+        fault=fault_log.take(), outcome=outcome, duration_s=round(time.monotonic() - t0, 4), started_at=started_at,
         details={**details, "fault_proxy": running.faults.handle.record()} if running and running.faults else details,
         **lifted,
         message=message)

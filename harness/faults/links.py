@@ -12,6 +12,7 @@ import json
 import urllib.error
 import urllib.request
 
+from .. import fault_log
 from ..wait import free_port
 from .launch import FaultProxyHandle
 
@@ -46,6 +47,7 @@ class LinkProxies:
         name = name or f"{kind}_{stream}"
         self._call("POST", f"/proxies/{self._q(link_name)}/toxics",
                    {"name": name, "type": kind, "stream": stream, "toxicity": toxicity, "attributes": attributes})
+        fault_log.note(kind, f"link {link_name}", stream=stream, **attributes)
         return name
 
     def remove_toxic(self, link_name: str, name: str) -> None:
@@ -54,6 +56,8 @@ class LinkProxies:
     def set_enabled(self, link_name: str, enabled: bool) -> None:
         """Disabled: open connections are dropped and new ones refused, as if the network were cut."""
         self._call("POST", f"/proxies/{self._q(link_name)}", {"enabled": enabled})
+        if not enabled:
+            fault_log.note("link outage", f"link {link_name}")
 
     def reset(self) -> None:
         """Every link enabled again, every toxic removed."""

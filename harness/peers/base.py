@@ -7,8 +7,11 @@ Suites only ever see this interface and the wire; they never know how a peer was
 from __future__ import annotations
 
 import abc
+import functools
+import threading
 from dataclasses import dataclass, field
 
+from .. import fault_log
 from ..faults.disk import StraceMissing, find_strace
 from .liveness import amqp_silence
 
@@ -66,6 +69,31 @@ class Endpoint:
         return f"amqp://{self.host}:{self.port}"
 
 
+_in_fault = threading.local()  # how deep in noted fault methods this thread is (a restart calls kill)
+
+
+def _noted(method: str, function):
+    """`function` (a provider's kill, pause or restart) noting the fault it injected for the case's record
+    (harness/fault_log.py): once, by the outermost call, and not when the provider cannot do it."""
+    @functools.wraps(function)
+    def noting(self, *args, **kwargs):
+        outer = not getattr(_in_fault, "depth", 0)
+        _in_fault.depth = getattr(_in_fault, "depth", 0) + 1
+        try:
+            return function(self, *args, **kwargs)
+        except NotImplementedError:
+            outer = False
+            raise
+        finally:
+            _in_fault.depth -= 1
+            name = {"kill": "kill -9", "pause": "pause"}.get(method)
+            if method == "restart" and kwargs.get("kill"):
+                name = "kill -9 and restart"
+            if outer and name:  # a plain restart puts a peer back; it is not a fault
+                fault_log.note(name, f"{self.role} {self.name}")
+    return noting
+
+
 class Peer(abc.ABC):
     """A running router or broker."""
 
@@ -74,6 +102,14 @@ class Peer(abc.ABC):
     info: PeerInfo
     capabilities: frozenset[str]
     endpoints: dict[str, Endpoint]
+
+    def __init_subclass__(cls, **kwargs):
+        """Whichever provider class implements kill, pause or restart, the fault it injects is noted for the
+        case's record (see _noted)."""
+        super().__init_subclass__(**kwargs)
+        for method in ("kill", "pause", "restart"):
+            if method in cls.__dict__:
+                setattr(cls, method, _noted(method, cls.__dict__[method]))
 
     @property
     def client_endpoint(self) -> Endpoint | None:
@@ -158,6 +194,8 @@ class Peer(abc.ABC):
         self.disk_fault = fault
         if self.is_running():
             self.restart()
+        if fault is not None:
+            fault_log.note("slow disk", f"{self.role} {self.name}", delay_ms=fault.delay_ms)
 
     @abc.abstractmethod
     def logs(self) -> str:

@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import fault_log
 from ..breaks import Break, break_topology, breaks_by_node
 from ..tlsca import TestPki
 from ..topology import Topology
@@ -153,14 +154,15 @@ class RunningTopology:
         stop_all([self])
 
     def _stop_peer(self, name: str, peer: Peer) -> None:
-        try:
-            if name in self.silent:  # a hung peer would not act on SIGTERM either: no use waiting for it
-                with contextlib.suppress(NotImplementedError):  # an external peer is not the harness's to kill
-                    peer.kill()
-            peer.stop()
-        except Exception:  # stopping must reach every peer even if one misbehaves
-            peer.kill()
-        peer.cleanup()
+        with fault_log.quiet():  # the harness putting things away, not a case's fault
+            try:
+                if name in self.silent:  # a hung peer would not act on SIGTERM either: no use waiting for it
+                    with contextlib.suppress(NotImplementedError):  # an external peer is not the harness's to kill
+                        peer.kill()
+                peer.stop()
+            except Exception:  # stopping must reach every peer even if one misbehaves
+                peer.kill()
+            peer.cleanup()
 
     def _release(self) -> None:
         """What the topology holds besides its peers: the fault proxy and the scratch files."""
