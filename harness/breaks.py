@@ -113,11 +113,15 @@ def break_topology(topology, node_name: str, faults: Iterable[str]):
     return dataclasses.replace(topology, nodes={**topology.nodes, node_name: node})
 
 
-def breaks_by_node(topology, choices: dict[str, str], breaks: Iterable[Break]) -> dict[str, list[str]]:
-    """node -> the faults that `breaks` put on it, given the vendor chosen per role (`choices`)."""
+def breaks_by_node(topology, choices: dict[str, str], breaks: Iterable[Break],
+                   node_vendors: dict[str, str] | None = None) -> dict[str, list[str]]:
+    """node -> the faults that `breaks` put on it, given the vendor chosen per role (`choices`) and per node where
+    a case pairs vendors (`node_vendors`, as start_topology takes them)."""
     found: dict[str, list[str]] = {}
+    breaks = list(breaks)
     for name, node in topology.nodes.items():
-        faults = [b.fault for b in breaks if b.applies_to(node.role, choices.get(node.role, "reference"))]
+        chosen = (node_vendors or {}).get(name) or choices.get(node.role, "reference")
+        faults = [b.fault for b in breaks if b.applies_to(node.role, chosen)]
         if faults:
             found[name] = faults
     return found

@@ -258,6 +258,19 @@ def test_breaks_are_applied_by_node_for_the_vendor_chosen():
     assert breaks_by_node(topo, {"router": "qdrouterd"}, wanted) == {}
 
 
+def test_a_break_for_a_vendor_skips_the_nodes_a_case_runs_with_another():
+    """A case that pairs vendors (topology(name, vendors=...)) runs some nodes as another vendor than the
+    session's: a break naming the session's vendor must not reach those."""
+    from harness.breaks import breaks_by_node, parse_break
+    from harness.topology import load_topology, topology_path
+
+    topo = load_topology(topology_path("broker-mirror"))
+    wanted = [parse_break("broker=artemis:no-journal-sync")]
+    assert breaks_by_node(topo, {"broker": "artemis"}, wanted) == {"DC1": ["no-journal-sync"],
+                                                                   "DC2": ["no-journal-sync"]}
+    assert breaks_by_node(topo, {"broker": "artemis"}, wanted, {"DC2": "reference"}) == {"DC1": ["no-journal-sync"]}
+
+
 # ---- real peers ----------------------------------------------------------------------------------------------
 
 MULTICAST_PROGRAM = [

@@ -207,7 +207,8 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
     On any failure the peers already started are stopped and the error re-raised.
     """
     running = RunningTopology(topology)
-    running.breaks = (dict(breaks) if isinstance(breaks, dict) else breaks_by_node(topology, choices, breaks))
+    running.breaks = (dict(breaks) if isinstance(breaks, dict)
+                      else breaks_by_node(topology, choices, breaks, node_vendors))
     for name, faults in running.breaks.items():
         topology = break_topology(topology, name, faults)
     wiring = Wiring(external_address=lambda node, address: running.peers[node].wire_address(address))
