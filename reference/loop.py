@@ -172,6 +172,14 @@ class _Timer:
     handler: object = field(compare=False)
 
 
+def abort_transport(transport, why: str) -> None:
+    """End `transport` at once with a proton:io condition, as a broken socket would: its close comes back to the
+    handlers as TRANSPORT_CLOSED (a connector then dials again)."""
+    transport.condition = Condition("proton:io", why)
+    transport.close_tail()
+    transport.close_head()
+
+
 class EngineLoop:
     def __init__(self, handler, link_capabilities: bool = False):
         """`link_capabilities`: tap each connection's attach frames so handlers can read and write the link
@@ -710,10 +718,7 @@ class EngineLoop:
 
     def _connect_failed(self, peer: _Peer, why: str) -> None:
         peer.connecting = False
-        transport = peer.transport
-        transport.condition = Condition("proton:io", f"{peer.connection.url}: {why}")
-        transport.close_tail()
-        transport.close_head()
+        abort_transport(peer.transport, f"{peer.connection.url}: {why}")
 
     def _run_timers(self) -> None:
         now = time.monotonic()

@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from proton import Condition, Endpoint
+from proton import Endpoint
 
+from ..loop import abort_transport
 from .config import Connector, RouterConfig
 from .security import ConnectorDoor, connector_door
 
@@ -83,10 +84,7 @@ class Connectors:
             return
         log.warning("Connector %r: no open from the peer within %.0fs; dropping the connection and dialling again",
                     dialer.name, OPEN_DEADLINE_S)
-        transport.condition = Condition("proton:io",
-                                        f"no open from the peer within {OPEN_DEADLINE_S:.0f}s")
-        transport.close_tail()
-        transport.close_head()
+        abort_transport(transport, f"no open from the peer within {OPEN_DEADLINE_S:.0f}s")
 
     def opened(self, conn) -> None:
         """The peer answered: reset the backoff."""
