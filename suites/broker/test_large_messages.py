@@ -89,7 +89,8 @@ def test_an_aborted_transfer_is_not_stored_and_the_next_messages_are(clients, co
     seqs = send_bodies(sender, bodies)
     wait_for(lambda: sender.settled_count() >= len(bodies) or sender.detached.is_set(), TIMEOUT,
              f"outcomes for the {len(bodies)} messages sent after the aborted one",
-             describe=lambda: f"{sender.outcome_counts()}, detached: {sender.condition}")
+             describe=lambda: f"{sender.outcome_counts()}, {sender.sent} sent, {sender.queued} queued, credit "
+                              f"{sender.credit}, detached: {sender.condition}")
     assert not sender.detached.is_set(), f"the broker ended the sender's link after the abort: {sender.condition}"
     sender.conn.sync()  # the broker has handled everything the sender sent, and answered it
     assert aborted not in sender.outcomes, "an aborted delivery is settled by its sender and has no outcome"
