@@ -21,6 +21,11 @@ MIRROR_QUEUE_PREFIX = "$ACTIVEMQ_ARTEMIS_MIRROR_"  # 002, "Mirroring": where a b
 WAIT = 30.0  # deadline for what the brokers do between themselves (connect, forward, mirror)
 
 
+# The pairings of a running-mirror case: both ends the session's broker vendor, or one of them a reference broker
+# (the node named runs as the reference instead of the session's vendor)
+PAIRS = {"same": None, "into-reference": {"DC2": "reference"}, "from-reference": {"DC1": "reference"}}
+
+
 def paired_with_reference(interop, pair: dict[str, str] | None) -> dict[str, str] | None:
     """The node vendors of a case that pairs the session's broker vendor with reference brokers (`pair`: node ->
     vendor), or None for both ends of the session's vendor. Not-applicable where the session's broker vendor is

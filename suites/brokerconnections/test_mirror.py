@@ -17,17 +17,13 @@ from harness import checkers
 from harness.wait import wait_for
 
 from ..conftest import kill_or_skip
-from .conftest import (WAIT, connection, delete_queue, depth, exists, mirror_queue, mirror_ready,
+from .conftest import (PAIRS, WAIT, connection, delete_queue, depth, exists, mirror_queue, mirror_ready,
                        paired_with_reference, send_accepted, sender, start_connection, stats, unique, wait_connected,
                        wait_depth, wait_mirror_idle)
 
 pytestmark = pytest.mark.requires("mirror", "store-and-forward")
 
 MIRROR = "DC2"  # the mirror connection's name on DC1, so its events wait on $ACTIVEMQ_ARTEMIS_MIRROR_DC2
-
-
-# which node is a reference broker instead of the session's broker vendor
-PAIRS = {"same": None, "into-reference": {"DC2": "reference"}, "from-reference": {"DC1": "reference"}}
 
 
 @pytest.fixture(params=list(PAIRS))

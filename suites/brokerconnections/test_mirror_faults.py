@@ -8,6 +8,10 @@ result record: lost, duplicated, recovered (the checkers' counts on DC2's queue)
 confirmed when the link came back), in_doubt (of those, how many DC2 had already applied: a reset that eats
 DC2's answers leaves most of them so, and DC1 must send them again without DC2 applying them twice),
 failed_dials and resume_s (seconds from the link's return until the mirror queue was empty).
+
+As in test_mirror.py, each fault also runs with one end a reference broker (`into-reference`, `from-reference`)
+where the session's broker vendor is another: a reset that leaves events in doubt is where the two vendors'
+duplicate detection (by origin node and message id) must agree.
 """
 
 import time
@@ -17,8 +21,8 @@ import pytest
 from harness import checkers
 from harness.wait import wait_for
 
-from .conftest import (WAIT, configured, connection, depth, mirror_queue, mirror_ready, send_accepted, sender, stats,
-                       wait_depth, wait_mirror_idle)
+from .conftest import (PAIRS, WAIT, configured, connection, depth, mirror_queue, mirror_ready,
+                       paired_with_reference, send_accepted, sender, stats, wait_depth, wait_mirror_idle)
 
 pytestmark = pytest.mark.requires("mirror", "store-and-forward")
 
@@ -26,9 +30,9 @@ MIRROR = "DC2"
 N = 100
 
 
-@pytest.fixture
-def faulty(topology, clients):
-    running = topology("broker-mirror")
+@pytest.fixture(params=list(PAIRS))
+def faulty(request, topology, clients, interop):
+    running = topology("broker-mirror", vendors=paired_with_reference(interop, PAIRS[request.param]))
     if running.faults is None:
         pytest.skip("broker-mirror's DC1->DC2 link does not go through the fault proxy here")
     mirror_ready(clients, running, MIRROR)
