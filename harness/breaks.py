@@ -113,14 +113,18 @@ def break_topology(topology, node_name: str, faults: Iterable[str]):
     return dataclasses.replace(topology, nodes={**topology.nodes, node_name: node})
 
 
+def node_vendor(topology, node_name: str, choices: dict[str, str], node_vendors: dict[str, str] | None = None) -> str:
+    """The vendor choice a node runs as: its own in `node_vendors` (a case pairing vendors), else its role's."""
+    return (node_vendors or {}).get(node_name) or choices.get(topology.nodes[node_name].role, "reference")
+
+
 def breaks_by_node(topology, choices: dict[str, str], breaks: Iterable[Break],
                    node_vendors: dict[str, str] | None = None) -> dict[str, list[str]]:
-    """node -> the faults that `breaks` put on it, given the vendor chosen per role (`choices`) and per node where
-    a case pairs vendors (`node_vendors`, as start_topology takes them)."""
+    """node -> the faults that `breaks` put on it, given the vendor each node runs as (node_vendor)."""
     found: dict[str, list[str]] = {}
     breaks = list(breaks)
     for name, node in topology.nodes.items():
-        chosen = (node_vendors or {}).get(name) or choices.get(node.role, "reference")
+        chosen = node_vendor(topology, name, choices, node_vendors)
         faults = [b.fault for b in breaks if b.applies_to(node.role, chosen)]
         if faults:
             found[name] = faults

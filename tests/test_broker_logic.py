@@ -259,3 +259,28 @@ def test_a_mirrored_acknowledgement_that_comes_before_its_message_is_applied_whe
     queue = broker.queues["orders"]
     assert [e.origin for e in queue.available if not e.removed] == [("node-a", 6)]
     assert queue.depth == 1 and not broker.mirror_early_acks
+
+
+def test_a_mirror_hears_why_a_message_went_and_an_expired_ones_copy_is_not_mirrored():
+    """Artemis 2.40: a postAck carries the reason (killed for a dead letter, expired), and the copy an expiry
+    routes to the expiry address is not mirrored (QueueImpl.move), since the target expires its own copy."""
+    broker = broker_with("<dead-letter-address>DLQ</dead-letter-address><expiry-address>DLQ</expiry-address>")
+    events = []
+
+    class Mirror:
+        def sent(self, address, *_):
+            events.append(("send", address))
+
+        def acked(self, queue, entry, via, reason):
+            events.append(("ack", queue.name, reason))
+
+    consumer, (first, second, _third) = take(broker)
+    broker.mirrors.append(Mirror())
+    broker.apply_outcome(consumer, first, Delivery.REJECTED)
+    assert events == [("ack", "orders", "killed"), ("send", "DLQ")]
+    events.clear()
+    queue = broker.queues["orders"]
+    queue.in_flight -= 1
+    broker._move(queue, second, "DLQ", "expired", "expiry")
+    assert events == [("ack", "orders", "expired")], "an expired message's copy is not mirrored"
+    assert len(broker.queues["DLQ"].available) == 2, "the expired message still went to the expiry address"

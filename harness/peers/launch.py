@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import fault_log
-from ..breaks import Break, break_topology, breaks_by_node
+from ..breaks import Break, break_topology, breaks_by_node, node_vendor
 from ..tlsca import TestPki
 from ..topology import Topology
 from ..wait import free_port
@@ -237,8 +237,7 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
                 # fault cases of a fresh topology); a refused dial it retries at its retry interval.
                 port = running.faults.add(link.name, port, enabled=False)
             wiring.connect_ports[name][link.to] = port
-        chosen = (node_vendors or {}).get(name) or choices.get(topology.nodes[name].role, "reference")
-        running.peers[name] = make_peer(topology, name, chosen, wiring)
+        running.peers[name] = make_peer(topology, name, node_vendor(topology, name, choices, node_vendors), wiring)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(running.peers))) as pool:
         futures = {pool.submit(peer.start, timeout): name for name, peer in running.peers.items()}
         errors = [f.exception() for f in futures if f.exception() is not None]

@@ -164,7 +164,6 @@ class Broker(ServedConnections):
         self.mirror_early_acks: collections.OrderedDict = collections.OrderedDict()
         self.index_entries = False  # keep Queue.keyed: once this broker mirrors or is mirrored to
         self._via: str | None = None  # while applying a mirror event: the node it came from
-        self._unmirrored = False  # while routing an expired message's copy: not a mirror event (see _move)
         self.connections = BrokerConnections(self, config.broker_connections)
         # Security on: every attach is checked for the connection's user (access.py); off: no check at all.
         self.access = AccessControl(config) if config.security_enabled else None
@@ -573,7 +572,7 @@ class Broker(ServedConnections):
 
     def _route(self, info: dict, msg_id: int, data: bytes, durable: bool, expiry: float | None,
                delivery_count: int = 0, origin: tuple | None = None, hops: int = 0,
-               came_from: str | None = None) -> int:
+               came_from: str | None = None, mirrored: bool = True) -> int:
         anycast = [q for q in info["queues"] if q.routing == ANYCAST]
         targets = [q for q in info["queues"] if q.routing == MULTICAST
                    and (q.federation_filter is None or federating.may_forward(came_from, hops, *q.federation_filter))]
@@ -588,7 +587,7 @@ class Broker(ServedConnections):
             if self.index_entries:
                 queue.keyed[origin or (self.node_id, msg_id)] = entry
             self._dirty.add(queue)
-        if not self._unmirrored:
+        if mirrored:  # (not an expired message's copy: see _move)
             for source in self.mirrors:
                 source.sent(info["name"], msg_id, data, origin, self._via)
         self._stats_dirty = True
@@ -891,11 +890,8 @@ class Broker(ServedConnections):
             return
         info, _ = self._resolve(target, ANYCAST, for_consumer=False)
         if info is not None:
-            self._unmirrored = expiry
-            try:
-                self._route(info, next(self._ids), entry.data, entry.durable, None, entry.delivery_count)
-            finally:
-                self._unmirrored = False
+            self._route(info, next(self._ids), entry.data, entry.durable, None, entry.delivery_count,
+                        mirrored=not expiry)
             log.info("Moved message %d from %r to %s address %r (%s)", entry.msg_id, queue.name, kind, target, why)
 
     # ---- dispatch --------------------------------------------------------------------------------------------------
