@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
 import random
@@ -45,6 +46,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.results import ResultWriter, current_run_id, default_results_dir, make_record, utc_now_iso  # noqa: E402
 
 try:
     from cosmic_ray.commands import init as cosmic_init
@@ -62,24 +66,24 @@ class Group:
 
 
 GROUPS = {
-    # Address matching, distribution, outcomes, credit and priority on one router and across routers.
+    # Address matching, distribution, outcomes, credit and priority, on one router and across routers.
     "router": Group(
         modules=("reference/router/addressing.py", "reference/router/distribution.py",
                  "reference/router/settlement.py", "reference/router/router.py"),
         tests=("tests/test_addressing.py", "tests/test_router_logic.py", "tests/test_router_credit.py",
                "suites/routing", "suites/mesh"),
     ),
-    # The same modules judged by one router's cases only: a quicker estimate (mesh-only code survives here).
-    "router-single": Group(
-        modules=("reference/router/addressing.py", "reference/router/distribution.py",
-                 "reference/router/settlement.py", "reference/router/router.py"),
-        tests=("tests/test_addressing.py", "tests/test_router_logic.py", "tests/test_router_credit.py",
-               "suites/routing"),
+    # The router network itself: link state, paths, mobile addresses, edge uplinks, connectors that redial.
+    "router-network": Group(
+        modules=("reference/router/network.py", "reference/router/interrouter.py", "reference/router/edge.py",
+                 "reference/router/connectors.py"),
+        tests=("tests/test_router_mesh_path.py", "tests/test_router_connectors.py", "suites/mesh"),
     ),
     # Link routes, autolinks (waypoints) and fallback: the router in front of brokers.
     "router-brokers": Group(
         modules=("reference/router/linkroutes.py", "reference/router/autolinks.py"),
-        tests=("suites/linkroutes", "suites/brokered", "suites/fallback"),
+        tests=("suites/linkroutes", "suites/brokered", "suites/fallback", "suites/faults",
+               "suites/brokerconnections/test_peers.py"),
     ),
     # Store and forward, outcomes, redelivery, dead letters, TTL, the journal, transactions.
     "broker": Group(
@@ -88,8 +92,33 @@ GROUPS = {
                "tests/test_journal.py", "tests/test_broker_process.py",
                "suites/broker"),
     ),
+    # Broker connections (senders, receivers, peers, redial and failover) and Artemis-form mirroring.
+    "broker-connections": Group(
+        modules=("reference/broker/connections.py", "reference/broker/mirror.py"),
+        tests=("tests/test_mirror_wire.py", "suites/brokerconnections"),
+    ),
+    # Networks of brokers: demand-driven forwarding between reference brokers.
+    "federation": Group(
+        modules=("reference/broker/federation.py",),
+        tests=("suites/network",),
+    ),
+    # The event loop both servers run on, and what guards it: SASL frame checks, TLS, users, permissions.
+    "loop-security": Group(
+        modules=("reference/loop.py", "reference/sasl_guard.py", "reference/security/sasl.py",
+                 "reference/security/tls.py", "reference/security/users.py", "reference/router/security.py",
+                 "reference/broker/authz.py", "reference/broker/access.py"),
+        tests=("tests/test_engine_loop.py", "tests/test_loop_security.py", "tests/test_sasl_guard.py",
+               "tests/test_broker_authz.py", "tests/test_router_security.py", "tests/test_broker_security_process.py",
+               "suites/security", "suites/robustness"),
+    ),
+    # The fault proxy (Toxiproxy's API and toxics) that the fault suites stand on.
+    "fault-proxy": Group(
+        modules=("harness/faults/proxy.py", "harness/faults/toxics.py", "harness/faults/api.py"),
+        tests=("tests/test_fault_proxy.py", "suites/faults"),
+    ),
 }
 
+TARGET = 0.95  # of non-equivalent mutants killed, per group (issue 34)
 EQUIVALENT_FILE = ROOT / "bench" / "mutation-equivalent.yaml"
 LOG_LINE = re.compile(r"^\s*(log|logger|logging)\.\w+\(")
 FAILED_LINE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
@@ -213,12 +242,14 @@ def describe(item, result: WorkResult | None = None) -> str:
     return f"{where}{name} {m.operator_name.split('/')[-1]}"
 
 
-def execute(db: WorkDB, name: str, command: str, timeout: float, results: Path) -> None:
+def execute(db: WorkDB, name: str, command: str, timeout: float, results: Path, times: Path) -> None:
     pending = db.pending_work_items
     for n, item in enumerate(pending, start=1):
         t0 = time.monotonic()
         result = mutate_and_test(item.mutations, command, timeout)
         db.set_result(item.job_id, result)
+        with times.open("a") as f:  # the group's run time survives an interrupted session (--resume)
+            f.write(json.dumps({"job": item.job_id, "s": round(time.monotonic() - t0, 1)}) + "\n")
         shutil.rmtree(results, ignore_errors=True)
         verdict = classify(result)
         killer = first_failure(result.output or "") if verdict == "killed" else None
@@ -273,6 +304,45 @@ def is_equivalent(item, result: WorkResult, equivalents: list[dict]) -> bool:
                and e["before"].strip() == before and e["after"].strip() == after for e in equivalents)
 
 
+def run_seconds(times: Path) -> float:
+    """Seconds spent on the group's mutants so far, over every session (the last time of a mutant run again)."""
+    if not times.exists():
+        return 0.0
+    last = {}
+    for line in times.read_text().splitlines():
+        with contextlib.suppress(ValueError, KeyError):
+            entry = json.loads(line)
+            last[entry["job"]] = float(entry["s"])
+    return round(sum(last.values()), 1)
+
+
+def write_records(results_dir: Path, summary: dict, groups: list[str], started_at: str) -> Path:
+    """One result record per group run this time (suite `mutation`), for the report's mutation section and its
+    trend: the score, the counts, the sample and the run time in `details`. A measurement, not a case: outcome
+    `passed` when the group was judged, `error` when no mutant could be."""
+    run_id = current_run_id()
+    with ResultWriter(results_dir / run_id) as writer:
+        for name in groups:
+            s = summary[name]
+            counts = s["counts"]
+            details = {"mutation_group": name, "score": s["score"], "target": TARGET,
+                       "sample": s.get("sample"), "seed": s.get("seed"), "modules": list(GROUPS[name].modules),
+                       "killed": counts.get("killed", 0), "timeout": counts.get("timeout", 0),
+                       "survived": counts.get("survived", 0), "equivalent": counts.get("equivalent", 0),
+                       "incompetent": counts.get("incompetent", 0), "pending": s.get("pending", 0),
+                       "baseline_s": s.get("baseline_s"), "run_s": s.get("run_s"),
+                       "survivors": [v["mutant"] for v in s["survivors"]]}
+            writer.write(make_record(
+                run_id=run_id, case=f"MUTATION/{name}", suite="mutation", spec=[], topology=None,
+                peers={"mutated": {"vendor": "reference", "version": None, "provider": "subprocess"}},
+                outcome="passed" if s["score"] is not None else "error", duration_s=s.get("run_s") or 0.0,
+                details=details,
+                message=None if s["score"] is not None else "no mutant of the group was judged"))
+        writer.write_run_meta({"run_id": run_id, "started_at": started_at, "ended_at": utc_now_iso(),
+                               "bench": {"name": "mutation", "groups": groups}})
+    return results_dir / run_id / "results.jsonl"
+
+
 def summarize(db: WorkDB, equivalents: list[dict], tree: Path) -> dict:
     counts: dict[str, int] = {}
     survivors = []
@@ -288,7 +358,8 @@ def summarize(db: WorkDB, equivalents: list[dict], tree: Path) -> dict:
             survivors.append({"mutant": describe(item), "diff": result.diff})
     caught = counts.get("killed", 0) + counts.get("timeout", 0)
     judged = caught + counts.get("survived", 0)
-    return {"counts": counts, "score": caught / judged if judged else None, "survivors": survivors}
+    return {"counts": counts, "score": caught / judged if judged else None, "survivors": survivors,
+            "pending": db.num_work_items - db.num_results}
 
 
 def main() -> int:
@@ -298,6 +369,8 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=None, metavar="N", help="N mutants per group, drawn at random")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "mutation")
+    parser.add_argument("--results", type=Path, default=Path(default_results_dir()),
+                        help="where the run's result records go, one per group (default: $INTEROP_RESULTS or results)")
     parser.add_argument("--resume", action="store_true", help="continue the sessions in OUT instead of starting anew")
     parser.add_argument("--rerun-survivors", action="store_true",
                         help="with the sessions in OUT, run their survivors again against the checkout as it is now "
@@ -307,6 +380,8 @@ def main() -> int:
         parser.error(f"--sample: expected a positive number of mutants, got {args.sample}")
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
+    args.results = args.results.resolve()  # before the chdir into the scratch tree
+    started_at = utc_now_iso()
     if args.rerun_survivors:
         args.resume = True  # the same sessions, on a fresh copy of the checkout
     keep_tree = args.resume and not args.rerun_survivors and (args.out / "tree").is_dir()
@@ -319,16 +394,21 @@ def main() -> int:
     summary_file = args.out / "summary.json"
     # Groups not run this time keep their last figures (a rerun of one group must not drop the others').
     summary = json.loads(summary_file.read_text()) if args.resume and summary_file.exists() else {}
+    failed_baselines = []
     for name in args.group or list(GROUPS):
         group = GROUPS[name]
         command = test_command(group, results)
         ok, output, baseline_s = run_tests(command, tree)
         shutil.rmtree(results, ignore_errors=True)
-        if not ok:
+        if not ok:  # a red suite would "kill" every mutant: this group is not judged, the others still are
             log = args.out / f"baseline-{name}.log"
             log.write_text(output)
-            print(f"[{name}] the unmutated tree fails its tests, so no mutant can be judged: see {log}")
-            return 1
+            print(f"[{name}] the unmutated tree fails its tests ({first_failure(output)}), so no mutant can be "
+                  f"judged: see {log}", flush=True)
+            failed_baselines.append(name)
+            summary[name] = {"counts": {}, "score": None, "survivors": [], "sample": args.sample,
+                             "seed": args.seed, "baseline_s": round(baseline_s, 1), "run_s": 0.0}
+            continue
         timeout = 2 * baseline_s + 60
         print(f"[{name}] baseline passed in {baseline_s:.0f} s; a mutant may take {timeout:.0f} s", flush=True)
         db_path = args.out / f"{name}.sqlite"
@@ -337,26 +417,33 @@ def main() -> int:
                 prepare(db, tree, group, args.sample, args.seed)
             elif args.rerun_survivors:
                 print(f"[{name}] {forget_survivors(db, equivalents, tree)} survivors to run again", flush=True)
-            execute(db, name, command, timeout, results)
+            times = args.out / f"{name}.times.jsonl"
+            execute(db, name, command, timeout, results, times)
             recheck_kills(db, name, group, tree, timeout, results)
             summary[name] = summarize(db, equivalents, tree) | {"baseline_s": round(baseline_s, 1),
-                                                                "sample": args.sample}
-    summary_file.write_text(json.dumps(summary, indent=2))
+                                                                "sample": args.sample, "seed": args.seed,
+                                                                "run_s": run_seconds(times)}
+        summary_file.write_text(json.dumps(summary, indent=2))  # after each group: a long job shows progress
+    ran = args.group or list(GROUPS)
+    records = write_records(args.results, summary, ran, started_at)
     print()
-    print(f"{'group':<16}{'killed':>8}{'timeout':>9}{'survived':>10}{'equivalent':>12}{'other':>7}{'score':>8}")
+    print(f"{'group':<20}{'killed':>8}{'timeout':>9}{'survived':>10}{'equivalent':>12}{'other':>7}{'score':>8}"
+          f"{'run s':>8}")
     for name, s in summary.items():
         c = s["counts"]
         other = sum(v for k, v in c.items() if k not in ("killed", "timeout", "survived", "equivalent", "skipped"))
         score = f"{s['score']:.0%}" if s["score"] is not None else "-"
-        print(f"{name:<16}{c.get('killed', 0):>8}{c.get('timeout', 0):>9}{c.get('survived', 0):>10}"
-              f"{c.get('equivalent', 0):>12}{other:>7}{score:>8}")
+        print(f"{name:<20}{c.get('killed', 0):>8}{c.get('timeout', 0):>9}{c.get('survived', 0):>10}"
+              f"{c.get('equivalent', 0):>12}{other:>7}{score:>8}{s.get('run_s') or 0:>8.0f}")
     for name, s in summary.items():
         for survivor in s["survivors"]:
             print(f"\nsurvived ({name}): {survivor['mutant']}")
             print("\n".join(line for line in (survivor["diff"] or "").splitlines()
                             if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))))
-    print(f"\nsessions and summary.json in {args.out}")
-    return 0
+    print(f"\nsessions and summary.json in {args.out}; result records: {records}")
+    if failed_baselines:
+        print(f"not judged (their tests fail on the unmutated tree): {', '.join(failed_baselines)}")
+    return 1 if failed_baselines else 0
 
 
 if __name__ == "__main__":

@@ -59,7 +59,11 @@ FUZZ_SUITE = "fuzz"
 # not. Kept out of every conformance aggregate like fuzz records, counted apart (runs.bench_records), and shown in
 # a table of their own (benchmarks).
 BENCH_SUITE = "bench"
-NOT_CASES = (FUZZ_SUITE, BENCH_SUITE)
+# The suite of mutation-score records (bench/mutation.py): one per group of reference modules per job, with the
+# score and the mutant counts in details. A measurement of the suites, not a case: kept out of every conformance
+# aggregate like the benchmarks (counted with them in runs.bench_records), shown in a table of its own (mutation).
+MUTATION_SUITE = "mutation"
+NOT_CASES = (FUZZ_SUITE, BENCH_SUITE, MUTATION_SUITE)
 # The suite of type interop cases (suites/types): they are conformance cases like any other, and their details
 # (type family, section, sender and receiver client stack) also make a table of their own (type_interop).
 TYPES_SUITE = "types"
@@ -436,7 +440,7 @@ def runs_table(cubed, metas):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    fuzz, bench = F.col("suite") == FUZZ_SUITE, F.col("suite") == BENCH_SUITE
+    fuzz, bench = F.col("suite") == FUZZ_SUITE, F.col("suite").isin(BENCH_SUITE, MUTATION_SUITE)
     counts = ["cases", *[o.replace("-", "_") for o in OUTCOMES]]
     cubed = cubed.withColumns({"fuzz_records": F.when(fuzz, F.col("cases")).otherwise(0),
                                "bench_records": F.when(bench, F.col("cases")).otherwise(0),
@@ -791,6 +795,42 @@ def benchmarks(rows, runs):
                 F.col("history")[1]["msgs_per_s"].alias("previous_msgs_per_s")))
 
 
+MUTATION_COUNTS = ("killed", "timeout", "survived", "equivalent", "incompetent", "pending")
+
+
+def mutation_rows(records):
+    """A run's mutation-score records (MUTATION_SUITE): `MUTATION/<group>` with the score, the mutant counts, the
+    sample size, the run time and the survivors in details. Stored per run (run_mutation)."""
+    from pyspark.sql import functions as F
+
+    d = F.col("details")
+    return (records.where(F.col("suite") == MUTATION_SUITE)
+            .select("run_folder", "ingest_id", "run_id", "started", "outcome", "message",
+                    F.coalesce(d["mutation_group"], F.regexp_extract("case", r"^MUTATION/(.+)$", 1)).alias("group"),
+                    d["score"].cast("double").alias("score"), d["target"].cast("double").alias("target_score"),
+                    d["sample"].cast("long").alias("sample"),
+                    *[d[name].cast("long").alias(name) for name in MUTATION_COUNTS],
+                    d["run_s"].cast("double").alias("run_s"),
+                    F.from_json(d["survivors"], "array<string>").alias("survivors")))
+
+
+def mutation(rows, runs):
+    """Per group of reference modules: the latest run's score, counts, sample, run time and survivors, and the
+    scores of every run in order (its trend)."""
+    from pyspark.sql import functions as F
+
+    rows = rows.join(F.broadcast(runs.select("run_id", "run_index")), "run_id", "left")
+    order = F.struct("run_index", "started")
+    latest = F.struct("score", "target_score", "sample", *MUTATION_COUNTS, "run_s", "survivors", "outcome",
+                      "message", "run_id")
+    return (rows.groupBy("group").agg(
+        F.count(F.lit(1)).alias("runs"),
+        F.max_by(latest, order).alias("latest"),
+        F.transform(F.sort_array(F.collect_list(F.struct(order.alias("o"), F.col("score")))),
+                    lambda x: x["score"]).alias("scores"))
+        .select("group", "runs", "latest.*", "scores"))
+
+
 def type_rows(records):
     """A run's type interop cases (TYPES_SUITE) with their type family, section, client stacks and peer role.
     Stored per run (run_types)."""
@@ -867,14 +907,14 @@ PARALLEL_LISTING = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 # what depends on one run alone, computed once per run from its records and kept in the store
 # the per-run tables made from the few records whose details they decode, and those records' suites (the recovery
 # table's records are found by their resume_s column)
-DECODED_TABLES = ("run_recovery", "run_fuzz", "run_bench", "run_types", "run_network")
-DECODED_SUITES = (FUZZ_SUITE, BENCH_SUITE, TYPES_SUITE, NETWORK_SUITE)
+DECODED_TABLES = ("run_recovery", "run_fuzz", "run_bench", "run_types", "run_network", "run_mutation")
+DECODED_SUITES = (FUZZ_SUITE, BENCH_SUITE, TYPES_SUITE, NETWORK_SUITE, MUTATION_SUITE)
 # the columns the other per-run tables read
 COUNTED_COLUMNS = ("run_folder", "ingest_id", "run_id", "target", "suite", "case", "spec", "cell", "config_fault",
                    "peers", "fault_name", "checks", "outcome", "started", "duration_s")
 PER_RUN_TABLES = {"run_counts": fine_counts, "run_durations": duration_buckets, "run_recovery": recovery_rows,
                   "run_fuzz": fuzz_rows, "run_bench": bench_rows, "run_types": type_rows,
-                  "run_network": network_rows, "run_bad_cases": bad_cases}
+                  "run_network": network_rows, "run_mutation": mutation_rows, "run_bad_cases": bad_cases}
 
 
 def _stored_schemas(spark) -> dict[str, object]:
@@ -1078,6 +1118,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
         "benchmarks": benchmarks(small("run_bench"), runs),
         "type_interop": type_interop(small("run_types"), truns),
         "network": network(small("run_network"), truns),
+        "mutation": mutation(small("run_mutation"), runs),
     }
     tables["fault_checks"], tables["checkers"] = fault_checks(fine_cases)
     data = _write_and_collect(tables, rejects, tables_dir, timings, log)
@@ -1117,6 +1158,7 @@ def _report_order() -> dict[str, tuple[list[str], int | None]]:
         "benchmarks": (["bench", "scenario", "clients", "vendor"], None),
         "type_interop": (["target", "via", "sender_stack", "receiver_stack", "type", "section"], None),
         "network": (["case", "target"], None),
+        "mutation": (["group"], None),
     }
 
 

@@ -366,6 +366,7 @@ def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict
     out.append(fuzzing(data["fuzz_sessions"], data["fuzz_findings"]))
     out.append(type_interop(data.get("type_interop", [])))
     out.append(benchmarks(data.get("benchmarks", [])))
+    out.append(mutation(data.get("mutation", [])))
 
     out.append("<h2>Rejected result lines</h2>")
     if totals["rejects"]:
@@ -528,6 +529,49 @@ def benchmarks(rows: list[dict]) -> str:
                        number(r.get("cpu_s_per_1000"), ".3f"), str(r["runs"]), f"<code>{e(r['run_id'])}</code>"]
                       for r in rows],
                      empty="no benchmark records (bench/routing.py --results DIR writes them)"))
+    return "".join(out)
+
+
+def mutation(rows: list[dict]) -> str:
+    """The "Mutation score" section: per group of reference modules, the latest job's score against its target,
+    the mutant counts, the sample, the run time, the scores of every job in order (trend), and the survivors."""
+    out = ["<h2>Mutation score</h2>"]
+    if not rows:
+        out.append('<p class="empty">no mutation-score records (bench/mutation.py writes them, a nightly job)</p>')
+        return "".join(out)
+    out.append('<p class="sub">Small deliberate bugs made in the reference peers (and the fault proxy), one at a '
+               "time, each run against the tests that judge its group. Score = killed (timeouts included) / "
+               "(killed + survived); equivalent mutants, which no behaviour can tell from the original, are left "
+               "out with their argument (bench/mutation-equivalent.yaml). Trend: the score of each job, oldest "
+               "first.</p>")
+
+    def pct(value) -> str:
+        return "" if value is None else f"{value:.0%}"
+
+    def score(r: dict) -> str:
+        target = r.get("target_score")
+        below = r.get("score") is not None and target is not None and r["score"] < target
+        colour = COLORS["failed" if below else "passed"]
+        return f'<b style="color:{colour}">{pct(r.get("score"))}</b>' + (
+            f" of {pct(target)}" if target is not None else "")
+
+    def survivors(r: dict) -> str:
+        names = r.get("survivors") or []
+        if not names:
+            return ""
+        return (f"<details><summary>{len(names)}</summary>"
+                + "".join(f"<div><code>{e(n)}</code></div>" for n in names) + "</details>")
+
+    def count(r: dict, name: str) -> str:
+        return "" if r.get(name) is None else str(r[name])
+
+    out.append(table(["group", "score", "sample", "killed", "timeout", "survived", "equivalent", "pending",
+                      "run s", "trend", "survivors", "runs", "latest run"],
+                     [[e(r["group"]), score(r), count(r, "sample"), count(r, "killed"), count(r, "timeout"),
+                       count(r, "survived"), count(r, "equivalent"), count(r, "pending"),
+                       "" if r.get("run_s") is None else f"{r['run_s']:,.0f}",
+                       e(" → ".join(pct(v) or "-" for v in r.get("scores") or [])), survivors(r), str(r["runs"]),
+                       f"<code>{e(r['run_id'])}</code>"] for r in rows]))
     return "".join(out)
 
 

@@ -15,6 +15,7 @@ results.jsonl: the harness names it by run id), so that one run is one unit, wri
   run_bench     the run's benchmark records (bench/routing.py --results), their figures decoded
   run_types     the run's type interop cases (suites/types), with type, section and client stacks
   run_network   the run's network-of-brokers cases (suites/network), with fault, lost, duplicated and resume_s
+  run_mutation  the run's mutation-score records (bench/mutation.py), a group each, score and counts decoded
   run_bad_cases the run's (target, case) pairs that failed or errored: the flaky table's candidates
   manifest      one row per run: its files with size and modification time, its run.json facts, and the store's
                 format version
@@ -42,7 +43,7 @@ from urllib.parse import unquote, urlparse
 
 # Bumped when the layout or the meaning of a stored column changes: a store of another version is refused with a
 # request for --rebuild rather than read wrongly (its raw runs may be gone, so it is never dropped silently).
-STORE_VERSION = 2  # 2: run_network
+STORE_VERSION = 3  # 2: run_network; 3: run_mutation
 RESULTS_FILE = "results.jsonl"
 RUN_META_FILE = "run.json"
 # tables of the layout before the store (one report = one full read): removed when a store is started over them

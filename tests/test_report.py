@@ -313,6 +313,17 @@ def network_case(run: int, case: str, outcome: str, peers: dict, **details) -> d
     return record(run, case, outcome, peers, ["NETWORK-1"], suite="network", details=details)
 
 
+def mutation_record(run: int, group: str, killed: int, survived: int, survivors: list[str], **counts) -> dict:
+    """A record as bench/mutation.py writes it for one group: a measurement of the suites, not a case."""
+    details = {"mutation_group": group, "score": killed / (killed + survived), "target": 0.95, "sample": 40,
+               "killed": killed, "timeout": 0, "survived": survived, "equivalent": 0, "incompetent": 0,
+               "pending": 0, "run_s": 100.0 * run, "survivors": survivors, **counts}
+    return {"schema": 1, "run_id": f"run-{run}", "case": f"MUTATION/{group}", "suite": "mutation", "spec": [],
+            "topology": None, "peers": {"mutated": {"vendor": "reference", "provider": "subprocess"}},
+            "fault": None, "outcome": "passed", "duration_s": 100.0 * run,
+            "started_at": f"2026-01-0{run}T01:00:00.000Z", "details": details, "message": None}
+
+
 RECOVERY_RUNS = {
     1: [fault_case(1, "reset", "passed", 0.3),
         fault_case(1, "latency", "passed", 0.014),
@@ -327,12 +338,17 @@ RECOVERY_RUNS = {
                details={"duplicated": 3}),
         # the network table (and, with resume_s, the recovery table): per case, each target's latest network run
         network_case(1, "outage", "failed", RABBIT_PEERS, lost=4, duplicated=0, resume_s=2.0, fault="outage"),
-        network_case(1, "forwarding", "passed", MIRROR_PEERS, lost=0, duplicated={"B1": 1, "B2": 2})],
+        network_case(1, "forwarding", "passed", MIRROR_PEERS, lost=0, duplicated={"B1": 1, "B2": 2}),
+        # the mutation table: per group, the latest job's figures and every job's score in order
+        mutation_record(1, "router", 30, 10, ["router.py:1 in f ReplaceTrueWithFalse",
+                                             "router.py:2 in g NumberReplacer"]),
+        mutation_record(1, "fault-proxy", 40, 0, [])],
     2: [fault_case(2, "reset", "passed", 0.5, duplicated=2, recovered=1),
         fault_case(2, "outage", "error", 1.5),
         fault_case(2, "latency", "error", None),  # ended before the mirror resumed: no resume_s
         network_case(2, "outage", "passed", RABBIT_PEERS, lost=0, duplicated=1, resume_s=0.8, fault="outage"),
-        network_case(2, "forwarding", "xfail", RABBIT_PEERS, lost=7)],
+        network_case(2, "forwarding", "xfail", RABBIT_PEERS, lost=7),
+        mutation_record(2, "router", 38, 2, ["router.py:2 in g NumberReplacer"], equivalent=1)],
 }
 
 
@@ -373,6 +389,20 @@ def test_network_cases_per_target_from_its_latest_network_run(recovered):
     ]
 
 
+def test_mutation_score_per_group_with_its_trend_and_no_conformance_count(recovered):
+    got = {r["group"]: (r["score"], r["target_score"], r["sample"], r["killed"], r["survived"], r["equivalent"],
+                        r["run_s"], r["survivors"], r["scores"], r["runs"], r["run_id"])
+           for r in rows(recovered, "mutation")}
+    assert got == {
+        "router": (0.95, 0.95, 40, 38, 2, 1, 200.0, ["router.py:2 in g NumberReplacer"], [0.75, 0.95], 2, "run-2"),
+        "fault-proxy": (1.0, 0.95, 40, 40, 0, 0, 100.0, [], [1.0], 1, "run-1"),
+    }
+    # a measurement of the suites, not a case: counted apart, never in a target's cases or pass rate
+    runs = {r["run_id"]: r for r in rows(recovered, "runs")}
+    assert (runs["run-1"]["bench_records"], runs["run-2"]["bench_records"]) == (2, 1)
+    assert all(r["suite"] != "mutation" for r in rows(recovered, "pass_rate"))
+
+
 def test_recovery_is_empty_without_resume_s(known):
     result, out = known
     assert rows(result, "recovery") == []
@@ -411,9 +441,9 @@ def test_parquet_tables_are_written(known):
     _, out = known
     names = {p.name for p in (out / "tables").iterdir()}
     assert {"lines", "run_counts", "run_durations", "run_recovery", "run_fuzz", "run_bench", "run_types",
-            "run_network", "run_bad_cases", "manifest", "runs", "conformance", "pass_rate", "flaky", "benchmarks",
-            "type_interop", "network", "trend", "regressions", "durations", "fault_checks", "checkers", "recovery",
-            "fuzz_sessions", "fuzz_findings"} == names
+            "run_network", "run_mutation", "run_bad_cases", "manifest", "runs", "conformance", "pass_rate", "flaky",
+            "benchmarks", "type_interop", "network", "mutation", "trend", "regressions", "durations", "fault_checks",
+            "checkers", "recovery", "fuzz_sessions", "fuzz_findings"} == names
     # one partition folder per run and kind of line
     assert sorted(p.name for p in (out / "tables" / "lines" / "run_folder=run-3").iterdir()) == \
         ["kind=records", "kind=rejects"]
@@ -550,6 +580,11 @@ def test_page_in_headless_chromium_shows_the_recovery_figures(recovered, tmp_pat
     assert network.count("<tr>") == 1 + 2 and f"<th>{RABBIT_NAME}</th>" in network  # header + one row per case
     outage = next(tr for tr in network.split("<tr>") if "<code>outage</code>" in tr)
     assert "outage lost 0, dup 1, resume 0.800 s <code>run-2</code>" in outage, outage
+    mutation = dom[dom.index("<h2>Mutation score"):]
+    mutation = mutation[:mutation.index("</table>")]
+    assert mutation.count("<tr>") == 1 + 2  # header + one row per group
+    router = next(tr for tr in mutation.split("<tr>") if "<td>router</td>" in tr)
+    assert "95%</b> of 95%" in router and "<td>75% → 95%</td>" in router and "NumberReplacer" in router, router
 
 
 @needs_chromium
