@@ -52,6 +52,7 @@ class LinkPair:
     tx: Link
     deliveries: dict = field(default_factory=dict)  # rx delivery tag -> tx delivery, and back
     closed: bool = False
+    draining: bool = False  # a drain from tx's peer was passed on to rx's peer, which has not answered it yet
 
 
 class LinkRouter:
@@ -179,14 +180,32 @@ class LinkRouter:
         rx, tx = pair.rx, pair.tx
         if not rx.state & Endpoint.LOCAL_ACTIVE:
             return
+        if tx.drain_mode and tx.credit > 0:
+            self._relay_drain(pair)
+            return
+        if pair.draining:  # the drain is over without an answer to wait for: its credit was all used, or the
+            rx.drain_mode = False  # receiver gave credit again without drain
+            pair.draining = False
         want = tx.credit - rx.credit - rx.queued
         if want > 0:
             rx.flow(want)
-        if tx.drain_mode and not rx.drain_mode:
+
+    def _relay_drain(self, pair: LinkPair) -> None:
+        """The receiver asked for a drain (AMQP 1.0 §2.6.7): the sender at the far end answers it, not the router.
+        The drain goes on once, with the receiver's credit; once the sender has used or handed back all of it
+        (and every message it sent is relayed) the receiver's unused credit is handed back to it. Until then no
+        credit is given again: the sender's answer (its credit down to 0) is no cue to top it up."""
+        rx, tx = pair.rx, pair.tx
+        if not pair.draining:
+            want = tx.credit - rx.credit - rx.queued
+            if want > 0:
+                rx.flow(want)
             rx.drain(0)
-        if tx.drain_mode and rx.credit == 0 and rx.queued == 0 and tx.credit > 0:
+            pair.draining = True
+        if rx.credit == 0 and rx.queued == 0:
             tx.drained()
             rx.drain_mode = False
+            pair.draining = False
 
     def delivery(self, link, dlv: Delivery) -> None:
         pair = link.router_pair

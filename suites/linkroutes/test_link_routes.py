@@ -46,6 +46,32 @@ def test_receiver_credit_limits_what_the_broker_sends(line, clients, details):
     receiver.wait_received(10)
 
 
+@pytest.mark.spec("LINKROUTE-FLOW-1")
+@pytest.mark.requires("drain")
+def test_a_drain_reaches_the_broker_and_its_answer_the_receiver(line, clients, details):
+    """003 §12.2.1.1: on a link route the receiver and the broker handle flow control between them, and a drain
+    (AMQP 1.0 §2.6.7) is part of it: the broker delivers what it has, hands the rest of the credit back, and the
+    receiver learns it through the routers. Nothing is left queued at a router for a receiver with no credit."""
+    conn = clients.connect(line.client_url("consumer"))
+    sender = attach_when_routed(conn, lambda: conn.sender(QUEUE, timeout=3))
+    sender.send(2)
+    sender.wait_outcomes(2)
+    receiver = conn.receiver(QUEUE, credit=0, auto_credit=False)
+    receiver.drain(5)
+    receiver.wait_received(2)
+    wait_for(lambda: receiver.credit == 0, 10, "the broker's drained answer to reach the receiver",
+             describe=lambda: f"credit {receiver.credit}, {receiver.count} received")
+    receiver.drain(3)  # the queue is empty: the credit comes straight back
+    wait_for(lambda: receiver.credit == 0, 10, "an empty queue's drained answer to reach the receiver",
+             describe=lambda: f"credit {receiver.credit}, {receiver.count} received")
+    sender.send(1)  # stored at the broker: the receiver has no credit for it
+    sender.wait_outcomes(3)
+    receiver.flow(1)
+    got = receiver.wait_received(3)
+    details.update(received=[m.seq for m in got])
+    assert [m.seq for m in got if m.producer == sender.name] == [0, 1, 2]
+
+
 @pytest.mark.spec("LINKROUTE-DISPOSITION-1")
 @pytest.mark.requires("outcome.modified")
 def test_outcome_reaches_the_broker_across_the_link_route(line, clients, details):
