@@ -5,6 +5,7 @@ import pytest
 from harness.wait import wait_for
 
 from ..conftest import attach_when_routed, kill_or_skip, restart_or_skip
+from ..large_bodies import MIN_MAX_FRAME_SIZE, TIMEOUT, KiB, assert_intact, body_of, send_bodies
 
 pytestmark = pytest.mark.requires("link-route", "store-and-forward")
 
@@ -70,6 +71,25 @@ def test_a_drain_reaches_the_broker_and_its_answer_the_receiver(line, clients, d
     got = receiver.wait_received(3)
     details.update(received=[m.seq for m in got])
     assert [m.seq for m in got if m.producer == sender.name] == [0, 1, 2]
+
+
+@pytest.mark.spec("LINKROUTE-1")
+def test_a_message_of_many_transfers_crosses_the_link_route_whole(line, clients, details):
+    """003 §12.2.1.2: the router passes deliveries between the two ends. A message larger than a frame arrives in
+    several transfers (AMQP 1.0 §2.6.14): both ways through the routers it must reach the broker, and come back
+    from it, as one message with its body intact. The clients offer the smallest max-frame-size, so every hop
+    splits."""
+    conn = clients.connect(line.client_url("consumer"), max_frame_size=MIN_MAX_FRAME_SIZE)
+    sender = attach_when_routed(conn, lambda: conn.sender(QUEUE, timeout=3))
+    bodies = [body_of(size, seed) for size, seed in ((64 * KiB, 7), (KiB, 8), (200 * KiB, 9))]
+    seqs = send_bodies(sender, bodies)
+    outcomes = sender.wait_outcomes(len(bodies), timeout=TIMEOUT)
+    assert {o.outcome for o in outcomes.values()} == {"accepted"}
+    receiver = conn.receiver(QUEUE, credit=len(bodies))
+    got = receiver.wait_received(len(bodies), timeout=TIMEOUT)
+    details.update(sizes=[len(b) for b in bodies], received=len(got))
+    assert [m.seq for m in got if m.producer == sender.name] == seqs
+    assert_intact(got, bodies, "bodies through the link route")
 
 
 @pytest.mark.spec("LINKROUTE-DISPOSITION-1")
