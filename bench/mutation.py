@@ -77,12 +77,13 @@ GROUPS = {
     "router-network": Group(
         modules=("reference/router/network.py", "reference/router/interrouter.py", "reference/router/edge.py",
                  "reference/router/connectors.py"),
-        tests=("tests/test_router_mesh_path.py", "tests/test_router_connectors.py", "suites/mesh"),
+        tests=("tests/test_router_mesh_path.py", "tests/test_router_connectors.py", "suites/mesh",
+               "suites/linkroutes"),  # link routes are advertised across the network; their broker is redialled
     ),
     # Link routes, autolinks (waypoints) and fallback: the router in front of brokers.
     "router-brokers": Group(
         modules=("reference/router/linkroutes.py", "reference/router/autolinks.py"),
-        tests=("suites/linkroutes", "suites/brokered", "suites/fallback", "suites/faults",
+        tests=("tests/test_router_logic.py", "suites/linkroutes", "suites/brokered", "suites/fallback", "suites/faults",
                "suites/brokerconnections/test_peers.py"),
     ),
     # Store and forward, outcomes, redelivery, dead letters, TTL, the journal, transactions.

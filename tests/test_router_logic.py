@@ -222,3 +222,25 @@ def test_priority_pending_serves_higher_priorities_first_and_fifo_within_one():
         pending[0]
     add(1, 8)
     assert take() == (1, 8)
+
+
+# ---- link route addresses at the broker ---------------------------------------------------------------------------
+# A link route may name the broker's resource differently from the address the client attached to (qdrouterd's
+# linkRoute delExternalPrefix and addExternalPrefix; the harness renders a RabbitMQ queue as /amq/queue/NAME with
+# it): the prefix to delete goes first, then the one to add.
+
+
+@pytest.mark.parametrize(("delete", "add", "address", "external"), [
+    (None, None, "b2.queue", "b2.queue"),
+    (None, "/amq/queue/", "b2.queue", "/amq/queue/b2.queue"),
+    ("b2.", None, "b2.queue", "queue"),
+    ("b2.", "/amq/queue/", "b2.queue", "/amq/queue/queue"),
+    ("other.", "/amq/queue/", "b2.queue", "/amq/queue/b2.queue"),  # a prefix the address lacks is not deleted
+])
+def test_the_address_at_the_broker_drops_then_adds_the_configured_prefixes(delete, add, address, external):
+    from reference.router.config import LinkRoute
+    from reference.router.linkroutes import _external_address
+
+    section = LinkRoute(prefix="b2", direction="in", connection="broker", add_external_prefix=add,
+                        del_external_prefix=delete)
+    assert _external_address(section, address) == external

@@ -36,7 +36,6 @@ class Dialer:
     door: ConnectorDoor | None = None  # its TLS and SASL settings (reference/router/security.py)
     connection: object = None
     delay: float = FIRST_RETRY_S
-    stopped: bool = False
 
     @property
     def name(self) -> str:
@@ -54,13 +53,7 @@ class Connectors:
         for dialer in self.dialers:
             self._dial(dialer)
 
-    def stop(self) -> None:
-        for dialer in self.dialers:
-            dialer.stopped = True
-
     def _dial(self, dialer: Dialer) -> None:
-        if dialer.stopped:
-            return
         cfg = dialer.config
         door = dialer.door
         if door is None:
@@ -77,7 +70,7 @@ class Connectors:
     def _open_overdue(self, dialer: Dialer, conn) -> None:
         """The deadline of one dial: if that connection is still the dialer's and the peer has not opened it,
         close its transport. The transport's close comes back as `closed`, which redials."""
-        if dialer.connection is not conn or dialer.stopped or conn.state & Endpoint.REMOTE_ACTIVE:
+        if dialer.connection is not conn or conn.state & Endpoint.REMOTE_ACTIVE:
             return
         transport = conn.transport
         if transport is None:
@@ -96,7 +89,7 @@ class Connectors:
     def closed(self, conn) -> None:
         """The connection dropped or never came up: dial again after the current delay."""
         dialer = getattr(conn, "router_dialer", None)
-        if dialer is None or dialer.connection != conn or dialer.stopped:
+        if dialer is None or dialer.connection != conn:
             return
         dialer.connection = None
         log.info("Connector %r lost; redialling in %.1fs", dialer.name, dialer.delay)
