@@ -96,12 +96,12 @@ GROUPS = {
     # Broker connections (senders, receivers, peers, redial and failover) and Artemis-form mirroring.
     "broker-connections": Group(
         modules=("reference/broker/connections.py", "reference/broker/mirror.py"),
-        tests=("tests/test_mirror_wire.py", "suites/brokerconnections"),
+        tests=("tests/test_mirror_wire.py", "suites/brokerconnections", "suites/security/test_broker_connections.py"),
     ),
     # Networks of brokers: demand-driven forwarding between reference brokers.
     "federation": Group(
         modules=("reference/broker/federation.py",),
-        tests=("suites/network",),
+        tests=("suites/network", "suites/security/test_broker_network.py"),
     ),
     # The event loop both servers run on, and what guards it: SASL frame checks, TLS, users, permissions.
     "loop-security": Group(
