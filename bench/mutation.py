@@ -115,7 +115,7 @@ GROUPS = {
     # The fault proxy (Toxiproxy's API and toxics) that the fault suites stand on.
     "fault-proxy": Group(
         modules=("harness/faults/proxy.py", "harness/faults/toxics.py", "harness/faults/api.py"),
-        tests=("tests/test_fault_proxy.py", "suites/faults"),
+        tests=("tests/test_fault_proxy.py", "tests/test_toxiproxy_real.py", "suites/faults"),  # the real server too
     ),
 }
 

@@ -263,6 +263,10 @@ def contract_calls(p1: int, p2: int, p3: int) -> list[tuple]:
         ("POST", "/proxies/a/toxics", {"name": "bw", "type": "bandwidth", "stream": "upstream", "toxicity": 0.5,
                                        "attributes": {"rate": 10}}),
         ("POST", "/proxies/a/toxics", {"name": "sc", "type": "slow_close"}),
+        ("POST", "/proxies/a/toxics", {"name": "bw0", "type": "bandwidth"}),  # each type's default attributes
+        ("POST", "/proxies/a/toxics", {"name": "sl0", "type": "slicer", "stream": "upstream"}),
+        ("POST", "/proxies/a/toxics", {"name": "ld0", "type": "limit_data", "stream": "upstream"}),
+        ("POST", "/proxies/a/toxics", {"name": "to0", "type": "timeout", "stream": "upstream"}),
         ("POST", "/proxies/a/toxics", {"name": "to", "type": "timeout", "stream": "UpStream",
                                        "attributes": {"timeout": 5}}),
         ("POST", "/proxies/a/toxics", {"type": "latency", "stream": "Upstream"}),
