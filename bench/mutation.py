@@ -121,7 +121,7 @@ GROUPS = {
 
 TARGET = 0.95  # of non-equivalent mutants killed, per group (issue 34)
 EQUIVALENT_FILE = ROOT / "bench" / "mutation-equivalent.yaml"
-LOG_LINE = re.compile(r"^\s*(log|logger|logging)\.\w+\(")
+LOG_NAMES = ("log", "logger", "logging")
 FAILED_LINE = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
 
 
@@ -150,9 +150,21 @@ def run_tests(command: str, tree: Path) -> tuple[bool, str, float]:
     return proc.returncode == 0, proc.stdout + proc.stderr, time.monotonic() - t0
 
 
-def logging_only(tree: Path, module: str, line: int, cache: dict[str, list[str]]) -> bool:
-    lines = cache.setdefault(module, (tree / module).read_text().splitlines())
-    return bool(LOG_LINE.match(lines[line - 1]))
+def log_call_lines(source: str) -> set[int]:
+    """Every line of every logging call (`log.info(...)`, `logger.warning(...)`, `logging.debug(...)`), its
+    continuation lines included: a mutant there changes only what is logged."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in LOG_NAMES):
+            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return lines
+
+
+def logging_only(tree: Path, module: str, line: int, cache: dict[str, set[int]]) -> bool:
+    if module not in cache:
+        cache[module] = log_call_lines((tree / module).read_text())
+    return line in cache[module]
 
 
 def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
@@ -180,7 +192,7 @@ def in_annotation(tree: Path, item, cache: dict[str, list]) -> bool:
 def prepare(db: WorkDB, tree: Path, group: Group, sample: int | None, seed: int) -> None:
     """List the mutants of the group's modules, then mark the ones this run leaves out as skipped."""
     cosmic_init([Path(m) for m in group.modules], db, {})
-    cache: dict[str, list[str]] = {}
+    cache: dict[str, set[int]] = {}
     spans: dict[str, list] = {}
     kept = []
     for item in db.work_items:
@@ -348,10 +360,13 @@ def summarize(db: WorkDB, equivalents: list[dict], tree: Path) -> dict:
     counts: dict[str, int] = {}
     survivors = []
     spans: dict[str, list] = {}
+    logs: dict[str, set[int]] = {}
     for item, result in db.completed_work_items:
         verdict = classify(result)
-        if verdict != "skipped" and in_annotation(tree, item, spans):
-            verdict = "skipped"  # a session listed before annotations were left out
+        mutation = item.mutations[0]
+        if verdict != "skipped" and (in_annotation(tree, item, spans) or logging_only(
+                tree, str(mutation.module_path), mutation.start_pos[0], logs)):
+            verdict = "skipped"  # a session listed before annotations and whole log calls were left out
         elif verdict == "survived" and is_equivalent(item, result, equivalents):
             verdict = "equivalent"
         counts[verdict] = counts.get(verdict, 0) + 1
