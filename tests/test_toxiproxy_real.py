@@ -303,6 +303,8 @@ def contract_calls(p1: int, p2: int, p3: int) -> list[tuple]:
         ("POST", "/populate", [{"name": "c", "upstream": UP}, {"listen": "127.0.0.1:0"}]),
         ("POST", "/populate", [{"name": "d", "listen": "127.0.0.1:0", "upstream": UP, "enabled": False},
                                {"name": "e", "listen": "nocolon", "upstream": UP}]),
+        # a body of a few KB (every proxy of a larger topology at once)
+        ("POST", "/populate", [{"name": f"many-{i:02d}", "listen": "127.0.0.1:0", "upstream": UP} for i in range(30)]),
         ("POST", "/populate", []),
         ("POST", "/populate", {"name": "c"}),
         ("DELETE", "/proxies/a", None),
