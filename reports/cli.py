@@ -109,17 +109,23 @@ def run(args: argparse.Namespace) -> int:
     # A caller's session is left running: the one spark_session() gets back below. The active session is kept per
     # thread, so a session this process made on another thread (a test fixture, say) counts too.
     shared = None if args.remote else (SparkSession.getActiveSession() or SparkSession._instantiatedSession)
+    # the JVM's own start-up output (incubator modules, log4j's profile, native-hadoop) is for a log, not the user
+    jvm_log = Path(out if "://" not in out else (args.html or "report")) / "spark.log"
     try:
-        spark = spark_session(args.master, log=lambda line: print(f"report: {line}", flush=True), remote=args.remote)
+        spark = spark_session(args.master, log=lambda line: print(f"report: {line}", flush=True), remote=args.remote,
+                              jvm_log=jvm_log)
     except ReportError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a server that is not there, a URL gRPC refuses
-        if not args.remote:
-            raise
+    except Exception as exc:  # noqa: BLE001 - a server that is not there, a URL gRPC refuses, a JVM that won't start
         first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        if not args.remote:
+            raise ReportError(f"Spark did not start ({args.master or 'local[*]'}): {first[:200]} "
+                              f"(the JVM's output: {jvm_log})") from None
         raise ReportError(f"--remote {args.remote}: cannot reach a Spark Connect server there: {first[:200]}") \
             from None
     timings = {"spark session start": round(time.monotonic() - t0, 3)}
+    if jvm_log.exists():
+        print(f"report: Spark's own log: {jvm_log}", flush=True)
     try:
         result = run_job(spark, inputs, out, catalog_ids, log=lambda line: print(f"report: {line}", flush=True),
                          rebuild=args.rebuild)

@@ -109,10 +109,13 @@ SESSION_SQL = {
 
 
 def spark_session(master: str | None = None, app_name: str = "interop-report",
-                  log: Callable[[str], None] = lambda _: None, remote: str | None = None):
+                  log: Callable[[str], None] = lambda _: None, remote: str | None = None,
+                  jvm_log: Path | None = None):
     """A SparkSession: local[*] unless a master is given (or spark-submit set one), or a Spark Connect session when
     `remote` (sc://HOST:PORT) is given. Where this process starts the JVM (not under spark-submit, not remote), it
-    picks the JDK and options of reports/jvm.py."""
+    picks the JDK and options of reports/jvm.py, and with `jvm_log` the JVM's own output (its start-up warnings,
+    log4j's, Hadoop's) goes to that file instead of the terminal: what fails still reaches the caller as an
+    exception."""
     from pyspark.sql import SparkSession
 
     if remote:
@@ -168,9 +171,32 @@ def spark_session(master: str | None = None, app_name: str = "interop-report",
         options = jvm.java_options(jdk)
         log(f"JVM: {jdk.why}; options: {' '.join(options)}")
         builder = builder.config("spark.driver.extraJavaOptions", " ".join(options))
-    spark = builder.getOrCreate()
+    starting = not submitted and SparkContext._gateway is None
+    with _stderr_to(jvm_log if starting else None):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextmanager
+def _stderr_to(path: Path | None):
+    """While the JVM starts, this process's file descriptor 2 is `path` (appended to): the JVM inherits it as its
+    stderr and keeps it for its life. Python's own stderr is back on the terminal afterwards."""
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(path, "ab") as target:
+            os.dup2(target.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
 
 
 # ---- ingest -----------------------------------------------------------------------------------------------------

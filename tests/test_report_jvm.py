@@ -112,3 +112,21 @@ def test_apply_points_spark_at_the_chosen_jdk(monkeypatch, jdks):
     monkeypatch.delenv("JAVA_HOME")
     jvm.apply(jvm.Jdk(str(newest), 25, "25.0.3", "test"))
     assert os.environ["JAVA_HOME"] == str(newest)
+
+
+def test_the_jvm_start_up_output_goes_to_the_log_and_stderr_comes_back(tmp_path, capfd):
+    """What a child started inside `_stderr_to` writes to its stderr (as the JVM's warnings) lands in the log file,
+    for as long as the child lives; this process's own stderr is the terminal again afterwards."""
+    import subprocess
+    import sys
+
+    from reports.job import _stderr_to
+
+    log = tmp_path / "out" / "spark.log"
+    with _stderr_to(log):
+        child = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.stderr.write('WARNING: early\\n'); "
+                                  "sys.stderr.flush(); time.sleep(0.3); sys.stderr.write('WARNING: later\\n')"])
+    child.wait(timeout=30)
+    print("ours", file=sys.stderr, flush=True)
+    assert log.read_text() == "WARNING: early\nWARNING: later\n"
+    assert capfd.readouterr().err == "ours\n"
