@@ -33,11 +33,19 @@ def _pct(rate) -> str:
 # ---- charts (inline SVG) ----------------------------------------------------------------------------------------
 
 
+LABEL_PX_PER_CHAR = 7  # the charts' 12 px label font: a generous width per character, so no label is cut
+
+
+def _label_width(labels) -> int:
+    """Room for the longest label left of the bars (at least the old fixed 330 px)."""
+    return max([330, *(LABEL_PX_PER_CHAR * len(text) + 16 for text in labels)])
+
+
 def stacked_bars(rows: list[dict], label, title: str) -> str:
     """Horizontal bars, one per row, split by outcome counts."""
     if not rows:
         return ""
-    label_w, bar_w, row_h = 330, 520, 24
+    label_w, bar_w, row_h = _label_width(label(r) for r in rows), 520, 24
     height = row_h * len(rows) + 30
     parts = [f'<svg class="chart" role="img" aria-label="{e(title)}" viewBox="0 0 {label_w + bar_w + 90} {height}" '
              f'width="{label_w + bar_w + 90}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
@@ -64,24 +72,27 @@ def line_chart(series: dict[str, list[tuple[int, float | None, str, bool]]], run
     """Pass rate (0..1) per target over the run index; a hollow red ring marks a run with a deliberate break."""
     if not series:
         return ""
-    w, h, left, top, bottom = 900, 280, 50, 15, 40
-    pw, ph = w - left - 180, h - top - bottom
+    # the legend goes under the plot, a line per target at full width: a long target name is never cut
+    w, plot_h, left, top, bottom = 900, 240, 50, 15, 40
+    h = plot_h + 20 * len(series) + 8
+    pw, ph = w - left - 30, plot_h - top - bottom
     span = max(runs - 1, 1)
 
     def xy(index: int, rate: float) -> tuple[float, float]:
-        return left + pw * (index - 1) / span, top + ph * (1 - rate)
+        x = left + pw / 2 if runs == 1 else left + pw * (index - 1) / span  # one run: in the middle, not on the axis
+        return x, top + ph * (1 - rate)
 
     parts = [f'<svg class="chart" role="img" aria-label="{e(title)}" viewBox="0 0 {w} {h}" width="{w}" '
              f'height="{h}" xmlns="http://www.w3.org/2000/svg"><title>{e(title)}</title>']
     for tick in (0, 0.25, 0.5, 0.75, 1):
-        _, y = xy(1, tick)
+        y = top + ph * (1 - tick)
         parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
                      f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="lbl">{int(tick * 100)}%</text>')
     step = max(1, runs // 10)
     for i in range(1, runs + 1, step):
         x, _ = xy(i, 0)
         parts.append(f'<text x="{x:.1f}" y="{top + ph + 18}" text-anchor="middle" class="lbl">{i}</text>')
-    parts.append(f'<text x="{left + pw / 2}" y="{h - 4}" text-anchor="middle" class="lbl">run (oldest to newest)'
+    parts.append(f'<text x="{left + pw / 2}" y="{plot_h - 4}" text-anchor="middle" class="lbl">run (oldest to newest)'
                  f'</text>')
     for n, (target, points) in enumerate(series.items()):
         color = SERIES[n % len(SERIES)]
@@ -96,9 +107,11 @@ def line_chart(series: dict[str, list[tuple[int, float | None, str, bool]]], run
             parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{5 if broken else 3}" fill="{color}" {ring}'
                          f' class="point"><title>{e(target)} run {i} ({e(run_id)}): {_pct(r)}'
                          f'{" (deliberately broken)" if broken else ""}</title></circle>')
-        ly = top + 14 + 18 * n
-        parts.append(f'<rect x="{left + pw + 14}" y="{ly - 9}" width="12" height="12" fill="{color}"/>'
-                     f'<text x="{left + pw + 32}" y="{ly + 1}" class="lbl">{e(target)}</text>')
+        ly = plot_h + 14 + 20 * n
+        latest = pts[-1][1] if pts else None
+        parts.append(f'<rect x="{left}" y="{ly - 9}" width="12" height="12" fill="{color}" class="legend"/>'
+                     f'<text x="{left + 18}" y="{ly + 1}" class="lbl">{e(target)}'
+                     f'{f" (latest {_pct(latest)})" if latest is not None else ""}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -107,7 +120,7 @@ def duration_bars(rows: list[dict], title: str) -> str:
     """p50 and p95 per target x suite, as paired horizontal bars on one scale."""
     if not rows:
         return ""
-    label_w, bar_w, row_h = 330, 480, 30
+    label_w, bar_w, row_h = _label_width(f"{r['target']} · {r['suite']}" for r in rows), 480, 30
     top = max((r.get("p95_s") or 0) for r in rows) or 1
     height = row_h * len(rows) + 34
     parts = [f'<svg class="chart" role="img" aria-label="{e(title)}" viewBox="0 0 {label_w + bar_w + 120} {height}" '

@@ -663,3 +663,23 @@ def test_records_with_top_level_fields_report_exactly_as_those_with_details(know
         return re.sub(r"/[^\s\"']*/(?=(run-|fuzz-)[\w\[\]*-]*)", "RUNS/", text)
     for name in before:
         assert plain(before[name]) == plain(after[name]), f"table {name} differs"
+
+
+def test_the_trend_of_a_single_run_sits_in_the_middle_with_its_whole_legend():
+    """One run: the points stand in the middle of the plot, not on its left edge, and the legend under the plot
+    names each target in full with its latest pass rate (a long target name was cut at the right before)."""
+    long_target = "broker=activemq-classic + router=qdrouterd, cell activemq-classic-qdrouterd-types"
+    svg = html.line_chart({long_target: [(1, 0.889, "run-1", False)], A_NAME: [(1, 1.0, "run-1", False)]}, 1, "t")
+    xs = {float(x) for x in re.findall(r'<circle cx="([\d.]+)"', svg)}
+    width = float(re.search(r'viewBox="0 0 (\d+)', svg).group(1))
+    assert len(xs) == 1 and abs(xs.pop() - width / 2) < width * 0.1, svg
+    assert f"{long_target} (latest 88.9%)" in svg
+
+
+def test_bar_labels_get_the_room_the_longest_one_needs():
+    rows = [{"target": "broker=activemq-classic + router=reference", "suite": "brokerconnections",
+             "p50_s": 1.0, "p95_s": 2.0}]
+    svg = html.duration_bars(rows, "d")
+    label_x = float(re.search(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="end"', svg).group(1))
+    label = "broker=activemq-classic + router=reference · brokerconnections"
+    assert label_x >= html.LABEL_PX_PER_CHAR * len(label), (label_x, len(label))

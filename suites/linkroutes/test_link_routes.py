@@ -17,6 +17,14 @@ def line(topology):
     return topology("three-router-line-broker")
 
 
+def _stored(conn, n: int):
+    """A producer on `conn` that sent `n` messages through the link route, each stored (settled) by the broker."""
+    sender = attach_when_routed(conn, lambda: conn.sender(QUEUE, timeout=3))
+    sender.send(n)
+    sender.wait_outcomes(n)
+    return sender
+
+
 @pytest.mark.spec("LINKROUTE-1")
 def test_client_far_from_the_broker_sends_and_receives_through_the_link_route(line, clients, details):
     conn = clients.connect(line.client_url("consumer"))
@@ -35,9 +43,7 @@ def test_client_far_from_the_broker_sends_and_receives_through_the_link_route(li
 @pytest.mark.spec("LINKROUTE-FLOW-1")
 def test_receiver_credit_limits_what_the_broker_sends(line, clients, details):
     conn = clients.connect(line.client_url("consumer"))
-    sender = attach_when_routed(conn, lambda: conn.sender(QUEUE, timeout=3))
-    sender.send(10)
-    sender.wait_outcomes(10)
+    _stored(conn, 10)
     receiver = conn.receiver(QUEUE, credit=3, auto_credit=False)
     receiver.wait_received(3)
     conn.sync()
@@ -54,9 +60,7 @@ def test_a_drain_reaches_the_broker_and_its_answer_the_receiver(line, clients, d
     (AMQP 1.0 §2.6.7) is part of it: the broker delivers what it has, hands the rest of the credit back, and the
     receiver learns it through the routers. Nothing is left queued at a router for a receiver with no credit."""
     conn = clients.connect(line.client_url("consumer"))
-    sender = attach_when_routed(conn, lambda: conn.sender(QUEUE, timeout=3))
-    sender.send(2)
-    sender.wait_outcomes(2)
+    sender = _stored(conn, 2)
     receiver = conn.receiver(QUEUE, credit=0, auto_credit=False)
     receiver.drain(5)
     receiver.wait_received(2)
@@ -96,9 +100,7 @@ def test_a_message_of_many_transfers_crosses_the_link_route_whole(line, clients,
 @pytest.mark.requires("outcome.modified")
 def test_outcome_reaches_the_broker_across_the_link_route(line, clients, details):
     conn = clients.connect(line.client_url("consumer"))
-    sender = attach_when_routed(conn, lambda: conn.sender(QUEUE, timeout=3))
-    sender.send(1)
-    sender.wait_outcomes(1)
+    _stored(conn, 1)
     receiver = conn.receiver(QUEUE, credit=1, auto_credit=False, outcome="hold")
     first = receiver.wait_received(1)[0]
     receiver.settle("modify")
