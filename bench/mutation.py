@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import hashlib
 import json
 import os
 import random
@@ -318,6 +319,19 @@ def is_equivalent(item, result: WorkResult, equivalents: list[dict]) -> bool:
                and e["before"].strip() == before and e["after"].strip() == after for e in equivalents)
 
 
+def module_digests(tree: Path, group: Group) -> dict[str, str]:
+    return {m: hashlib.sha256((tree / m).read_bytes()).hexdigest() for m in group.modules}
+
+
+def changed_modules(digests_file: Path, tree: Path, group: Group) -> list[str]:
+    """The group's modules whose content differs from when its session was made (none known: none)."""
+    if not digests_file.exists():
+        return []
+    then = json.loads(digests_file.read_text())
+    now = module_digests(tree, group)
+    return [m for m in group.modules if then.get(m) != now[m]]
+
+
 def run_seconds(times: Path) -> float:
     """Seconds spent on the group's mutants so far, over every session (the last time of a mutant run again)."""
     if not times.exists():
@@ -429,9 +443,17 @@ def main() -> int:
         timeout = 2 * baseline_s + 60
         print(f"[{name}] baseline passed in {baseline_s:.0f} s; a mutant may take {timeout:.0f} s", flush=True)
         db_path = args.out / f"{name}.sqlite"
+        changed = changed_modules(args.out / f"{name}.modules.json", tree, group) if args.resume else []
+        if changed and db_path.exists():
+            print(f"[{name}] not resumed: {', '.join(changed)} changed since its session was made, and its mutants "
+                  f"are kept as line positions; run the group afresh (without --resume, or with another --out)",
+                  flush=True)
+            failed_baselines.append(name)
+            continue
         with use_db(str(db_path), WorkDB.Mode.open if args.resume and db_path.exists() else WorkDB.Mode.create) as db:
             if not (args.resume and db.num_work_items):
                 prepare(db, tree, group, args.sample, args.seed)
+                (args.out / f"{name}.modules.json").write_text(json.dumps(module_digests(tree, group), indent=2))
             elif args.rerun_survivors:
                 print(f"[{name}] {forget_survivors(db, equivalents, tree)} survivors to run again", flush=True)
             times = args.out / f"{name}.times.jsonl"
@@ -459,7 +481,8 @@ def main() -> int:
                             if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))))
     print(f"\nsessions and summary.json in {args.out}; result records: {records}")
     if failed_baselines:
-        print(f"not judged (their tests fail on the unmutated tree): {', '.join(failed_baselines)}")
+        print(f"not judged (their tests fail on the unmutated tree, or their session is stale): "
+              f"{', '.join(failed_baselines)}")
     return 1 if failed_baselines else 0
 
 
