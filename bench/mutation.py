@@ -425,31 +425,34 @@ def main() -> int:
     summary_file = args.out / "summary.json"
     # Groups not run this time keep their last figures (a rerun of one group must not drop the others').
     summary = json.loads(summary_file.read_text()) if args.resume and summary_file.exists() else {}
-    failed_baselines = []
+    not_judged = []
+
+    def not_judging(name: str, why: str, baseline_s: float = 0.0) -> None:
+        print(f"[{name}] {why}", flush=True)
+        not_judged.append(name)
+        summary[name] = {"counts": {}, "score": None, "survivors": [], "sample": args.sample, "seed": args.seed,
+                         "baseline_s": round(baseline_s, 1), "run_s": 0.0}
+
     for name in args.group or list(GROUPS):
         group = GROUPS[name]
+        db_path = args.out / f"{name}.sqlite"
+        changed = changed_modules(args.out / f"{name}.modules.json", tree, group) if args.resume else []
+        if changed and db_path.exists():
+            not_judging(name, f"not resumed: {', '.join(changed)} changed since its session was made, and its "
+                              "mutants are kept as line positions; run the group afresh (without --resume, or with "
+                              "another --out)")
+            continue
         command = test_command(group, results)
         ok, output, baseline_s = run_tests(command, tree)
         shutil.rmtree(results, ignore_errors=True)
         if not ok:  # a red suite would "kill" every mutant: this group is not judged, the others still are
             log = args.out / f"baseline-{name}.log"
             log.write_text(output)
-            print(f"[{name}] the unmutated tree fails its tests ({first_failure(output)}), so no mutant can be "
-                  f"judged: see {log}", flush=True)
-            failed_baselines.append(name)
-            summary[name] = {"counts": {}, "score": None, "survivors": [], "sample": args.sample,
-                             "seed": args.seed, "baseline_s": round(baseline_s, 1), "run_s": 0.0}
+            not_judging(name, f"the unmutated tree fails its tests ({first_failure(output)}), so no mutant can be "
+                              f"judged: see {log}", baseline_s)
             continue
         timeout = 2 * baseline_s + 60
         print(f"[{name}] baseline passed in {baseline_s:.0f} s; a mutant may take {timeout:.0f} s", flush=True)
-        db_path = args.out / f"{name}.sqlite"
-        changed = changed_modules(args.out / f"{name}.modules.json", tree, group) if args.resume else []
-        if changed and db_path.exists():
-            print(f"[{name}] not resumed: {', '.join(changed)} changed since its session was made, and its mutants "
-                  f"are kept as line positions; run the group afresh (without --resume, or with another --out)",
-                  flush=True)
-            failed_baselines.append(name)
-            continue
         with use_db(str(db_path), WorkDB.Mode.open if args.resume and db_path.exists() else WorkDB.Mode.create) as db:
             if not (args.resume and db.num_work_items):
                 prepare(db, tree, group, args.sample, args.seed)
@@ -480,10 +483,9 @@ def main() -> int:
             print("\n".join(line for line in (survivor["diff"] or "").splitlines()
                             if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))))
     print(f"\nsessions and summary.json in {args.out}; result records: {records}")
-    if failed_baselines:
-        print(f"not judged (their tests fail on the unmutated tree, or their session is stale): "
-              f"{', '.join(failed_baselines)}")
-    return 1 if failed_baselines else 0
+    if not_judged:
+        print("not judged (their tests fail on the unmutated tree, or their session is stale):", ", ".join(not_judged))
+    return 1 if not_judged else 0
 
 
 if __name__ == "__main__":

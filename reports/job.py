@@ -162,7 +162,8 @@ def spark_session(master: str | None = None, app_name: str = "interop-report",
         # local mode: the driver is the executor, and Spark's default 1 GiB heap makes a million rows crawl in GC
         builder = (builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.driver.memory", os.environ.get("INTEROP_REPORT_DRIVER_MEMORY", "4g")))
-    if not submitted and SparkContext._gateway is None:  # this process is about to start the JVM
+    starting = not submitted and SparkContext._gateway is None  # this process is about to start the JVM
+    if starting:
         try:
             jdk = jvm.choose_jdk()
         except ValueError as exc:
@@ -171,7 +172,6 @@ def spark_session(master: str | None = None, app_name: str = "interop-report",
         options = jvm.java_options(jdk)
         log(f"JVM: {jdk.why}; options: {' '.join(options)}")
         builder = builder.config("spark.driver.extraJavaOptions", " ".join(options))
-    starting = not submitted and SparkContext._gateway is None
     with _stderr_to(jvm_log if starting else None):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

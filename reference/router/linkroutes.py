@@ -186,9 +186,14 @@ class LinkRouter:
         if pair.draining:  # the drain is over without an answer to wait for: its credit was all used, or the
             rx.drain_mode = False  # receiver gave credit again without drain
             pair.draining = False
-        want = tx.credit - rx.credit - rx.queued
+        self._pass_credit(pair)
+
+    @staticmethod
+    def _pass_credit(pair: LinkPair) -> None:
+        """Give the sending side what the receiving side granted and it has not been given yet."""
+        want = pair.tx.credit - pair.rx.credit - pair.rx.queued
         if want > 0:
-            rx.flow(want)
+            pair.rx.flow(want)
 
     def _relay_drain(self, pair: LinkPair) -> None:
         """The receiver asked for a drain (AMQP 1.0 §2.6.7): the sender at the far end answers it, not the router.
@@ -197,9 +202,7 @@ class LinkRouter:
         credit is given again: the sender's answer (its credit down to 0) is no cue to top it up."""
         rx, tx = pair.rx, pair.tx
         if not pair.draining:
-            want = tx.credit - rx.credit - rx.queued
-            if want > 0:
-                rx.flow(want)
+            self._pass_credit(pair)
             rx.drain(0)
             pair.draining = True
         if rx.credit == 0 and rx.queued == 0:
