@@ -2,8 +2,9 @@
 
 A shim (clients/<stack>/) is a small program written with one AMQP client library: python-qpid-proton
 (clients/python/shim.py), Qpid Proton C++ (clients/cpp/shim.cpp, built with g++ against Debian's
-libqpid-proton-cpp12-dev) and rhea (clients/rhea/shim.js, Node). The harness speaks to it in JSON lines: one
-request per line on its stdin, one answer per line on its stdout, in order:
+libqpid-proton-cpp12-dev), rhea (clients/rhea/shim.js, Node) and Qpid JMS (clients/jms, a JMS application in one
+jar built with Maven; it speaks JMS, so what JMS cannot say is missing from its capabilities). The harness speaks
+to it in JSON lines: one request per line on its stdin, one answer per line on its stdout, in order:
 
     {"id": 7, "op": "send", "link": "s1", "messages": [...]}  ->  {"id": 7, "ok": {"outcomes": ["accepted"]}}
                                                              or  {"id": 7, "error": "what went wrong"}
@@ -20,6 +21,7 @@ Every request has a deadline; a shim that does not answer in time, answers an er
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import os
@@ -33,10 +35,16 @@ from . import history as h
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = ROOT / "clients"
-STACKS = ("python", "cpp", "rhea")
+STACKS = ("python", "cpp", "rhea", "jms")
+# The stacks that carry any AMQP value as typed JSON, so that the type suite crosses them pair by pair. JMS is not
+# one: its values are Java's (no unsigned, decimal, described or symbol values); suites/types/test_jms_mapping.py
+# judges it against the AMQP JMS mapping instead.
+AMQP_STACKS = ("python", "cpp", "rhea")
 DEFAULT_STACK = "python"
 DEFAULT_TIMEOUT = 10.0
 _CPP_BINARY = CLIENTS / "cpp" / "build" / "shim"
+_JMS_JAR = CLIENTS / "jms" / "target" / "jms-shim.jar"
+_JMS_SOURCES = (CLIENTS / "jms" / "pom.xml", CLIENTS / "jms" / "src" / "main" / "java" / "interop" / "Shim.java")
 
 
 class ClientStackError(Exception):
@@ -60,6 +68,13 @@ def stack_command(stack: str) -> list[str]:
         return [node, str(CLIENTS / "rhea" / "shim.js")]
     if stack == "cpp":
         return [str(build_cpp_shim())]
+    if stack == "jms":
+        java = shutil.which("java")
+        if java is None:
+            raise ClientStackUnavailable("jms: no `java` on PATH (a JDK 11+ runs the Qpid JMS shim; make setup builds "
+                                         "clients/jms)")
+        # One small heap: the shim holds a few connections and messages; the JVM starts once per session.
+        return [java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-jar", str(build_jms_shim())]
     raise ClientStackError(f"unknown client stack {stack!r}: expected one of {', '.join(STACKS)}")
 
 
@@ -82,6 +97,34 @@ def build_cpp_shim() -> Path:
             tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
             raise ClientStackError(f"cpp: building clients/cpp/shim.cpp failed: {tail}")
         return _CPP_BINARY
+
+
+def build_jms_shim() -> Path:
+    """The JMS shim's jar, built with `mvn -q -B package` in clients/jms when missing or older than its sources
+    (seconds once Maven's cache ~/.m2 holds Qpid JMS; `make setup` builds it beforehand). A file lock keeps two
+    pytest workers from building into one target/ at once."""
+    with _build_lock:
+        if _jar_is_current():
+            return _JMS_JAR
+        if shutil.which("mvn") is None:
+            raise ClientStackUnavailable("jms: clients/jms/target/jms-shim.jar is missing and there is no `mvn` on "
+                                         "PATH to build it (make setup builds clients/jms)")
+        _JMS_JAR.parent.mkdir(parents=True, exist_ok=True)
+        with open(_JMS_JAR.parent / ".build.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if _jar_is_current():  # another worker built it while this one waited
+                return _JMS_JAR
+            done = subprocess.run(["mvn", "-q", "-B", "package"], cwd=str(CLIENTS / "jms"), capture_output=True,
+                                  text=True)
+        if done.returncode != 0 or not _JMS_JAR.exists():
+            lines = [line for line in (done.stdout + done.stderr).splitlines() if "ERROR" in line or "error:" in line]
+            raise ClientStackUnavailable("jms: building clients/jms failed (mvn -q -B package): "
+                                         + " | ".join(lines[:3] or ["no output"])[:400])
+        return _JMS_JAR
+
+
+def _jar_is_current() -> bool:
+    return _JMS_JAR.exists() and all(_JMS_JAR.stat().st_mtime >= source.stat().st_mtime for source in _JMS_SOURCES)
 
 
 class Shim:

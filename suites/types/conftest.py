@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from harness.drivers import STACKS, ClientStackError, ClientStackUnavailable, StackClient
+from harness.drivers import AMQP_STACKS, ClientStackError, ClientStackUnavailable, StackClient
 from harness.history import History
 
 from .values import FAMILIES, HEADER_PROPERTIES, SECTIONS, s, values_for
@@ -190,7 +190,7 @@ def exchange(topology, stacks, exchanges, interop):
         peers = tuple(sorted(interop.choices.items()))
         if (via, peers, sender, receiver) not in exchanges:
             peer = running[node]
-            pairs = [(a, receiver) for a in STACKS if (via, peers, a, receiver) not in exchanges]
+            pairs = [(a, receiver) for a in AMQP_STACKS if (via, peers, a, receiver) not in exchanges]
             with concurrent.futures.ThreadPoolExecutor(len(pairs)) as pool:
                 futures = {(a, b): pool.submit(_exchange_of, stacks, peer, via, a, b) for a, b in pairs}
             for (a, b), future in futures.items():

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.drivers import STACKS
+from harness.drivers import AMQP_STACKS
 
 from .conftest import VIAS, key_of
 from .values import FAMILIES, HEADER_PROPERTIES, SECTIONS, same, show, values_for
 
-PAIRS = [(a, b) for a in STACKS for b in STACKS]
+PAIRS = [(a, b) for a in AMQP_STACKS for b in AMQP_STACKS]
 SPEC_OF_FAMILY = {
     "null-boolean": ["TYPES-PRIMITIVE-1"], "unsigned": ["TYPES-PRIMITIVE-1"], "signed": ["TYPES-PRIMITIVE-1"],
     "floating": ["TYPES-PRIMITIVE-1", "TYPES-FLOAT-1"], "decimal": ["TYPES-PRIMITIVE-1"],
