@@ -37,14 +37,21 @@ qdrouterd:
 	elif ! command -v qdrouterd >/dev/null; then \
 	  echo "qdrouterd: not on PATH and no $(QDROUTERD_INSTALL); its cases will be skipped (README: Getting a qdrouterd)"; fi
 
-# The client stacks of the type interop suite and --client (harness/drivers.py): rhea from npm (clients/rhea), and
+# The client stacks of the type interop suite and --client (harness/drivers.py): rhea from npm (clients/rhea),
 # the Qpid Proton C++ shim built against Debian's libqpid-proton-cpp12-dev (clients/cpp; the driver also builds it on
-# first use). A stack that cannot be installed has its cases skipped, with the reason.
+# first use), and the Qpid JMS shim, one jar built by Maven from Maven Central (clients/jms; ~/.m2 is its cache, a
+# second run with nothing changed does nothing). A stack that cannot be installed has its cases skipped, with the
+# reason.
 RHEA := clients/rhea/node_modules/.installed-stamp
 $(RHEA): clients/rhea/package.json clients/rhea/package-lock.json
 	npm ci --prefix clients/rhea --no-audit --no-fund --loglevel=error
 	touch $(RHEA)
-client-stacks: $(RHEA)
+JMS_JAR := clients/jms/target/jms-shim.jar
+$(JMS_JAR): clients/jms/pom.xml $(wildcard clients/jms/src/main/java/interop/*.java)
+	@if ! command -v mvn >/dev/null || ! command -v java >/dev/null; then \
+	  echo "jms client stack: not built (needs mvn and a JDK 11+ on PATH); its cases will be skipped"; \
+	else cd clients/jms && mvn -q -B package || echo "jms client stack: not built (see above); its cases will be skipped"; fi
+client-stacks: $(RHEA) $(JMS_JAR)
 	$(MAKE) -s -C clients/cpp || echo "cpp client stack: not built (see above); its cases will be skipped"
 
 # ActiveMQ Artemis and ActiveMQ Classic from Maven Central, into a cache outside the checkout
