@@ -167,15 +167,22 @@ def amqp_to_jms(shim, url: str, address: str, items: dict[str, Message]) -> Amqp
     try:
         client.connect(url)
         receiver = client.receiver(address, settle="auto")
-        conn = BlockingConnection(url, timeout=10)
-        snd = conn.create_sender(address)
         ex.sent_at_ms = int(time.time() * 1000)
+        snd = None
         for name, msg in items.items():
             msg.properties = {**(msg.properties or {}), ITEM_KEY: name}
-            delivery = snd.send(msg, timeout=10)
-            ex.outcomes[name] = {proton.Delivery.ACCEPTED: "accepted", proton.Delivery.REJECTED: "rejected",
-                                 proton.Delivery.RELEASED: "released", proton.Delivery.MODIFIED: "modified"}.get(
-                                     delivery.remote_state, str(delivery.remote_state))
+            # A peer that ends the connection on one message (RabbitMQ's AMQP 1.0 plugin does on some) fails that
+            # item alone: the next goes over a new connection.
+            try:
+                if snd is None:
+                    conn = BlockingConnection(url, timeout=10)
+                    snd = conn.create_sender(address)
+                delivery = snd.send(msg, timeout=10)
+                ex.outcomes[name] = _OUTCOMES.get(delivery.remote_state, str(delivery.remote_state))
+            except (proton.ProtonException, ConnectionError, OSError) as exc:
+                ex.outcomes[name] = f"error ({type(exc).__name__}: {exc})"
+                _close(None, conn)
+                conn, snd = None, None
         accepted = sum(1 for o in ex.outcomes.values() if o == "accepted")
         deadline = time.monotonic() + RECEIVE_TIMEOUT
         while len(ex.received) < accepted and time.monotonic() < deadline:
@@ -193,9 +200,14 @@ def amqp_to_jms(shim, url: str, address: str, items: dict[str, Message]) -> Amqp
     return ex
 
 
-def _close(client: StackClient, conn) -> None:
+_OUTCOMES = {proton.Delivery.ACCEPTED: "accepted", proton.Delivery.REJECTED: "rejected",
+             proton.Delivery.RELEASED: "released", proton.Delivery.MODIFIED: "modified"}
+
+
+def _close(client: StackClient | None, conn) -> None:
     try:
-        client.close(timeout=5.0)
+        if client is not None:
+            client.close(timeout=5.0)
     except ClientStackError:
         pass  # the peer closed it first
     if conn is not None:
