@@ -43,11 +43,20 @@ if __package__ in (None, ""):  # run as a file (spark-submit reports/job.py): ma
 from reports.store import Found, Plan  # noqa: E402
 
 OUTCOMES = ("passed", "failed", "error", "skipped", "not-applicable", "xfail")
+# An expected difference that belongs to a client stack, not to the peers (suites/expected/client-<stack>.yaml: the
+# plugin's xfail reason then reads "expected difference: client-<stack>: ..."). Counted as an outcome of its own,
+# `client-xfail`, so that a vendor's pass rate counts only what the vendor answers for: a Proton C++ decimal or a
+# rhea ulong says nothing about the broker in between. The client stacks' own table shows them.
+CLIENT_XFAIL = "client-xfail"
+COUNTED_OUTCOMES = (*OUTCOMES, CLIENT_XFAIL)
 BAD = ("failed", "error")
 SHUFFLE_PARTITIONS = 4
-CONFORMANCE_ORDER = ("failed", "xfail", "passed", "not-applicable", "not run")
+CONFORMANCE_ORDER = ("failed", "xfail", "passed", "not-applicable", "client-difference", "not run")
 SINGLE_PARTITION_ROWS = 1_000_000  # fine counts up to this many rows are read through one partition (run_job)
 MAX_LISTED = 500  # rows of a per-case list (flaky, regressions, rejects) collected for the HTML report
+# rows of the findings (every failure and recorded difference behind a conformance cell, with its reason and
+# evidence) collected for the HTML report: a cell of four types cells x three stacks has a few hundred
+FINDINGS_LISTED = 5000
 # The suite of `interop fuzz` records. A fuzz session is not a conformance case: it is a seeded, time-boxed search
 # whose outcome says "found something in N programs", cites no clause, and lasts as long as its budget; a finding
 # record per signature appears only when one is found. Counted as cases, they would move a target's pass rate and
@@ -360,6 +369,10 @@ def _derive(records):
                         .when(F.col("peers").startswith("{") & (F.col("peers") != "{}"), peers_target(F.col("peers")))
                         .otherwise(F.lit("(no peers)")))
             .withColumn("spec", F.coalesce("spec", F.array().cast("array<string>")))
+            # whose recorded difference an xfail is: the expected file's name the plugin put first in its reason
+            # ("expected difference: rabbitmq: ..." or "...: client-cpp: ..."), else null
+            .withColumn("difference_of", F.when(F.col("outcome") == "xfail", F.nullif(F.regexp_extract(
+                "message", r"^expected difference: ([A-Za-z0-9_.+-]+): ", 1), F.lit(""))))
             .withColumn("fault_name", F.when(F.col("fault").startswith("{"), F.coalesce(
                 F.get_json_object("fault", "$.name"), F.get_json_object("fault", "$.type"), F.lit("fault")))
                 .otherwise(F.col("fault"))))
@@ -406,18 +419,27 @@ def _counts(df, keys: list[str], weight: str | None = None, extra: tuple = ()):
 
     one = F.col(weight) if weight else F.lit(1)
     aggs = [F.sum(F.when(F.col("outcome") == o, one).otherwise(0)).cast("long").alias(o.replace("-", "_"))
-            for o in OUTCOMES]
+            for o in COUNTED_OUTCOMES]
     return df.groupBy(*keys).agg(F.sum(one).cast("long").alias("cases"), *aggs, *extra)
 
 
 def _sum_counts(df, keys: list[str], extra: tuple = ()):
     from pyspark.sql import functions as F
 
-    names = ["cases", *[o.replace("-", "_") for o in OUTCOMES]]
+    names = ["cases", *[o.replace("-", "_") for o in COUNTED_OUTCOMES]]
     return df.groupBy(*keys).agg(*[F.sum(n).cast("long").alias(n) for n in names], *extra)
 
 
+def counted_outcome():
+    """A record's outcome as the counts see it: a client stack's recorded difference is `client-xfail`."""
+    from pyspark.sql import functions as F
+
+    return F.when(F.col("difference_of").startswith("client-"), F.lit(CLIENT_XFAIL)).otherwise(F.col("outcome"))
+
+
 def _pass_rate(df):
+    """passed / (passed + failed + error + xfail): a client stack's difference (client_xfail) is not the vendor's,
+    and counts neither way, like skipped and not-applicable."""
     from pyspark.sql import functions as F
 
     executed = F.col("passed") + F.col("failed") + F.col("error") + F.col("xfail")
@@ -440,7 +462,8 @@ def fine_counts(records):
     keys = ["run_folder", "ingest_id", "run_id", "target", "suite", "spec", "cell", "config_fault", "peers",
             "fault_label", "checks"]
     # an injected fault, else a deliberate config fault, else none
-    records = records.withColumn("fault_label", F.coalesce("fault_name", F.concat(F.lit("config: "), "config_fault")))
+    records = (records.withColumn("fault_label", F.coalesce("fault_name", F.concat(F.lit("config: "), "config_fault")))
+               .withColumn("outcome", counted_outcome()))
     return _counts(records, keys, extra=(
         F.min("started").alias("first_case"), F.max("started").alias("last_case"),
         F.sum("duration_s").alias("case_seconds")))
@@ -467,7 +490,7 @@ def runs_table(cubed, metas):
     from pyspark.sql import functions as F
 
     fuzz, bench = F.col("suite") == FUZZ_SUITE, F.col("suite").isin(BENCH_SUITE, MUTATION_SUITE)
-    counts = ["cases", *[o.replace("-", "_") for o in OUTCOMES]]
+    counts = ["cases", *[o.replace("-", "_") for o in COUNTED_OUTCOMES]]
     cubed = cubed.withColumns({"fuzz_records": F.when(fuzz, F.col("cases")).otherwise(0),
                                "bench_records": F.when(bench, F.col("cases")).otherwise(0),
                                **{n: F.when(fuzz | bench, 0).otherwise(F.col(n)) for n in counts}})
@@ -517,7 +540,8 @@ def trend(cubed, truns, versions):
 
 def conformance(fine, runs, catalog_ids: list[str]):
     """target x clause: the clause's status in the latest run of that target that ran a case citing it:
-    failed (a case failed or errored) / xfail (a recorded difference) / passed / not-applicable / not run.
+    failed (a case failed or errored) / xfail (a recorded difference of the vendor) / passed / not-applicable /
+    client-difference (its only cases differ through a client stack: suites/expected/client-<stack>.yaml) / not run.
     A case citing two clauses counts for both."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -530,6 +554,7 @@ def conformance(fine, runs, catalog_ids: list[str]):
               .when(F.col("xfail") > 0, "xfail")
               .when(F.col("passed") > 0, "passed")
               .when(F.col("not_applicable") > 0, "not-applicable")
+              .when(F.col("client_xfail") > 0, "client-difference")
               .otherwise("not run"))
     counted = counted.withColumn("status", status)
     if catalog_ids:
@@ -917,6 +942,33 @@ def type_interop(rows, truns):
                     "message", "run_id"))
 
 
+FINDINGS = ("failed", "error", "xfail")
+
+
+def finding_rows(records):
+    """A run's cases that did not pass while they judged: failed, errored, or a recorded difference (the vendor's or
+    a client stack's), with their message (the failure, or the expected file's clause, reason and evidence) and, for
+    a type interop case, which values differed (details.failures: value, what was sent and what arrived, each with
+    its AMQP type). Stored per run (run_findings): a few percent of the records."""
+    from pyspark.sql import functions as F
+
+    return (records.where(is_case() & F.col("outcome").isin(*FINDINGS))
+            .select("run_folder", "ingest_id", "run_id", "target", "suite", "case", "spec",
+                    counted_outcome().alias("outcome"), "difference_of", "message",
+                    F.col("details")["failures"].alias("failures")))
+
+
+def findings(rows, conformance_cells):
+    """Per conformance cell (target x clause) that is not green, the cases behind it: the rows of the run the cell
+    was taken from (its latest run citing the clause), a case citing two clauses listed under both."""
+    from pyspark.sql import functions as F
+
+    cells = conformance_cells.where(F.col("run_id").isNotNull()).select("target", "clause", "run_id")
+    return (rows.select("*", F.explode("spec").alias("clause"))
+            .join(F.broadcast(cells), ["target", "clause", "run_id"])
+            .select("target", "clause", "case", "outcome", "difference_of", "message", "failures", "run_id"))
+
+
 # ---- the job ---------------------------------------------------------------------------------------------------------
 
 
@@ -933,14 +985,15 @@ PARALLEL_LISTING = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 # what depends on one run alone, computed once per run from its records and kept in the store
 # the per-run tables made from the few records whose details they decode, and those records' suites (the recovery
 # table's records are found by their resume_s column)
-DECODED_TABLES = ("run_recovery", "run_fuzz", "run_bench", "run_types", "run_network", "run_mutation")
+DECODED_TABLES = ("run_recovery", "run_fuzz", "run_bench", "run_types", "run_network", "run_mutation", "run_findings")
 DECODED_SUITES = (FUZZ_SUITE, BENCH_SUITE, TYPES_SUITE, NETWORK_SUITE, MUTATION_SUITE)
 # the columns the other per-run tables read
 COUNTED_COLUMNS = ("run_folder", "ingest_id", "run_id", "target", "suite", "case", "spec", "cell", "config_fault",
-                   "peers", "fault_name", "checks", "outcome", "started", "duration_s")
+                   "peers", "fault_name", "checks", "outcome", "difference_of", "started", "duration_s")
 PER_RUN_TABLES = {"run_counts": fine_counts, "run_durations": duration_buckets, "run_recovery": recovery_rows,
                   "run_fuzz": fuzz_rows, "run_bench": bench_rows, "run_types": type_rows,
-                  "run_network": network_rows, "run_mutation": mutation_rows, "run_bad_cases": bad_cases}
+                  "run_network": network_rows, "run_mutation": mutation_rows, "run_bad_cases": bad_cases,
+                  "run_findings": finding_rows}
 
 
 def _stored_schemas(spark) -> dict[str, object]:
@@ -1004,7 +1057,8 @@ def ingest_runs(spark, tables_dir: str, plan: Plan, schemas: dict, log: Callable
     # whose details other tables decode (recovery, fuzz, benchmark and type records), each cached for its tables.
     t = time.monotonic()
     counted = records.select(*COUNTED_COLUMNS).cache()
-    decoded = records.where(F.col("resume_s").isNotNull() | F.col("suite").isin(*DECODED_SUITES)).cache()
+    decoded = records.where(F.col("resume_s").isNotNull() | F.col("suite").isin(*DECODED_SUITES)
+                            | F.col("outcome").isin(*FINDINGS)).cache()
     for df in (counted, decoded):
         df.count()
     per_run = {name: make(decoded if name in DECODED_TABLES else counted) for name, make in PER_RUN_TABLES.items()}
@@ -1130,11 +1184,13 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
     compared = sorted({r[k] for r in latest_pairs(truns).collect() for k in ("run_id", "prev_run_id")})
     t = stage("shared aggregates (from the per-run counts)", t)
 
+    conformance_cells = conformance(fine_cases, runs, catalog_ids).cache()
     tables = {
         "runs": runs,
         "trend": trend(suites, truns, versions),
         "pass_rate": _pass_rate(_sum_counts(suites, ["target", "suite"])),
-        "conformance": conformance(fine_cases, runs, catalog_ids),
+        "conformance": conformance_cells,
+        "findings": findings(small("run_findings"), conformance_cells),
         "flaky": flaky(cases, versions, small("run_bad_cases")),
         "regressions": regressions(cases, truns, versions, compared),
         "durations": durations(small("run_durations")),
@@ -1153,7 +1209,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
                        "rejects": data["reject_count"][0]["n"],
                        "files": len(plan.current), "runs": len(data["runs"])}]
     # dependents first: uncaching a base would re-cache what was built on it
-    for df in (fuzz, truns, runs, versions, cubed, cached_fine):
+    for df in (conformance_cells, fuzz, truns, runs, versions, cubed, cached_fine):
         df.unpersist()
     tables["records"], tables["rejects"] = records, rejects
     return tables, data
@@ -1185,6 +1241,7 @@ def _report_order() -> dict[str, tuple[list[str], int | None]]:
         "type_interop": (["target", "via", "sender_stack", "receiver_stack", "type", "section"], None),
         "network": (["case", "target"], None),
         "mutation": (["group"], None),
+        "findings": (["target", "clause", "outcome", "case"], FINDINGS_LISTED),
     }
 
 

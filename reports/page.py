@@ -6,15 +6,19 @@ Input is the plain data the Spark job collected (lists of dicts); this module ne
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 from datetime import UTC, datetime
 from pathlib import Path
 
 COLORS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#8e244d", "xfail": "#ef6c00",
-          "not-applicable": "#607d8b", "skipped": "#b0b0b0", "not run": "#e0e0e0"}
-OUTCOMES = ("passed", "failed", "error", "xfail", "not-applicable", "skipped")
-STATUS_TEXT = {"passed": "pass", "failed": "FAIL", "xfail": "differs", "not-applicable": "n/a", "not run": "not run"}
+          "not-applicable": "#607d8b", "skipped": "#b0b0b0", "client-xfail": "#8d6e63", "not run": "#e0e0e0"}
+# client-xfail: a recorded difference of a client stack (suites/expected/client-<stack>.yaml), not of the vendor
+OUTCOMES = ("passed", "failed", "error", "xfail", "not-applicable", "skipped", "client-xfail")
+STATUS_TEXT = {"passed": "pass", "failed": "FAIL", "xfail": "differs", "not-applicable": "n/a",
+               "client-difference": "client differs", "not run": "not run"}
+LINKED_STATUSES = ("failed", "xfail", "client-difference")  # matrix cells that link to their cases' evidence
 SERIES = ("#1565c0", "#6a1b9a", "#00838f", "#9e9d24", "#4e342e", "#d81b60", "#283593", "#558b2f")
 
 
@@ -156,7 +160,15 @@ def badge(outcome: str | None) -> str:
     return f'<span class="badge" style="background:{COLORS.get(outcome, "#999")}">{e(outcome)}</span>'
 
 
-def conformance_matrix(rows: list[dict], targets: list[str], catalog: dict[str, dict]) -> str:
+def finding_anchor(target: str, clause: str) -> str:
+    """The id of a conformance cell's evidence in the findings section (targets and clauses hold any character)."""
+    return "finding-" + hashlib.sha1(f"{target}\n{clause}".encode()).hexdigest()[:12]
+
+
+def conformance_matrix(rows: list[dict], targets: list[str], catalog: dict[str, dict],
+                       with_evidence: set[tuple[str, str]] = frozenset()) -> str:
+    """Clause x target, each cell its status; a red, orange or brown cell whose cases are in the findings
+    (`with_evidence`: (target, clause) pairs) is a link to them."""
     if not rows:
         return '<p class="empty">no clause was checked in these runs</p>'
     cells: dict[tuple[str, str], dict] = {(r["clause"], r["target"]): r for r in rows}
@@ -180,13 +192,17 @@ def conformance_matrix(rows: list[dict], targets: list[str], catalog: dict[str, 
                 f" ({r.get('passed', 0)} passed, {r.get('failed', 0) + r.get('error', 0)} failed, "
                 f"{r.get('xfail', 0)} known differences, {r.get('not_applicable', 0)} not applicable, "
                 f"{r.get('skipped', 0)} skipped; run {r.get('run_id')})" if r and r.get("cases") else "")
+            text = f"{e(STATUS_TEXT.get(status, status))}<small>{e(counted)}</small>"
+            if status in LINKED_STATUSES and (target, clause) in with_evidence:
+                text = f'<a href="#{finding_anchor(target, clause)}">{text}</a>'
             tds.append(f'<td class="cell st-{status.replace(" ", "-")}" data-status="{e(status)}" title="{e(title)}">'
-                       f'{e(STATUS_TEXT.get(status, status))}<small>{e(counted)}</small></td>')
+                       f"{text}</td>")
         body.append(f'<tr data-statuses="{e(" ".join(s.replace(" ", "-") for s in statuses))}">'
                     f'<th class="clause" title="{e(tip)}">{e(clause)}</th>{"".join(tds)}</tr>')
     legend = "".join(f'<span class="legend st-{s.replace(" ", "-")}">{e(STATUS_TEXT[s])}: {e(d)}</span>' for s, d in (
         ("passed", "every case of the clause passed"), ("failed", "a case failed or errored"),
-        ("xfail", "a recorded, expected difference"), ("not-applicable", "the vendor lacks a capability"),
+        ("xfail", "a recorded difference of the vendor"), ("not-applicable", "the vendor lacks a capability"),
+        ("client-difference", "its cases differ only through a client stack"),
         ("not run", "no case ran (skipped, or no case)")))
     return (f'<div class="legend-row">{legend}</div>'
             '<p class="controls"><label>filter clauses <input id="clause-filter" type="search" '
@@ -252,6 +268,11 @@ table.matrix td.cell small{font-weight:400;margin-left:4px}
 table.matrix th.clause{font-family:ui-monospace,monospace;font-weight:500;white-space:nowrap}
 .st-passed{background:#2e7d32;color:#fff}.st-failed{background:#c62828;color:#fff}.st-xfail{background:#ef6c00;color:#fff}
 .st-not-applicable{background:#607d8b;color:#fff}.st-not-run{background:#e0e0e0;color:#444!important}
+.st-client-difference{background:#8d6e63;color:#fff}table.matrix td.cell a{color:inherit}
+table.findings .evidence{min-width:420px;max-width:640px;white-space:pre-wrap}
+table.findings td.case{max-width:280px;word-break:break-all}table.findings td.clause{white-space:nowrap}
+table.findings ul.values{margin:4px 0;padding-left:18px}
+tr:target{outline:2px solid #1565c0}
 .legend{display:inline-block;padding:2px 8px;margin:0 6px 4px 0;border-radius:4px;font-size:12px}
 .badge{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;font-size:12px}
 .chart{max-width:100%;height:auto;display:block;margin:8px 0}.chart .lbl{font-size:12px;fill:#333}
@@ -311,12 +332,18 @@ def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict
 
     out.append("<h2>Conformance matrix</h2>")
     out.append('<p class="sub">Spec clause x target, from the latest run of each target. Hover a cell for its '
-               "counts and a clause for its text.</p>")
-    out.append(conformance_matrix(data["conformance"], targets, catalog))
+               "counts and a clause for its text; click a red, orange or brown cell for its cases, with the "
+               "failure or the recorded reason and evidence.</p>")
+    found = data.get("findings", [])
+    out.append(conformance_matrix(data["conformance"], targets, catalog,
+                                  {(r["target"], r["clause"]) for r in found}))
+    out.append(findings(found))
+    out.append(client_stacks(found))
 
     out.append("<h2>Pass rate per target and suite</h2>")
     out.append('<p class="sub">Over all runs read. Pass rate = passed / (passed + failed + error + known '
-               "differences); skipped and not-applicable cases are not counted either way.</p>")
+               "differences of the vendor); skipped, not-applicable and client-xfail cases (a difference recorded "
+               "for a client stack, not for the peers) are not counted either way.</p>")
     out.append(stacked_bars(data["pass_rate"], lambda r: f"{r['target']} · {r['suite']}",
                             "pass rate per target and suite"))
     out.append(table(["target", "suite", "cases", *OUTCOMES, "pass rate"],
@@ -423,6 +450,88 @@ def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{e(title)}</title><style>{CSS}</style></head><body>"
             + "\n".join(out) + f"<script>{SCRIPT}</script></body></html>\n")
+
+
+def _whose(row: dict) -> str:
+    who = row.get("difference_of")
+    if row["outcome"] in ("failed", "error"):
+        return "—"
+    return f"client stack {who[len('client-'):]}" if who and who.startswith("client-") else (who or "?")
+
+
+def _evidence(row: dict) -> str:
+    """The failure, or the recorded difference's clause, reason and evidence; and for a type interop case each
+    value that differed: what was sent and what arrived, with their AMQP types."""
+    message = row.get("message") or ""
+    who = row.get("difference_of")
+    prefix = f"expected difference: {who}: " if who else ""
+    if prefix and message.startswith(prefix):
+        message = message[len(prefix):]
+    out = f'<div class="evidence">{e(message)}</div>'
+    try:
+        values = json.loads(row["failures"]) if row.get("failures") else []
+    except ValueError:
+        values = []
+    if values:
+        items = "".join(_value_item(v) for v in values if isinstance(v, dict))
+        out += f'<ul class="values">{items}</ul>'
+    return out
+
+
+def _value_item(v: dict) -> str:
+    received_type = f" ({e(v['received_type'])})" if v.get("received_type") else ""
+    return (f"<li><code>{e(v.get('value'))}</code>: sent <code>{e(v.get('sent'))}</code> "
+            f"({e(v.get('sent_type') or '?')}), received <code>{e(v.get('received'))}</code>{received_type}</li>")
+
+
+def findings(rows: list[dict]) -> str:
+    """The "Failures and recorded differences" section: per conformance cell that is not green (target x clause,
+    the run the cell was taken from), each case with its outcome, whose difference it is, and the failure or the
+    expected file's reason and evidence. The matrix's cells link here."""
+    out = ["<h2>Failures and recorded differences</h2>"]
+    if not rows:
+        out.append('<p class="empty">no case failed and no difference was recorded in the latest runs</p>')
+        return "".join(out)
+    out.append('<p class="sub">Each failed or differing conformance cell, case by case: the failure as the case '
+               "reported it, or the difference as recorded in <code>suites/expected/&lt;vendor or "
+               "client-stack&gt;.yaml</code> (clause, reason, evidence). A type interop case lists each value "
+               "that came back different.</p>")
+    body, seen = [], set()
+    for r in rows:
+        key = (r["target"], r["clause"])
+        anchor = "" if key in seen else f' id="{finding_anchor(*key)}"'
+        seen.add(key)
+        body.append(f'<tr{anchor}><td>{e(r["target"])}</td><td class="clause"><code>{e(r["clause"])}</code></td>'
+                    f"<td>{badge(r['outcome'])}</td><td>{e(_whose(r))}</td>"
+                    f'<td class="case"><code>{e(r["case"])}</code></td>'
+                    f"<td>{_evidence(r)}</td><td><code>{e(r['run_id'])}</code></td></tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("target", "clause", "outcome", "whose", "case", "reason and evidence",
+                                              "run"))
+    out.append(f'<table id="findings" class="findings"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}'
+               "</tbody></table>")
+    return "".join(out)
+
+
+def client_stacks(rows: list[dict]) -> str:
+    """The client axis's own differences: per client stack and target, the cases whose recorded difference belongs
+    to the stack (counted in no vendor's pass rate), and the clauses they cite."""
+    per: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        who = r.get("difference_of") or ""
+        if r["outcome"] == "client-xfail" and who.startswith("client-"):
+            per.setdefault((who[len("client-"):], r["target"]), []).append(r)
+    out = ["<h2>Client stacks: their own recorded differences</h2>"]
+    if not per:
+        out.append('<p class="empty">no difference recorded for a client stack in the latest runs</p>')
+        return "".join(out)
+    out.append('<p class="sub">Differences that belong to a client library, whichever peer is in between '
+               "(suites/expected/client-&lt;stack&gt;.yaml). They are shown here and in the findings above, and kept "
+               "out of every vendor's pass rate.</p>")
+    out.append(table(["client stack", "target", "cases", "clauses"],
+                     [[e(stack), e(target), str(len({x["case"] for x in found})),
+                       e(", ".join(sorted({x["clause"] for x in found})))]
+                      for (stack, target), found in sorted(per.items())]))
+    return "".join(out)
 
 
 def network(rows: list[dict]) -> str:

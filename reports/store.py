@@ -43,7 +43,7 @@ from urllib.parse import unquote, urlparse
 
 # Bumped when the layout or the meaning of a stored column changes: a store of another version is refused with a
 # request for --rebuild rather than read wrongly (its raw runs may be gone, so it is never dropped silently).
-STORE_VERSION = 3  # 2: run_network; 3: run_mutation
+STORE_VERSION = 4  # 2: run_network; 3: run_mutation; 4: run_findings, difference_of, client_xfail
 RESULTS_FILE = "results.jsonl"
 RUN_META_FILE = "run.json"
 # tables of the layout before the store (one report = one full read): removed when a store is started over them

@@ -403,6 +403,74 @@ def test_mutation_score_per_group_with_its_trend_and_no_conformance_count(recove
     assert all(r["suite"] != "mutation" for r in rows(recovered, "pass_rate"))
 
 
+# A run as a user's vendor comparison sees it (issue 36): a product's recorded difference, a client stack's recorded
+# differences (one on a clause that also passed through other stacks, one on a clause with no other case), a case
+# run under an injected fault, and a plain failure. The reasons are those the plugin writes for suites/expected
+# entries: "expected difference: <file name>: <clause, reason and evidence>".
+SAF_REASON = ("BROKER-SAF-1: RabbitMQ 3.10 keeps a message routed while no consumer is attached only for a durable "
+              "queue; evidence: 7 of 9 delivered, the management API showed 2 messages dropped")
+CPP_REASON = ("TYPES-PRIMITIVE-1: Qpid Proton C++ 0.37 puts decimal32 on the wire in the host's byte order; "
+              "evidence: 2210000f arrives as 0f001022")
+DECIMAL = {"value": "decimal32 #1", "sent": "2210000f", "sent_type": "decimal32", "received": "0f001022",
+           "received_type": "decimal32"}
+
+
+def types_case(name: str, outcome: str, spec: str, message: str | None = None, failures=()) -> dict:
+    details = {"type": "decimal", "section": "body", "sender_stack": name.split("-")[0], "receiver_stack": "python",
+               "via": "broker", "values": 3, "failures": list(failures)}
+    return record(1, f"test_value_round_trips[{name}]", outcome, RABBIT_PEERS, [spec], suite="types",
+                  details=details, message=message)
+
+
+JUDGED_RUN = [
+    record(1, "saf", "xfail", RABBIT_PEERS, ["BROKER-SAF-1"], message=f"expected difference: rabbitmq: {SAF_REASON}"),
+    record(1, "saf_durable", "passed", RABBIT_PEERS, ["BROKER-SAF-1"]),
+    record(1, "lost", "failed", RABBIT_PEERS, ["BROKER-ACK-1"], message="3 of 10 messages were never delivered"),
+    record(1, "crash", "passed", RABBIT_PEERS, ["BROKER-DURABLE-1"],
+           fault={"name": "kill-9", "target": "broker", "at_s": 1.5, "faults": [{"kind": "kill-9"}]}),
+    types_case("python-to-python", "passed", "TYPES-PRIMITIVE-1"),
+    types_case("cpp-to-python", "xfail", "TYPES-PRIMITIVE-1", f"expected difference: client-cpp: {CPP_REASON}",
+               [DECIMAL]),
+    types_case("cpp-to-rhea", "xfail", "TYPES-ARRAY-1", f"expected difference: client-cpp: {CPP_REASON}", [DECIMAL]),
+]
+
+
+@pytest.fixture(scope="module")
+def judged(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("judged-runs")
+    (root / "run-1").mkdir()
+    (root / "run-1" / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in JUDGED_RUN))
+    return run_job(spark, [str(root)], str(tmp_path_factory.mktemp("judged-report")))
+
+
+def test_a_client_stacks_difference_is_not_counted_against_the_vendor(judged):
+    rates = {(r["target"], r["suite"]): r for r in rows(judged, "pass_rate")}
+    demo, types = rates[(RABBIT_NAME, "demo")], rates[(RABBIT_NAME, "types")]
+    # the product's own difference and failure count; the client stack's two differences do not
+    assert (demo["passed"], demo["failed"], demo["xfail"], demo["client_xfail"], demo["pass_rate"]) == \
+        (2, 1, 1, 0, 0.5)
+    assert (types["passed"], types["xfail"], types["client_xfail"], types["pass_rate"]) == (1, 0, 2, 1.0)
+    (trend,) = rows(judged, "trend")
+    assert (trend["cases"], trend["client_xfail"], trend["pass_rate"]) == (7, 2, 0.6)
+    cells = {r["clause"]: r["status"] for r in rows(judged, "conformance")}
+    assert cells == {"BROKER-SAF-1": "xfail", "BROKER-ACK-1": "failed", "BROKER-DURABLE-1": "passed",
+                     "TYPES-PRIMITIVE-1": "passed", "TYPES-ARRAY-1": "client-difference"}
+
+
+def test_every_failed_or_differing_cell_has_its_cases_with_reason_and_evidence(judged):
+    got = {(r["clause"], r["case"].split("::")[1], r["outcome"], r["difference_of"]): r
+           for r in rows(judged, "findings")}
+    assert set(got) == {
+        ("BROKER-SAF-1", "saf", "xfail", "rabbitmq"),
+        ("BROKER-ACK-1", "lost", "failed", None),
+        ("TYPES-PRIMITIVE-1", "test_value_round_trips[cpp-to-python]", "client-xfail", "client-cpp"),
+        ("TYPES-ARRAY-1", "test_value_round_trips[cpp-to-rhea]", "client-xfail", "client-cpp"),
+    }
+    assert got[("BROKER-SAF-1", "saf", "xfail", "rabbitmq")]["message"].endswith(SAF_REASON)
+    types = got[("TYPES-ARRAY-1", "test_value_round_trips[cpp-to-rhea]", "client-xfail", "client-cpp")]
+    assert json.loads(types["failures"]) == [DECIMAL] and types["run_id"] == "run-1"
+
+
 def test_recovery_is_empty_without_resume_s(known):
     result, out = known
     assert rows(result, "recovery") == []
@@ -441,7 +509,8 @@ def test_parquet_tables_are_written(known):
     _, out = known
     names = {p.name for p in (out / "tables").iterdir()}
     assert {"lines", "run_counts", "run_durations", "run_recovery", "run_fuzz", "run_bench", "run_types",
-            "run_network", "run_mutation", "run_bad_cases", "manifest", "runs", "conformance", "pass_rate", "flaky",
+            "run_network", "run_mutation", "run_bad_cases", "run_findings", "manifest", "runs", "conformance",
+            "findings", "pass_rate", "flaky",
             "benchmarks", "type_interop", "network", "mutation", "trend", "regressions", "durations", "fault_checks",
             "checkers", "recovery", "fuzz_sessions", "fuzz_findings"} == names
     # one partition folder per run and kind of line
@@ -585,6 +654,44 @@ def test_page_in_headless_chromium_shows_the_recovery_figures(recovered, tmp_pat
     assert mutation.count("<tr>") == 1 + 2  # header + one row per group
     router = next(tr for tr in mutation.split("<tr>") if "<td>router</td>" in tr)
     assert "95%</b> of 95%" in router and "<td>75% → 95%</td>" in router and "NumberReplacer" in router, router
+
+
+@needs_chromium
+def test_page_leads_from_a_cell_to_its_evidence_and_lists_faults_and_client_stacks(judged, tmp_path):
+    catalog = {c: {"text": f"clause {c}", "source": "doc"} for c in
+               ("BROKER-SAF-1", "BROKER-ACK-1", "BROKER-DURABLE-1", "TYPES-PRIMITIVE-1", "TYPES-ARRAY-1")}
+    written = html.write(tmp_path / "index.html", judged.data, title="judged", inputs=["runs"], catalog=catalog,
+                         timings=judged.timings, allure=None)
+    dom, console = open_in_chromium(written)
+    assert console == [], console
+    assert 'data-ready="yes"' in dom
+    matrix = dom[dom.index('<table id="conformance"'):]
+    matrix = matrix[:matrix.index("</table>")]
+    # an orange (vendor), a red and a brown (client stack) cell each link to the row of their evidence
+    for clause, text in (("BROKER-SAF-1", "differs"), ("BROKER-ACK-1", "FAIL"), ("TYPES-ARRAY-1", "client differs")):
+        anchor = html.finding_anchor(RABBIT_NAME, clause)
+        assert f'<a href="#{anchor}">{text}' in matrix, clause
+        row = dom[dom.index(f'<tr id="{anchor}">'):]
+        row = row[:row.index("</tr>")]
+        assert f"<code>{clause}</code>" in row, row
+    assert "<a " not in matrix[matrix.index("BROKER-DURABLE-1"):].split("</tr>")[0]  # a green cell has no link
+    saf = dom[dom.index(f'<tr id="{html.finding_anchor(RABBIT_NAME, "BROKER-SAF-1")}">'):].split("</tr>")[0]
+    assert "<td>rabbitmq</td>" in saf and "the management API showed 2 messages dropped" in saf
+    assert "expected difference: rabbitmq:" not in saf  # the reason is shown without the plugin's prefix
+    cpp = dom[dom.index(f'<tr id="{html.finding_anchor(RABBIT_NAME, "TYPES-ARRAY-1")}">'):].split("</tr>")[0]
+    assert "client stack cpp" in cpp and "host's byte order" in cpp
+    assert ("<code>decimal32 #1</code>: sent <code>2210000f</code> (decimal32), received <code>0f001022</code> "
+            "(decimal32)") in cpp, cpp
+    # the vendor's pass rate leaves the client stack's differences out, and the client axis lists them
+    targets = dom[dom.index("<h2>Targets</h2>"):dom.index("<h2>Conformance matrix</h2>")]
+    assert f"<td>{RABBIT_NAME}</td><td><code>run-1</code></td><td>1</td><td>60.0%</td>" in targets, targets
+    clients = dom[dom.index("<h2>Client stacks"):]
+    clients = clients[:clients.index("</table>")]
+    assert f"<td>cpp</td><td>{RABBIT_NAME}</td><td>2</td><td>TYPES-ARRAY-1, TYPES-PRIMITIVE-1</td>" in clients
+    # the case run under an injected fault is in the faults table
+    faults = dom[dom.index("<h2>Faults and checks</h2>"):]
+    faults = faults[:faults.index("</table>")]
+    assert f"<td>{RABBIT_NAME}</td><td>kill-9</td><td>1</td><td>1</td>" in faults, faults
 
 
 @needs_chromium
