@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from reports.synthetic import write_runs  # noqa: E402
 # cores (seen in CI-like runs next to other Spark work): a generous limit still catches a hung job.
 pytestmark = pytest.mark.timeout(600)
 
+REPO = Path(__file__).resolve().parent.parent
 A = {"router": {"vendor": "reference", "version": "0.1.0", "provider": "subprocess"}}
 B = {"router": {"vendor": "qdrouterd", "version": "1.19.0", "provider": "native"}}
 A_NAME, B_NAME = "router=reference", "router=qdrouterd"
@@ -692,6 +694,26 @@ def test_page_leads_from_a_cell_to_its_evidence_and_lists_faults_and_client_stac
     faults = dom[dom.index("<h2>Faults and checks</h2>"):]
     faults = faults[:faults.index("</table>")]
     assert f"<td>{RABBIT_NAME}</td><td>kill-9</td><td>1</td><td>1</td>" in faults, faults
+
+
+@needs_chromium
+def test_the_page_of_a_real_fault_case_names_its_fault(spark, tmp_path):
+    """Issue 36: a real case that injects a fault (a proxy reset of the link between the reference router and
+    broker), run by pytest as a user runs it, then the report over its record: the faults table names the fault."""
+    case = "suites/faults/test_faults.py::test_reset_mid_stream_then_resend_gets_everything_through"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+                           "--results", str(tmp_path / "runs"), case], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    result = run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"))
+    written = html.write(tmp_path / "index.html", result.data, title="a fault case", inputs=["runs"], catalog={},
+                         timings=result.timings, allure=None)
+    dom, console = open_in_chromium(written)
+    assert console == [], console
+    faults = dom[dom.index("<h2>Faults and checks</h2>"):]
+    faults = faults[:faults.index("</table>")]
+    assert "<td>broker=reference + router=reference</td><td>reset_peer</td><td>1</td><td>1</td>" in faults, faults
+    assert "no case ran under an injected or deliberate fault" not in dom
 
 
 @needs_chromium
