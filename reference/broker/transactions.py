@@ -223,7 +223,9 @@ def _control_body(data: bytes) -> tuple[tuple, list]:
     code = _descriptor(body)
     for kind in (_DECLARE, _DISCHARGE):
         if code in kind:
-            fields = list(body.value or [])
+            # Copied: a binary decodes as a memoryview into `message`, which is freed when this function returns
+            # (a txn-id read later came back as heap pointers; found by Qpid JMS's discharge, issue 37).
+            fields = [bytes(f) if isinstance(f, _BINARY) else f for f in (body.value or [])]
             if kind == _DISCHARGE and (not fields or not isinstance(fields[0], _BINARY)):
                 raise ValueError("discharge: field txn-id: expected binary")
             return kind, fields
