@@ -276,14 +276,18 @@ class StackClient:
             raise
         return self
 
-    def sender(self, address: str, settle: str = "unsettled", timeout: float = DEFAULT_TIMEOUT) -> StackSender:
-        return StackSender(self, address, settle, timeout)
+    def sender(self, address: str, settle: str = "unsettled", timeout: float = DEFAULT_TIMEOUT,
+               **options) -> StackSender:
+        """options: what only some stacks take, passed to the shim as they are (the JMS stack: transacted=True,
+        dest="topic")."""
+        return StackSender(self, address, settle, timeout, **options)
 
     def receiver(self, address: str, credit: int = 10, settle: str = "manual",
-                 timeout: float = DEFAULT_TIMEOUT) -> StackReceiver:
+                 timeout: float = DEFAULT_TIMEOUT, **options) -> StackReceiver:
         """settle: "manual" (settle() does it) or "auto" (the shim accepts each message as it arrives and gives
-        its credit back, so that a sender waiting for outcomes through a router needs no receive first)."""
-        return StackReceiver(self, address, credit, settle, timeout)
+        its credit back, so that a sender waiting for outcomes through a router needs no receive first).
+        options: what only some stacks take (the JMS stack: transacted, selector, dest, durable, shared)."""
+        return StackReceiver(self, address, credit, settle, timeout, **options)
 
     def close(self, timeout: float = DEFAULT_TIMEOUT) -> None:
         if self.conn is None:
@@ -314,11 +318,11 @@ class _StackLink:
 
 
 class StackSender(_StackLink):
-    def __init__(self, client: StackClient, address: str, settle: str, timeout: float):
+    def __init__(self, client: StackClient, address: str, settle: str, timeout: float, **options):
         super().__init__(client, "sender", address)
         self.settle_mode = settle
         self.sent = 0
-        self._attach("sender", timeout, settle=settle)
+        self._attach("sender", timeout, settle=settle, **options)
 
     def send(self, messages: list[dict], timeout: float = DEFAULT_TIMEOUT) -> list[str]:
         """Send messages (typed JSON) in order; returns each one's outcome once all are settled ("settled" for
@@ -336,11 +340,11 @@ class StackSender(_StackLink):
 
 
 class StackReceiver(_StackLink):
-    def __init__(self, client: StackClient, address: str, credit: int, settle: str, timeout: float):
+    def __init__(self, client: StackClient, address: str, credit: int, settle: str, timeout: float, **options):
         super().__init__(client, "receiver", address)
         self.received = 0
         self.auto = settle == "auto"
-        self._attach("receiver", timeout, credit=credit, settle=settle)
+        self._attach("receiver", timeout, credit=credit, settle=settle, **options)
 
     def receive(self, count: int, timeout: float = DEFAULT_TIMEOUT) -> list[dict]:
         """Wait for `count` more messages (typed JSON); they stay unsettled until `settle()`."""

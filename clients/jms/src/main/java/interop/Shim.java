@@ -572,6 +572,12 @@ public final class Shim {
 
     JsonObject transaction(JsonObject req, boolean commit) throws Exception {
         Link link = link(req);
+        if (!commit) {
+            synchronized (link) {
+                // Cleared before the rollback: what it gives back comes again through the listener, redelivered.
+                link.incoming.clear();
+            }
+        }
         Future<?> done = link.worker.submit(() -> {
             if (commit) {
                 link.session.commit();
@@ -584,11 +590,6 @@ public final class Shim {
             done.get(Math.round(timeoutOf(req) * 1000), TimeUnit.MILLISECONDS);
         } catch (java.util.concurrent.ExecutionException exc) {
             throw exc.getCause() instanceof Exception ? (Exception) exc.getCause() : exc;
-        }
-        synchronized (link) {
-            if (!commit) {
-                link.incoming.clear(); // they come again, redelivered
-            }
         }
         return new JsonObject();
     }
