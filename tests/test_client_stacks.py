@@ -60,3 +60,30 @@ def test_each_stack_answers_hello_or_says_why_not(stack):
         assert str(exc.value).startswith(f"{stack} client: connect:") and "\n" not in str(exc.value)
     finally:
         stacks.close()
+
+
+def test_the_jms_stack_without_java_is_unavailable_with_the_fix(monkeypatch):
+    from harness import drivers
+
+    monkeypatch.setattr(drivers.shutil, "which", lambda name: None)
+    with pytest.raises(drivers.ClientStackUnavailable) as exc:
+        drivers.stack_command("jms")
+    message = str(exc.value)
+    assert message.startswith("jms: no `java` on PATH") and "make setup builds clients/jms" in message
+    assert "\n" not in message
+
+
+def test_the_jms_jar_missing_without_maven_is_unavailable_with_the_fix(monkeypatch, tmp_path):
+    from harness import drivers
+
+    monkeypatch.setattr(drivers, "_JMS_JAR", tmp_path / "target" / "jms-shim.jar")  # never built
+    monkeypatch.setattr(drivers.shutil, "which", lambda name: None if name == "mvn" else f"/usr/bin/{name}")
+    with pytest.raises(drivers.ClientStackUnavailable) as exc:
+        drivers.build_jms_shim()
+    assert "no `mvn` on PATH" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_the_type_suite_crosses_only_the_stacks_that_carry_every_amqp_type():
+    from harness.drivers import AMQP_STACKS
+
+    assert set(AMQP_STACKS) == set(STACKS) - {"jms"}
