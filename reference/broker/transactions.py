@@ -15,8 +15,9 @@
 * **Retirement** (§4.4.2). A consumer's disposition `transactional-state(txn-id, outcome)` takes the message
   out of the consumer's hands into the transaction. At commit the outcome is applied as the broker applies
   it outside transactions (and an unsettled delivery is settled). At rollback a delivery the consumer had
-  settled is released (back in its place, delivery-count unchanged), because nobody can give it another
-  outcome; one it had not settled reverts to acquired by that consumer, which may settle it again.
+  settled goes back in its place counted as a failed delivery (as modified with delivery-failed: Artemis
+  does so, and a JMS consumer then sees it redelivered), because nobody can give it another outcome; one it
+  had not settled reverts to acquired by that consumer, which may settle it again.
 * **Durability.** What a commit enqueues and deletes in the journal is one atomic group (journal.py), and
   the discharge is accepted only once that group is on disk.
 * Transactional acquisition (a `txn-id` in flow properties, §4.4.3) is not supported: proton does not expose
@@ -56,7 +57,7 @@ class Retirement:
     """A consumer's transactional outcome for one message, applied at commit."""
 
     consumer: object  # broker.Consumer
-    dlv: Delivery
+    dlv: Delivery | None  # until it is settled (then let go: see _let_go)
     entry: object  # broker.Entry
     state: int
     failed: bool = False
@@ -155,9 +156,10 @@ class Transactions:
         if dlv.tag not in consumer.unsettled:  # already in a transaction (or settled): only settling is left
             retirement = getattr(dlv, "txn_retirement", None)
             if dlv.settled and (retirement is None or not retirement.settled):
+                dlv.settle()
                 if retirement is not None:
                     retirement.settled = True
-                dlv.settle()
+                    _let_go(retirement)
             return
         txn_id, outcome = (list(dlv.remote.data or []) + [None, None])[:2]
         txn = self._lookup(txn_id, consumer.link.connection)
@@ -176,6 +178,7 @@ class Transactions:
         txn.retired.append(retirement)
         if retirement.settled:
             dlv.settle()
+            _let_go(retirement)
 
     # ---- discharge ----------------------------------------------------------------------------------------
 
@@ -190,13 +193,18 @@ class Transactions:
                 if not r.settled:
                     r.settled = True
                     r.dlv.settle()  # the outcome is final now: the resource may settle (§4.4.2)
+                    _let_go(r)
         log.info("Transaction %s committed: %d posted, %d retired", txn.id.hex(), len(txn.posted), len(txn.retired))
         return journal is not None and journal.dirty
 
     def _rollback(self, txn: Transaction, why: str) -> None:
         for r in txn.retired:
             if r.settled or r.consumer.closed:
-                self.broker.apply_outcome(r.consumer, r.entry, Delivery.RELEASED)
+                # The broker decides the fate of a message its consumer settled (§4.4.2): it comes back, its
+                # delivery counted as a failed attempt (as modified with delivery-failed), as Artemis counts a
+                # rolled back delivery towards max-delivery-attempts, and as a JMS consumer expects it
+                # (JMSRedelivered, JMSXDeliveryCount) when a transacted session rolls back.
+                self.broker.apply_outcome(r.consumer, r.entry, Delivery.MODIFIED, failed=True)
             else:
                 r.consumer.unsettled[r.dlv.tag] = r.entry  # §4.4.2: back to acquired by the consumer
         log.info("Transaction %s rolled back (%s): %d posted discarded, %d retired undone", txn.id.hex(), why,
@@ -210,6 +218,15 @@ class Transactions:
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _let_go(retirement: Retirement) -> None:
+    """Drop a settled delivery. Proton keeps a settled delivery that Python still holds at the tail of its link's
+    unsettled list, its transport state reset, so that it looks unsent; while it is there, proton withholds the
+    flow that answers a drain (it waits for that "unsent" delivery). Qpid JMS drains its consumer before every
+    rollback, after settling its transactional acknowledgements: held, the drain went unanswered and the rollback
+    timed out."""
+    retirement.dlv = None
 
 
 def _control_body(data: bytes) -> tuple[tuple, list]:
