@@ -19,7 +19,8 @@ QUEUES = FederationPolicy("queue", "remote", "b1-b2-queues", (("#", "#"),), (("s
 TOPICS = FederationPolicy("address", "remote", "b1-b2-topics", (("prices.#", "#"), ("prices", "#")), max_hops=2)
 
 
-TYPE_NAMES = {Data.INT: "int", Data.LONG: "long", Data.BOOL: "bool", Data.STRING: "string", Data.LIST: "list"}
+TYPE_NAMES = {Data.INT: "int", Data.LONG: "long", Data.BOOL: "bool", Data.STRING: "string", Data.LIST: "list",
+              Data.SYMBOL: "symbol"}
 
 
 def decoded(data: bytes) -> Message:
@@ -83,6 +84,35 @@ def artemis_policy(annotation: str, body: dict) -> bytes:
     data.put_object(Described(ulong(0x72), {symbol(wire.OPERATION_TYPE): annotation}))
     data.put_object(Described(ulong(0x77), body))
     return data.encode()
+
+
+# The two policy messages a real Artemis 2.40.0 sent a reference broker it dialled (network-duplex, broker
+# connection b1-b2.B2; the transfers' payloads from the reference's PN_TRACE_FRM=1 log): message annotations and an
+# amqp-value map, no other section; auto-delete figures as smalllong (`U`), ints as smallint (`T`).
+ARTEMIS_QUEUE_POLICY = (b"\x00Sr\xc11\x02\xa3\x1cx-opt-amq-federation-op-type\xa1\x10ADD_QUEUE_POLICY"
+                        b"\x00Sw\xc1c\x08\xa1\x0bpolicy-name\xa1\x0fb1-b2.B2-queues\xa1\x11include-federatedB"
+                        b"\xa1\x13priority-adjustmentT\xff\xa1\x0equeue-includes\xc0\x07\x02\xa1\x01#\xa1\x01#")
+ARTEMIS_ADDRESS_POLICY = (b"\x00Sr\xc13\x02\xa3\x1cx-opt-amq-federation-op-type\xa1\x12ADD_ADDRESS_POLICY"
+                          b"\x00Sw\xc1\x9d\x0e\xa1\x0bpolicy-name\xa1\x0fb1-b2.B2-topics\xa1\x0bauto-deleteB"
+                          b"\xa1\x11auto-delete-delayU\x00\xa1\x15auto-delete-msg-countU\x00\xa1\x08max-hopsT\x01"
+                          b"\xa1\x16enable-divert-bindingsB\xa1\x10address-includes\xc0\x09\x01\xa1\x06prices")
+
+
+def test_the_policies_a_real_artemis_sent_are_read():
+    queues = wire.read_policy(ARTEMIS_QUEUE_POLICY)
+    assert (queues.kind, queues.name, queues.includes, queues.include_federated) == (
+        "queue", "b1-b2.B2-queues", (("#", "#"),), False)
+    topics = wire.read_policy(ARTEMIS_ADDRESS_POLICY)
+    assert (topics.kind, topics.name, topics.includes, topics.max_hops) == (
+        "address", "b1-b2.B2-topics", (("prices", "#"),), 1)
+
+
+def test_the_reference_writes_the_same_body_types_as_that_artemis():
+    ours = FederationPolicy("address", "remote", "b1-b2.B2-topics", (("prices", "#"),), max_hops=1)
+    assert typed(wire.policy_message(ours)) == section_types(ARTEMIS_ADDRESS_POLICY, 0x77)
+    ours = FederationPolicy("queue", "remote", "b1-b2.B2-queues", (("#", "#"),))
+    assert typed(wire.policy_message(ours)) == section_types(ARTEMIS_QUEUE_POLICY, 0x77)
+    assert section_types(wire.policy_message(ours), 0x72) == section_types(ARTEMIS_QUEUE_POLICY, 0x72)
 
 
 def test_a_queue_policy_artemis_sends_is_read_as_pairs_of_address_and_queue_matches():

@@ -442,7 +442,7 @@ class Broker(ServedConnections):
             return
         why, queue, address, selector = self.federation.serve(link, kind)
         if why is not None:
-            refuse(link, "amqp:not-found" if "exist" in why else "amqp:illegal-state", why, log)
+            federating.refuse_pull(link, "amqp:not-found" if "exist" in why else "amqp:illegal-state", why)
             return
         if self.access is not None:
             hint = ANYCAST if queue is not None else MULTICAST

@@ -53,7 +53,7 @@ from __future__ import annotations
 import logging
 import uuid
 
-from proton import Endpoint, Link, Terminus, int32, symbol
+from proton import Condition, Endpoint, Link, Terminus, int32, symbol
 
 from .. import attach_caps
 from ..links import put_symbols
@@ -396,6 +396,17 @@ class Federation:
             self.sides.remove(side)
             for key in list(side.pulls):
                 side._close(key)
+
+
+def refuse_pull(link, name: str, description: str) -> None:
+    """Refuse another broker's pull as Artemis does: a null source with its target echoed (Artemis's receiver
+    fails with "Remote should have sent an valid Target" on a null target), then a detach with the error."""
+    link.source.type = Terminus.UNSPECIFIED
+    link.target.copy(link.remote_target)
+    link.condition = Condition(name, description)
+    link.open()
+    link.close()
+    log.warning("Refused federation pull %r: %s", link.name, description)
 
 
 def attach_property(link, key: str):
