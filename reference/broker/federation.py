@@ -53,7 +53,7 @@ from __future__ import annotations
 import logging
 import uuid
 
-from proton import Condition, Endpoint, Link, Terminus, int32, symbol
+from proton import Condition, Described, Endpoint, Link, Terminus, int32, symbol, ulong
 
 from .. import attach_caps
 from ..links import put_symbols
@@ -228,6 +228,8 @@ class Federation:
         self.sides.append(side)
         link = session.sender(f"federation-control-link:{name}:{self.broker.node_id}:{uuid.uuid4()}")
         link.target.dynamic = True
+        # The node goes with the link (lifetime-policy delete-on-close), as Artemis asks for its own
+        link.target.properties.put_object({symbol("lifetime-policy"): Described(ulong(0x2b), [])})
         link.target.durability = Terminus.NONDURABLE
         link.target.expiry_policy = Terminus.EXPIRE_WITH_LINK
         put_symbols(link.target.capabilities, [wire.TEMPORARY_TOPIC])
@@ -334,7 +336,11 @@ class Federation:
         if not link.is_receiver or dlv.partial:
             return
         data = link.recv(dlv.pending)
-        log.info("Federation event on %r: %d bytes (logged only)", link.name, len(data))
+        try:
+            event, body = wire.read_event(data)
+            log.info("Federation event %s %s on %r: demand is evaluated again", event, body, link.name)
+        except Exception as exc:  # noqa: BLE001 - events are advice: a malformed one costs nothing but a log line
+            log.warning("Federation event on %r not understood (%s): %d bytes", link.name, exc, len(data))
         dlv.update(dlv.ACCEPTED)
         dlv.settle()
         if link.credit < CONTROL_CREDIT // 2:

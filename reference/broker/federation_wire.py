@@ -115,6 +115,23 @@ def _max_hops(value: int) -> int:
     return value if value > 0 else -1
 
 
+# ---- events ----------------------------------------------------------------------------------------------------
+
+
+EVENT_TYPE = "x-opt-amq-federation-ev-type"  # message annotation: REQUESTED_QUEUE_ADDED_EVENT, ...
+
+
+def read_event(data: bytes) -> tuple[str, dict]:
+    """(event type, body map) of a message on an event link (Artemis's AMQPFederationEventSupport)."""
+    message = Message()
+    message.decode(data)
+    event = (message.annotations or {}).get(symbol(EVENT_TYPE))
+    if event is None:
+        raise ValueError(f"no {EVENT_TYPE} annotation")
+    body = message.body if isinstance(message.body, dict) else {}
+    return str(event), {str(k): v for k, v in body.items()}
+
+
 # ---- hops --------------------------------------------------------------------------------------------------------
 
 
