@@ -308,3 +308,14 @@ def test_a_control_link_the_other_end_does_not_offer_back_ends_the_federation():
     remote.open()  # a broker that answers the attach but knows nothing of federation
     settle(server, client)
     assert "did not offer AMQ_FEDERATION_CONTROL_LINK" in dialling.control_answered(link)
+
+
+def test_an_artemis_event_is_read_for_the_log():
+    # As AMQPFederationEventSupport writes a REQUESTED_QUEUE_ADDED event (seen from a real Artemis 2.40.0 in the
+    # duplex pairing: the queue a reference pull had asked for was created there later)
+    data = Message(body={"REQUESTED_ADDRESS_NAME": "jobs", "REQUESTED_QUEUE_NAME": "jobs"},
+                   annotations={symbol("x-opt-amq-federation-ev-type"): "REQUESTED_QUEUE_ADDED_EVENT"}).encode()
+    assert wire.read_event(data) == ("REQUESTED_QUEUE_ADDED_EVENT",
+                                     {"REQUESTED_ADDRESS_NAME": "jobs", "REQUESTED_QUEUE_NAME": "jobs"})
+    with pytest.raises(ValueError, match="x-opt-amq-federation-ev-type"):
+        wire.read_event(Message(body={}).encode())
