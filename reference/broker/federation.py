@@ -357,27 +357,30 @@ class Federation:
         side = self.side_of(link.connection)
         if side is None:
             return f"a {kind} on a connection without a federation control link", None, "", None
+        # Existence first, as Artemis checks it: a puller takes not-found as "not here (yet)", while any other
+        # refusal ends its whole federation connection (AMQPFederationConsumer.remoteLinkClosedInterceptor).
         source = link.remote_source
-        _no_local, selector = wire.read_filters(source.filter)
-        try:
-            wire.selector_max_hops(selector)
-        except ValueError as exc:
-            return str(exc), None, "", None
-        addresses = self.broker.addresses
+        queue = None
         if kind == wire.QUEUE_RECEIVER:
             address, queue_name = wire.split_fqqn(source.address or "")
             queue = self.broker.queues.get(queue_name)
             if queue is None or (address is not None and queue.address != address):
                 return f"Queue: {queue_name!r} does not exist" + (f" on address {address!r}" if address else ""), \
                     None, "", None
-            return None, queue, queue.address, selector
-        address = source.address or ""
-        info = addresses.get(address)
-        if info is None:
-            return f"address {address!r} does not exist", None, "", None
-        if MULTICAST not in info["routings"]:
-            return f"Address {address} is not configured for MULTICAST support", None, "", None
-        return None, None, address, selector
+            address = queue.address
+        else:
+            address = source.address or ""
+            info = self.broker.addresses.get(address)
+            if info is None:
+                return f"address {address!r} does not exist", None, "", None
+            if MULTICAST not in info["routings"]:
+                return f"Address {address} is not configured for MULTICAST support", None, "", None
+        _no_local, selector = wire.read_filters(source.filter)
+        try:
+            wire.selector_max_hops(selector)
+        except ValueError as exc:
+            return str(exc), None, "", None
+        return None, queue, address, selector
 
     def serving(self, link, kind: str, consumer, selector: str | None) -> None:
         """A federation receiver is attached to `consumer`: it is another broker pulling."""

@@ -37,16 +37,22 @@ ORDERS, PRICES = "orders", "prices"  # the anycast queue and the multicast addre
 # session's vendor dialling a reference B2 (`reference-dialled`). A network is a wire format between brokers as
 # much as a mirror is: only a mixed pair shows whether the reference speaks the vendor's.
 PAIRINGS = {"same": None, "reference-dials": {"B1": "reference"}, "reference-dialled": {"B2": "reference"}}
+# network-hub-spoke: a reference hub between the vendor's spokes (they dial it), and reference spokes dialling the
+# vendor's hub, which passes messages between them.
+HUB_PAIRINGS = {"same": None, "reference-hub": {"H": "reference"},
+                "reference-spokes": {"S1": "reference", "S2": "reference", "S3": "reference"}}
+# network-mesh (B1 dials B2, B2 dials B3, B3 dials B1): a reference B2 is dialled by one of the vendor's brokers and
+# dials the other, so a message from B1 to B3 can go either way round through two vendors.
+MESH_PAIRINGS = {"same": None, "reference-b2": {"B2": "reference"}}
 # Networks made of AMQP broker connections (Artemis's AMQP federation, which the reference speaks) are what a
 # reference broker can join; ActiveMQ Classic bridges over OpenWire and RabbitMQ federates over its own links.
 AMQP_FEDERATION = frozenset({"network-of-brokers", "broker-connection"})
 
 
-def paired(interop, pairing: str) -> dict[str, str] | None:
-    """The node vendors of a network case in `pairing` (see PAIRINGS); a mixed pairing is not-applicable where
-    the session's broker vendor is the reference itself (both ends would be the reference), one the harness does
-    not start, or one whose networks are not AMQP federation."""
-    pair = PAIRINGS[pairing]
+def paired(interop, pair: dict[str, str] | None) -> dict[str, str] | None:
+    """The node vendors of a network case in a pairing (node -> vendor, None: all the session's vendor); a mixed
+    pairing is not-applicable where the session's broker vendor is the reference itself (every node would be the
+    reference), one the harness does not start, or one whose networks are not AMQP federation."""
     if pair is None:
         return None
     name = interop.choices.get("broker", "reference")

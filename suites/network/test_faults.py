@@ -43,7 +43,7 @@ def _union(receivers, snd) -> set[int]:
 
 @pytest.fixture(params=list(PAIRINGS))
 def duplex(request, topology, clients, interop):
-    return drained_network(topology("network-duplex", vendors=paired(interop, request.param)), clients)
+    return drained_network(topology("network-duplex", vendors=paired(interop, PAIRINGS[request.param])), clients)
 
 
 @pytest.mark.spec("NETWORK-MOVE-1")
@@ -82,7 +82,7 @@ def test_a_consumer_moving_from_b2_to_b1_while_messages_are_in_flight_gets_every
 
 @pytest.fixture(params=list(PAIRINGS))
 def faulty_pair(request, topology, clients, interop):
-    running = topology("network-pair", vendors=paired(interop, request.param))
+    running = topology("network-pair", vendors=paired(interop, PAIRINGS[request.param]))
     if running.faults is None:
         pytest.skip("network-pair's B1->B2 link does not go through the fault proxy here")
     yield drained_network(running, clients)

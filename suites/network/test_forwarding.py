@@ -22,12 +22,12 @@ N = 100
 
 @pytest.fixture(params=list(PAIRINGS))
 def pair(request, topology, clients, interop):
-    return drained_network(topology("network-pair", vendors=paired(interop, request.param)), clients)
+    return drained_network(topology("network-pair", vendors=paired(interop, PAIRINGS[request.param])), clients)
 
 
 @pytest.fixture(params=list(PAIRINGS))
 def duplex(request, topology, clients, interop):
-    return drained_network(topology("network-duplex", vendors=paired(interop, request.param)), clients)
+    return drained_network(topology("network-duplex", vendors=paired(interop, PAIRINGS[request.param])), clients)
 
 
 def _once_in_order(clients, details, snd, receivers, **figures) -> None:
