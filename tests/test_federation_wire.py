@@ -319,3 +319,23 @@ def test_an_artemis_event_is_read_for_the_log():
                                      {"REQUESTED_ADDRESS_NAME": "jobs", "REQUESTED_QUEUE_NAME": "jobs"})
     with pytest.raises(ValueError, match="x-opt-amq-federation-ev-type"):
         wire.read_event(Message(body={}).encode())
+
+
+def test_a_pull_for_a_queue_not_here_is_refused_as_not_found_whatever_its_selector():
+    # Artemis takes only not-found (and resource-deleted, detach-forced) as "not here": any other refusal ends its
+    # whole federation connection. Seen with a real Artemis hub that asked a reference spoke for its own federation
+    # subscription queue, with that queue's connection-id selector.
+    broker = fake_broker("H")
+    broker.queues = {"orders": SimpleNamespace(address="orders")}
+    feds = federation.Federation(broker)
+    connection = object()
+    feds.sides.append(federation.Side(feds, connection, [], "s1-h", "S1"))
+    odd = Data()
+    odd.put_object({symbol("jms-selector"): Described(ulong(wire.SELECTOR_CODE), "__AMQ_CID<>'H'")})
+
+    def pull(address):
+        return SimpleNamespace(connection=connection, remote_source=SimpleNamespace(address=address, filter=odd))
+    why, *_ = feds.serve(pull("prices::federation-address-receiver:x"), wire.QUEUE_RECEIVER)
+    assert "does not exist" in why
+    why, *_ = feds.serve(pull("orders::orders"), wire.QUEUE_RECEIVER)
+    assert "does not evaluate" in why  # a queue that is here, with a selector the reference cannot honour
