@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from proton import Condition, Delivery, Endpoint, Link, Message, Terminus
 from proton.reactor import ApplicationEvent, EventInjector
 
-from ..links import ServedConnections, link_property, links_of, read_message, refuse, terminus_symbols
+from ..links import ServedConnections, links_of, read_message, refuse, terminus_symbols
 from ..peek import Peek, peek, redelivered
 from . import federation as federating
 from . import access as access_module
@@ -340,6 +340,10 @@ class Broker(ServedConnections):
 
     def on_link_remote_open(self, event):
         link = event.link
+        answered = getattr(link, "federation_answer", None)
+        if answered is not None:  # another broker answered one of our federation pulls (federation.py)
+            answered(link)
+            return
         if getattr(link, "broker_outgoing", None) is not None:
             self.connections.link_opened(link)  # the remote answered an attach of a broker connection
             return
@@ -355,8 +359,13 @@ class Broker(ServedConnections):
             self._attach_producer(link)
 
     def _attach_producer(self, link):
-        if link.remote_target.address == federating.CONTROL_ADDRESS:
-            why = self.federation.control_attach(link)
+        kind = federating.incoming_kind(link)  # Artemis's federation links go by their desired capability
+        if kind is not None:
+            if self.access is not None and self._unauthorized(link, ["send"], federating.FEDERATION_ADDRESS):
+                return
+            attach = self.federation.control_attach if kind == federating.wire.CONTROL_LINK \
+                else self.federation.event_attach
+            why = attach(link)
             if why is not None:
                 refuse(link, "amqp:precondition-failed", why, log)
             return
@@ -389,6 +398,10 @@ class Broker(ServedConnections):
         link.flow(PRODUCER_CREDIT)
 
     def _attach_consumer(self, link):
+        kind = federating.receiver_kind(link)
+        if kind is not None:
+            self._attach_federation_receiver(link, kind)
+            return
         source = link.remote_source
         address = source.address
         if not address:
@@ -415,13 +428,36 @@ class Broker(ServedConnections):
                 return
         link.source.copy(source)
         link.target.copy(link.remote_target)
+        self.add_consumer(link, queue)
+        link.open()
+        self.federation.demand_changed(queue.address)
+
+    def _attach_federation_receiver(self, link, kind: str):
+        """Another broker of a network pulls from us (federation.py): a queue by its FQQN, or an address into a
+        subscription of its own; an event link is answered and kept."""
+        if kind == federating.wire.EVENT_LINK:
+            why = self.federation.event_attach(link)
+            if why is not None:
+                refuse(link, "amqp:illegal-state", why, log)
+            return
+        why, queue, address, selector = self.federation.serve(link, kind)
+        if why is not None:
+            federating.refuse_pull(link, "amqp:not-found" if "exist" in why else "amqp:illegal-state", why)
+            return
+        if self.access is not None:
+            hint = ANYCAST if queue is not None else MULTICAST
+            needed = self.access.needed(self.addresses, address, hint, consumer=True,
+                                        subscription=None if queue is not None else "non-durable")
+            if self._unauthorized(link, needed, address):
+                return
+        if queue is None:
+            queue = self._create_queue(f"{address}.sub.{uuid.uuid4().hex[:12]}", address, MULTICAST, temporary=True)
+        link.source.copy(link.remote_source)
+        link.target.copy(link.remote_target)
+        link.snd_settle_mode = link.remote_snd_settle_mode
+        link.rcv_settle_mode = Link.RCV_FIRST
         consumer = self.add_consumer(link, queue)
-        node = link_property(link.remote_properties, federating.NODE_PROPERTY)
-        if node:  # another broker of a network pulling from us
-            consumer.federation_node = str(node)
-            consumer.max_hops = int(link_property(link.remote_properties, federating.MAX_HOPS_PROPERTY) or -1)
-            if queue.temporary:
-                queue.federation_filter = (consumer.federation_node, consumer.max_hops)
+        self.federation.serving(link, kind, consumer, selector)
         link.open()
         self.federation.demand_changed(queue.address)
 
@@ -524,6 +560,8 @@ class Broker(ServedConnections):
         consumer = getattr(link, "broker_consumer", None)
         if consumer is not None:
             self._consumer_outcome(consumer, dlv)
+        elif getattr(link, "federation_deliveries", None) is not None:  # federation control and event links
+            link.federation_deliveries(dlv)
         elif getattr(link, "broker_coordinator", False):
             self.transactions.control(link, dlv)
 
@@ -998,8 +1036,6 @@ class Broker(ServedConnections):
         data = entry.data
         if entry.delivery_count:
             data = redelivered(data, entry.delivery_count) or _redelivered_by_decode(data, entry.delivery_count)
-        if consumer.federation_node is not None:  # to another broker of a network: the hops travel with it
-            data = federating.outgoing(data, entry.hops + 1, self.node_id)
         dlv = link.delivery(str(next(self._tags)))
         link.stream(data)
         link.advance()

@@ -168,7 +168,7 @@ class BrokerConnections:
             link = bc.mirror.attach(bc.session, self.broker.node_id)
             link.broker_outgoing = (bc, "mirror", bc.mirror.snf)
         if bc.definition.federation is not None:
-            link = self.broker.federation.dialled(conn, bc.definition.federation, bc.session)
+            link = self.broker.federation.dialled(conn, bc.definition.federation, bc.session, bc.name)
             link.broker_outgoing = (bc, "federation", None)
 
     def closed(self, conn) -> None:

@@ -1,4 +1,4 @@
-"""Networks of brokers (004_05e35cdd7bc39ede.txt) as federation over broker connections.
+"""Networks of brokers (004_05e35cdd7bc39ede.txt) as federation over broker connections, on Artemis's wire.
 
 A network connector of ActiveMQ Classic forwards messages from its broker to the brokers whose consumers want
 them ("demand"), never back where they came from, and no further than `networkTTL` brokers; `duplex` does the
@@ -16,62 +16,99 @@ same the other way over the one connection. The topology renders it as Artemis's
 * Demand: a consumer of a client counts. A broker pulling from us counts as demand for our own pulls from a
   third broker only when the policy lets federated messages travel on (`include-federated` for queues,
   `max-hops` above 1 for addresses): that is how a hub passes messages between spokes.
-* Loops: each forwarded message carries, in delivery annotations, the brokers it crossed (`hops`) and the
-  broker it comes from. A broker never sends a message back to the broker it came from, nor to a puller once
-  it crossed that puller's `max-hops` (queue policies without `include-federated`: one hop).
+* Loops: a message carries the number of brokers it crossed (`hops`). A broker never sends a message back to
+  the broker it came from, nor to a puller once it crossed that puller's `max-hops` (queue policies without
+  `include-federated`: one hop).
 * Except for a queue that has no consumer of its own left: its messages go back to the broker they came from
   when that broker pulls them (the consumer moved there). Without it a consumer that moves between brokers
   strands what was already forwarded for it; ActiveMQ Classic calls this `replayWhenNoConsumers` (off by
   default there: the reference takes the choice that loses nothing). Topics (copies) never go back.
 
-Wire form: the data links are plain AMQP (a receiver on the queue's name with the `queue` capability, or on
-the address with `topic`), with the link properties `x-opt-reference-fed-node` (the puller's node id) and
-`x-opt-reference-fed-max-hops`. Messages on them carry delivery annotations `x-opt-reference-fed-hops` and
-`x-opt-reference-fed-from`. The remote policies travel on a control link (target
-`$reference.federation.control`, link property `x-opt-reference-federation`: JSON with the node id and the
-policies), answered with the other node's id. This control protocol is the reference's own: Artemis's AMQP
-federation has a control protocol of its own, which the reference does not speak, so a network mixes
-reference brokers only with reference brokers.
+Wire form: Artemis 2.40's AMQP federation (federation_wire.py has the bytes), so a network mixes reference and
+Artemis brokers freely, either one dialling. The dialling broker opens a control link: a sender to a dynamic
+target desiring `AMQ_FEDERATION_CONTROL_LINK`, with link properties `federation-configuration` and
+`federationName`; the dialled broker offers the capability back and names the node. The remote policies are
+messages on it (`x-opt-amq-federation-op-type` ADD_QUEUE_POLICY / ADD_ADDRESS_POLICY, an amqp-value map). A pull
+is a receiver desiring `AMQ_FEDERATION_QUEUE_RECEIVER` on the FQQN `address::queue`, or
+`AMQ_FEDERATION_ADDRESS_RECEIVER` on the address with a no-local filter and, for a hop limit, the selector Artemis
+writes on `x-opt-amq-fed-hops`; the serving broker offers the capability back. The receiving broker counts the
+hop in the message annotation `x-opt-amq-fed-hops`. Artemis's event links (`AMQ_FEDERATION_EVENT_LINK`) are
+answered and their events only logged: the reference re-evaluates demand itself. A broker is known by its
+connection's container id (the reference's is its name): where a message came from is the container of the
+connection it was pulled over, kept beside the message, not on the wire.
+
+Where Artemis's semantics differ from the seed's, and which the reference follows:
+* Artemis counts hops only over address receivers; the reference counts them over queue receivers too, and a
+  queue pull without `include-federated` selects messages with no hop yet (the same selector, max-hops 1), so
+  that a queue's message crosses one broker as ActiveMQ's networkTTL 1 says. Artemis serves such a selector;
+  its own queue pulls carry none, and then the reference serves them every message (as Artemis would).
+* Artemis sends a queue's messages to any puller, the broker they came from included; the reference never sends
+  one back, but for the replay above (the seed's "never back where they came from").
+* Artemis ranks federation consumers below local ones (`priority` -1); the reference serves them in turn with
+  local consumers, as it did, and sends the `priority` property only for Artemis to read.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 
-from proton import Endpoint, symbol
+from proton import Condition, Described, Endpoint, Link, Terminus, int32, symbol, ulong
 
-from ..links import link_property, put_symbols
+from .. import attach_caps
+from ..links import put_symbols
 
+from . import federation_wire as wire
 from .config import ANYCAST, MULTICAST, FederationPolicy
-from .wire import encode_long, encode_string, encode_symbol, split_delivery_annotations, with_delivery_annotations
 
 log = logging.getLogger("FEDERATION")
 
-CONTROL_ADDRESS = "$reference.federation.control"
-POLICIES_PROPERTY = "x-opt-reference-federation"
-NODE_PROPERTY = "x-opt-reference-fed-node"
-MAX_HOPS_PROPERTY = "x-opt-reference-fed-max-hops"
-HOPS = "x-opt-reference-fed-hops"
-FROM = "x-opt-reference-fed-from"
+FEDERATION_ADDRESS = "$ACTIVEMQ_ARTEMIS_FEDERATION"  # Artemis checks `send` here for a control link
+CONTROL_CREDIT = 100
+
+
+def _peek_capabilities(link) -> tuple[frozenset, frozenset]:
+    """The peer's (offered, desired) link capabilities, left in place for mirror.py's own look."""
+    tap = getattr(link.connection, "loop_tap", None)
+    if tap is None:
+        return frozenset(), frozenset()
+    return tap.remote.get((link.name, bool(link.is_sender)), (frozenset(), frozenset()))
+
+
+def incoming_kind(link) -> str | None:
+    """The federation link a peer's sending attach asks for (control or event), or None for any other."""
+    _offered, desired = _peek_capabilities(link)
+    for kind in (wire.CONTROL_LINK, wire.EVENT_LINK):
+        if kind in desired:
+            attach_caps.remote_capabilities(link)  # consumed: nobody else reads them
+            return kind
+    return None
+
+
+def receiver_kind(link) -> str | None:
+    """The federation link a peer's receiving attach asks for (queue, address or event receiver), or None."""
+    _offered, desired = attach_caps.remote_capabilities(link)
+    return next((k for k in (wire.QUEUE_RECEIVER, wire.ADDRESS_RECEIVER, wire.EVENT_LINK) if k in desired), None)
 
 
 class Side:
     """One connection over which this broker pulls, by `policies`, from the broker at its other end."""
 
-    def __init__(self, federation: Federation, connection, policies: tuple[FederationPolicy, ...], remote_node):
+    def __init__(self, federation: Federation, connection, policies: list[FederationPolicy], name: str,
+                 remote_node: str | None):
         self.federation = federation
         self.connection = connection
         self.policies = policies
-        self.remote_node: str | None = remote_node
+        self.name = name  # the federation's name (Artemis's `federationName`)
+        self.remote_node: str | None = remote_node  # the other broker's container id, once it answered
+        self.remote_policies: list[FederationPolicy] = []  # dialling side: sent once the other broker answered
         self.session = None
         self.pulls: dict[tuple[str, str], object] = {}  # ("queue", queue name) / ("address", address) -> link
 
     def evaluate(self, only: str | None = None) -> None:
         """Open the pulls that local demand calls for and close the ones it no longer does (`only`: one address)."""
         if self.remote_node is None or not self.connection.state & Endpoint.LOCAL_ACTIVE:
-            return  # the other broker has not said who it is yet
+            return  # the other broker has not answered yet
         addresses = self.federation.broker.addresses
         if only is None:
             looked_at = list(addresses.items())
@@ -90,7 +127,7 @@ class Side:
                     if self._demand(subscriptions, policy.max_hops < 0 or policy.max_hops > 1):
                         wanted.setdefault(("address", name), (policy, name, name))
         for key, link in list(self.pulls.items()):
-            if key not in wanted and (only is None or link.target.address == only):
+            if key not in wanted and (only is None or link.federation_address == only):
                 self._close(key)
         for key, (policy, source, address) in wanted.items():
             if key not in self.pulls:
@@ -111,16 +148,50 @@ class Side:
         if self.session is None:
             self.session = self.connection.session()
             self.session.open()
-        link = self.session.receiver(f"federation:{source}:{uuid.uuid4()}")
-        link.source.address = source
-        link.target.address = address
-        put_symbols(link.source.capabilities, ["queue" if key[0] == "queue" else "topic"])
-        max_hops = (-1 if policy.include_federated else 1) if key[0] == "queue" else policy.max_hops
-        link.properties = {symbol(NODE_PROPERTY): broker.node_id, symbol(MAX_HOPS_PROPERTY): max_hops}
-        broker.add_outgoing_producer(link, address, ANYCAST if key[0] == "queue" else MULTICAST, self)
+        if key[0] == "queue":
+            remote = f"{address}::{source}"
+            link = self.session.receiver(f"federation-queue-receiver:{self.name}:{remote}:{uuid.uuid4()}")
+            capability, routing = wire.QUEUE_RECEIVER, ANYCAST
+            selector = None if policy.include_federated else wire.address_selector(1)
+            properties = {symbol(wire.PRIORITY): int32(wire.DEFAULT_PRIORITY_ADJUSTMENT),
+                          symbol(wire.POLICY_NAME): policy.name}
+        else:
+            remote = address
+            # The serving broker names its subscription queue after this link: unique per pull.
+            link = self.session.receiver(f"federation-address-receiver:{self.name}:{remote}:{uuid.uuid4()}")
+            capability, routing = wire.ADDRESS_RECEIVER, MULTICAST
+            selector = wire.address_selector(policy.max_hops)
+            properties = {symbol(wire.ADDRESS_SOURCE_PROPERTIES): {"auto-delete": False, "auto-delete-delay": 0,
+                                                                    "auto-delete-msg-count": 0},
+                          symbol(wire.POLICY_NAME): policy.name}
+        link.source.address = remote
+        link.target.address = remote
+        link.source.durability = Terminus.NONDURABLE
+        link.source.expiry_policy = Terminus.EXPIRE_WITH_LINK
+        put_symbols(link.source.capabilities, ["queue" if routing == ANYCAST else "topic"])
+        wire.put_filters(link.source.filter, no_local=routing == MULTICAST, selector=selector)
+        link.snd_settle_mode = Link.SND_UNSETTLED
+        link.rcv_settle_mode = Link.RCV_FIRST
+        link.properties = properties
+        link.federation_address = address
+        link.federation_answer = lambda answered, cap=capability: self._answered(answered, cap)
+        attach_caps.set_capabilities(link, desired=[capability])
+        broker.add_outgoing_producer(link, address, routing, self)
         link.open()
         self.pulls[key] = link
-        log.info("Pulling %s %r from node %s (policy %r)", key[0], source, self.remote_node, policy.name)
+        log.info("Pulling %s %r from node %s (policy %r)", key[0], remote, self.remote_node, policy.name)
+
+    def _answered(self, link, capability: str) -> None:
+        """The serving broker answered a pull: with a source it must offer the capability back (as Artemis
+        requires); without one a detach follows and link_lost forgets the pull."""
+        offered, _desired = attach_caps.remote_capabilities(link)
+        if link.remote_source is not None and link.remote_source.type != Terminus.UNSPECIFIED \
+                and capability not in offered:
+            log.warning("Node %s answered pull %r without offering %s: closing it", self.remote_node, link.name,
+                        capability)
+            for key, pull in list(self.pulls.items()):
+                if pull == link:
+                    self._close(key)
 
     def _close(self, key) -> None:
         link = self.pulls.pop(key)
@@ -142,59 +213,182 @@ class Federation:
         self.broker = broker
         self.sides: list[Side] = []
 
+    def side_of(self, connection) -> Side | None:
+        return next((s for s in self.sides if s.connection == connection), None)
+
     # dialling side ---------------------------------------------------------------------------------------------
 
-    def dialled(self, connection, element, session) -> object:
-        """A broker connection with a `<federation>` came up: pull by its local policies once the other node
-        answered, and send it the remote ones. Returns the control link (answered in `control_answered`)."""
-        local = tuple(p for p in element.policies if p.side == "local")
-        remote = [p.as_dict() for p in element.policies if p.side == "remote"]
-        side = Side(self, connection, local, None)
+    def dialled(self, connection, element, session, name: str) -> object:
+        """A broker connection with a `<federation>` came up: open the control link. Once the other broker
+        answered (`control_answered`) we pull by the local policies and send it the remote ones."""
+        local = [p for p in element.policies if p.side == "local"]
+        side = Side(self, connection, local, name, None)
+        side.session = session
+        side.remote_policies = [p for p in element.policies if p.side == "remote"]
         self.sides.append(side)
-        link = session.sender(f"federation-control:{uuid.uuid4()}")
-        link.target.address = CONTROL_ADDRESS
-        link.source.address = CONTROL_ADDRESS
-        link.properties = {symbol(POLICIES_PROPERTY): json.dumps({"node": self.broker.node_id, "policies": remote}),
-                           symbol(NODE_PROPERTY): self.broker.node_id}
+        link = session.sender(f"federation-control-link:{name}:{self.broker.node_id}:{uuid.uuid4()}")
+        link.target.dynamic = True
+        # The node goes with the link (lifetime-policy delete-on-close), as Artemis asks for its own
+        link.target.properties.put_object({symbol("lifetime-policy"): Described(ulong(0x2b), [])})
+        link.target.durability = Terminus.NONDURABLE
+        link.target.expiry_policy = Terminus.EXPIRE_WITH_LINK
+        put_symbols(link.target.capabilities, [wire.TEMPORARY_TOPIC])
+        link.snd_settle_mode = Link.SND_UNSETTLED
+        link.rcv_settle_mode = Link.RCV_FIRST
+        link.properties = {symbol(wire.CONFIGURATION): dict(wire.CONFIGURATION_SENT),
+                           symbol(wire.FEDERATION_NAME): name}
+        attach_caps.set_capabilities(link, desired=[wire.CONTROL_LINK])
         link.broker_federation_side = side
+        link.federation_deliveries = _settle_when_remote_settled
         link.open()
         return link
 
     def control_answered(self, link) -> str | None:
         """The dialled broker answered our control link; returns why it is no federation peer, or None."""
         side: Side = link.broker_federation_side
-        node = link_property(link.remote_properties, NODE_PROPERTY)
+        offered, _desired = attach_caps.remote_capabilities(link)
+        if wire.CONTROL_LINK not in offered:
+            return f"the remote broker did not offer {wire.CONTROL_LINK} back: it takes no federation"
+        node = link.connection.remote_container
         if not node:
-            return f"the remote broker named no node id ({NODE_PROPERTY}): it takes no federation"
-        if str(node) == self.broker.node_id:
+            return "the remote broker's connection names no container id"
+        if node == self.broker.config.name:
             return "the remote broker is this broker itself"
-        side.remote_node = str(node)
-        log.info("Federation with node %s: pulling by %d local policy(ies)", node, len(side.policies))
+        side.remote_node = node
+        for policy in side.remote_policies:
+            dlv = link.delivery(f"policy-{policy.name}")
+            link.send(wire.policy_message(policy))
+            link.advance()
+            log.debug("Sent %s policy %r to node %s on %r", policy.kind, policy.name, node, dlv.link.name)
+        log.info("Federation %r with node %s: %d remote policy(ies) sent, pulling by %d local one(s)", side.name,
+                 node, len(side.remote_policies), len(side.policies))
         side.evaluate()
         return None
 
     # dialled side ----------------------------------------------------------------------------------------------
 
     def control_attach(self, link) -> str | None:
-        """A dialling broker's control link: pull from it by the policies it sent. Returns why it is refused."""
-        try:
-            body = json.loads(str(link_property(link.remote_properties, POLICIES_PROPERTY) or ""))
-            node = str(body["node"])
-            policies = tuple(FederationPolicy.from_dict(p, "local") for p in body.get("policies", []))
-        except (ValueError, KeyError, TypeError) as exc:
-            return f"a federation control link needs {POLICIES_PROPERTY} as JSON with node and policies ({exc})"
-        if node == self.broker.node_id:
+        """A dialling broker's control link: answer it, then pull by the policies it sends on it. Returns why
+        it is refused."""
+        if link.remote_target is None or not link.remote_target.dynamic:
+            return "a federation control link needs a dynamic target"
+        node = link.connection.remote_container
+        if node == self.broker.config.name:
             return "a broker cannot federate with itself"
+        if self.side_of(link.connection) is not None:
+            return "this connection has a federation already"
+        name = str(attach_property(link, wire.FEDERATION_NAME) or link.name)
+        link.target.copy(link.remote_target)
+        link.target.address = link.name  # the dynamic node: Artemis names it after the link, so does the reference
+        link.source.copy(link.remote_source)
+        link.snd_settle_mode = link.remote_snd_settle_mode
+        link.rcv_settle_mode = Link.RCV_FIRST
+        attach_caps.set_capabilities(link, offered=[wire.CONTROL_LINK])
+        side = Side(self, link.connection, [], name, node)
+        link.broker_federation_side = side
+        link.federation_deliveries = lambda dlv: self._policy_arrived(side, link, dlv)
+        self.sides.append(side)
+        link.open()
+        link.flow(CONTROL_CREDIT)
+        log.info("Federation %r from node %s: control link open, awaiting its policies", name, node)
+        return None
+
+    def _policy_arrived(self, side: Side, link, dlv) -> None:
+        if dlv.partial:
+            return
+        data = link.recv(dlv.pending)
+        try:
+            policy = wire.read_policy(data)
+        except Exception as exc:  # noqa: BLE001 - any malformed command ends the federation, as in Artemis
+            log.warning("Federation %r: a malformed control message (%s): closing the connection", side.name, exc)
+            dlv.update(dlv.REJECTED)
+            dlv.settle()
+            link.connection.close()
+            return
+        dlv.update(dlv.ACCEPTED)
+        dlv.settle()
+        if link.credit < CONTROL_CREDIT // 2:
+            link.flow(CONTROL_CREDIT - link.credit)
+        side.policies.append(policy)
+        log.info("Federation %r from node %s: pulling by its %s policy %r", side.name, side.remote_node,
+                 policy.kind, policy.name)
+        side.evaluate()
+
+    def event_attach(self, link) -> str | None:
+        """An Artemis event link (either way): answered and kept; events received are logged, none are sent
+        (the reference re-evaluates demand on every consumer change instead)."""
+        if self.side_of(link.connection) is None:
+            return "an event link on a connection without a federation"
+        terminus_remote, terminus = ((link.remote_target, link.target) if link.is_receiver
+                                     else (link.remote_source, link.source))
         link.target.copy(link.remote_target)
         link.source.copy(link.remote_source)
-        link.properties = {symbol(NODE_PROPERTY): self.broker.node_id}
+        if terminus_remote is not None and terminus_remote.dynamic:
+            terminus.address = link.name
+        attach_caps.set_capabilities(link, offered=[wire.EVENT_LINK])
+        link.federation_deliveries = lambda dlv: self._event_arrived(link, dlv)
         link.open()
-        side = Side(self, link.connection, policies, node)
-        link.broker_federation_side = side
-        self.sides.append(side)
-        log.info("Federation from node %s: pulling by %d policy(ies) it sent", node, len(policies))
-        side.evaluate()
+        if link.is_receiver:
+            link.flow(CONTROL_CREDIT)
         return None
+
+    def _event_arrived(self, link, dlv) -> None:
+        if not link.is_receiver or dlv.partial:
+            return
+        data = link.recv(dlv.pending)
+        try:
+            event, body = wire.read_event(data)
+            log.info("Federation event %s %s on %r: demand is evaluated again", event, body, link.name)
+        except Exception as exc:  # noqa: BLE001 - events are advice: a malformed one costs nothing but a log line
+            log.warning("Federation event on %r not understood (%s): %d bytes", link.name, exc, len(data))
+        dlv.update(dlv.ACCEPTED)
+        dlv.settle()
+        if link.credit < CONTROL_CREDIT // 2:
+            link.flow(CONTROL_CREDIT - link.credit)
+        side = self.side_of(link.connection)
+        if side is not None:
+            side.evaluate()
+
+    # serving another broker's pulls ------------------------------------------------------------------------------
+
+    def serve(self, link, kind: str) -> tuple[str | None, object, str, str | None]:
+        """What a federation receiver of `kind` pulls: (why it is refused or None, the local queue or None for a
+        new subscription, the address, its selector). Answers nothing yet: the broker attaches the consumer."""
+        side = self.side_of(link.connection)
+        if side is None:
+            return f"a {kind} on a connection without a federation control link", None, "", None
+        # Existence first, as Artemis checks it: a puller takes not-found as "not here (yet)", while any other
+        # refusal ends its whole federation connection (AMQPFederationConsumer.remoteLinkClosedInterceptor).
+        source = link.remote_source
+        queue = None
+        if kind == wire.QUEUE_RECEIVER:
+            address, queue_name = wire.split_fqqn(source.address or "")
+            queue = self.broker.queues.get(queue_name)
+            if queue is None or (address is not None and queue.address != address):
+                return f"Queue: {queue_name!r} does not exist" + (f" on address {address!r}" if address else ""), \
+                    None, "", None
+            address = queue.address
+        else:
+            address = source.address or ""
+            info = self.broker.addresses.get(address)
+            if info is None:
+                return f"address {address!r} does not exist", None, "", None
+            if MULTICAST not in info["routings"]:
+                return f"Address {address} is not configured for MULTICAST support", None, "", None
+        _no_local, selector = wire.read_filters(source.filter)
+        try:
+            wire.selector_max_hops(selector)
+        except ValueError as exc:
+            return str(exc), None, "", None
+        return None, queue, address, selector
+
+    def serving(self, link, kind: str, consumer, selector: str | None) -> None:
+        """A federation receiver is attached to `consumer`: it is another broker pulling."""
+        consumer.federation_node = link.connection.remote_container
+        consumer.max_hops = wire.selector_max_hops(selector)
+        attach_caps.set_capabilities(link, offered=[kind])
+        if consumer.queue.temporary:
+            consumer.queue.federation_filter = (consumer.federation_node, consumer.max_hops)
 
     # events from the broker -------------------------------------------------------------------------------------
 
@@ -213,20 +407,36 @@ class Federation:
                 side._close(key)
 
 
-# ---- the hop annotations ---------------------------------------------------------------------------------------
+def refuse_pull(link, name: str, description: str) -> None:
+    """Refuse another broker's pull as Artemis does: a null source with its target echoed (Artemis's receiver
+    fails with "Remote should have sent an valid Target" on a null target), then a detach with the error."""
+    link.source.type = Terminus.UNSPECIFIED
+    link.target.copy(link.remote_target)
+    link.condition = Condition(name, description)
+    link.open()
+    link.close()
+    log.warning("Refused federation pull %r: %s", link.name, description)
 
 
-def outgoing(data: bytes, hops: int, node: str) -> bytes:
-    """A message as a puller gets it: delivery annotations saying it crossed `hops` brokers, from `node`."""
-    return with_delivery_annotations(data, [encode_symbol(HOPS), encode_long(hops), encode_symbol(FROM),
-                                            encode_string(node)], {HOPS: hops, FROM: node})
+def attach_property(link, key: str):
+    properties = link.remote_properties or {}
+    return properties.get(symbol(key), properties.get(key))
 
 
-def incoming(data: bytes, default_from: str | None) -> tuple[bytes, int, str | None]:
-    """(the message without our annotations, brokers it crossed, the broker it came from)."""
-    annotations, stored = split_delivery_annotations(data)
-    hops = annotations.get(HOPS)
-    return stored, int(hops) if hops is not None else 1, str(annotations.get(FROM) or default_from or "") or None
+def _settle_when_remote_settled(dlv) -> None:
+    if dlv.remote_state is not None or dlv.settled:
+        if dlv.remote_state not in (None, dlv.ACCEPTED):
+            log.warning("Federation control message refused by the remote broker: %s", dlv.remote_state)
+        dlv.settle()
+
+
+# ---- the hop annotation -------------------------------------------------------------------------------------------
+
+
+def incoming(data: bytes, came_from: str | None) -> tuple[bytes, int, str | None]:
+    """(the message as stored here, with its hop counted, brokers it crossed, the broker it came from)."""
+    data, hops = wire.counted_hop(data)
+    return data, hops, came_from
 
 
 def may_forward(came_from: str | None, hops: int, node: str | None, max_hops: int) -> bool:

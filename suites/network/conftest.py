@@ -22,12 +22,49 @@ import uuid
 
 import pytest
 
+from harness.peers.vendors import split_choice, vendor
+from harness.pytest_plugin import NOT_APPLICABLE
 from harness.wait import WaitTimeout, wait_for
 
 WAIT = 30.0  # deadline for what brokers do between themselves: connect, pull, forward, reconnect
 SETTLE_CHECKS = 3  # successive equal observations that count as settled
 SETTLE_POLL = 0.05  # harness.wait's longest poll interval: settled means unchanged over 100 ms at least
 ORDERS, PRICES = "orders", "prices"  # the anycast queue and the multicast address every network topology declares
+
+
+# The pairings a network of two brokers runs in (B1 dials B2 in network-pair and network-duplex): both brokers of
+# the session's vendor (`same`), a reference B1 dialling the session's vendor (`reference-dials`), and the
+# session's vendor dialling a reference B2 (`reference-dialled`). A network is a wire format between brokers as
+# much as a mirror is: only a mixed pair shows whether the reference speaks the vendor's.
+PAIRINGS = {"same": None, "reference-dials": {"B1": "reference"}, "reference-dialled": {"B2": "reference"}}
+# network-hub-spoke: a reference hub between the vendor's spokes (they dial it), and reference spokes dialling the
+# vendor's hub, which passes messages between them.
+HUB_PAIRINGS = {"same": None, "reference-hub": {"H": "reference"},
+                "reference-spokes": {"S1": "reference", "S2": "reference", "S3": "reference"}}
+# network-mesh (B1 dials B2, B2 dials B3, B3 dials B1): a reference B2 is dialled by one of the vendor's brokers and
+# dials the other, so a message from B1 to B3 can go either way round through two vendors.
+MESH_PAIRINGS = {"same": None, "reference-b2": {"B2": "reference"}}
+# Networks made of AMQP broker connections (Artemis's AMQP federation, which the reference speaks) are what a
+# reference broker can join; ActiveMQ Classic bridges over OpenWire and RabbitMQ federates over its own links.
+AMQP_FEDERATION = frozenset({"network-of-brokers", "broker-connection"})
+
+
+def paired(interop, pair: dict[str, str] | None) -> dict[str, str] | None:
+    """The node vendors of a network case in a pairing (node -> vendor, None: all the session's vendor); a mixed
+    pairing is not-applicable where the session's broker vendor is the reference itself (every node would be the
+    reference), one the harness does not start, or one whose networks are not AMQP federation."""
+    if pair is None:
+        return None
+    name = interop.choices.get("broker", "reference")
+    base = split_choice(name)[0]
+    if base == "reference" or name.startswith("external"):
+        pytest.skip(f"{NOT_APPLICABLE}a network of two vendors needs a broker vendor other than the reference that "
+                    f"the harness starts (this session's: {base})")
+    missing = AMQP_FEDERATION - vendor(name, "broker").capabilities
+    if missing:
+        pytest.skip(f"{NOT_APPLICABLE}{base} networks without AMQP broker connections (lacks "
+                    f"{', '.join(sorted(missing))}): a reference broker cannot join its network")
+    return pair
 
 
 def unique(prefix: str) -> str:

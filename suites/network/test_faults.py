@@ -7,6 +7,9 @@ may arrive twice, and is counted) and puts its figures in the result record. The
 record `fault`, `lost`, `duplicated`, `recovered` (the checker's: delivered although the producer was in
 doubt) and `resume_s` (seconds from the end of the fault, the link's return or the kill, until every message
 was where it belongs), which the report's recovery table reads.
+
+The moving consumer and the link outage also run mixed, as in test_forwarding.py (conftest.PAIRINGS): a reference
+broker dialling the session's vendor, and the session's vendor dialling a reference broker.
 """
 
 import time
@@ -17,8 +20,8 @@ from harness import checkers
 from harness.wait import wait_for
 
 from ..conftest import kill_or_skip, restart_or_skip
-from .conftest import (ORDERS, WAIT, Network, connector_rows, depths, distinct, drained_network, link_between,
-                       send_accepted, stats_or_reason, wait_or_say, wait_settled)
+from .conftest import (ORDERS, PAIRINGS, WAIT, Network, connector_rows, depths, distinct, drained_network, link_between,
+                       paired, send_accepted, stats_or_reason, wait_or_say, wait_settled)
 
 pytestmark = pytest.mark.requires("network-of-brokers")
 
@@ -38,9 +41,9 @@ def _union(receivers, snd) -> set[int]:
 # ---- a consumer moving between brokers ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def duplex(topology, clients):
-    return drained_network(topology("network-duplex"), clients)
+@pytest.fixture(params=list(PAIRINGS))
+def duplex(request, topology, clients, interop):
+    return drained_network(topology("network-duplex", vendors=paired(interop, PAIRINGS[request.param])), clients)
 
 
 @pytest.mark.spec("NETWORK-MOVE-1")
@@ -77,9 +80,9 @@ def test_a_consumer_moving_from_b2_to_b1_while_messages_are_in_flight_gets_every
 # ---- the network link through the fault proxy ----------------------------------------------------------------------
 
 
-@pytest.fixture
-def faulty_pair(topology, clients):
-    running = topology("network-pair")
+@pytest.fixture(params=list(PAIRINGS))
+def faulty_pair(request, topology, clients, interop):
+    running = topology("network-pair", vendors=paired(interop, PAIRINGS[request.param]))
     if running.faults is None:
         pytest.skip("network-pair's B1->B2 link does not go through the fault proxy here")
     yield drained_network(running, clients)

@@ -12,22 +12,22 @@ import pytest
 
 from harness import checkers
 
-from .conftest import (ORDERS, PRICES, depths, drained_network, send_accepted, stats_or_reason, wait_all,
-                       wait_consumed, wait_settled, wait_topic_ready)
+from .conftest import (ORDERS, PAIRINGS, PRICES, depths, drained_network, send_accepted, stats_or_reason, wait_all,
+                       wait_consumed, wait_settled, wait_topic_ready, paired)
 
 pytestmark = pytest.mark.requires("network-of-brokers")
 
 N = 100
 
 
-@pytest.fixture
-def pair(topology, clients):
-    return drained_network(topology("network-pair"), clients)
+@pytest.fixture(params=list(PAIRINGS))
+def pair(request, topology, clients, interop):
+    return drained_network(topology("network-pair", vendors=paired(interop, PAIRINGS[request.param])), clients)
 
 
-@pytest.fixture
-def duplex(topology, clients):
-    return drained_network(topology("network-duplex"), clients)
+@pytest.fixture(params=list(PAIRINGS))
+def duplex(request, topology, clients, interop):
+    return drained_network(topology("network-duplex", vendors=paired(interop, PAIRINGS[request.param])), clients)
 
 
 def _once_in_order(clients, details, snd, receivers, **figures) -> None:

@@ -5,6 +5,10 @@ network-hub-spoke: spokes S1..S3 each dial hub H (duplex, network TTL 2): spoke 
 network-mesh: B1, B2, B3 pairwise joined by duplex connectors (network TTL 1): a message could come round
 through the third broker, or loop; it must do neither.
 
+Both shapes also run with reference brokers among the session's vendor's (conftest.HUB_PAIRINGS, MESH_PAIRINGS):
+a network is a wire format between brokers, and messages that cross two vendors' brokers show whether the hop
+count and the demand rules mean the same on both.
+
 "Exactly once" is judged once the network has settled: what every consumer or subscriber counted, and every
 broker's queue depth, unchanged over several polls in a row (conftest.wait_settled).
 """
@@ -13,22 +17,22 @@ import pytest
 
 from harness import checkers
 
-from .conftest import (PRICES, depths, drained_network, send_accepted, wait_all, wait_consumed, wait_settled,
-                       wait_topic_ready)
+from .conftest import (HUB_PAIRINGS, MESH_PAIRINGS, PRICES, depths, drained_network, paired, send_accepted,
+                       wait_all, wait_consumed, wait_settled, wait_topic_ready)
 
 pytestmark = pytest.mark.requires("network-of-brokers")
 
 N = 100
 
 
-@pytest.fixture
-def hub(topology, clients):
-    return drained_network(topology("network-hub-spoke"), clients)
+@pytest.fixture(params=list(HUB_PAIRINGS))
+def hub(request, topology, clients, interop):
+    return drained_network(topology("network-hub-spoke", vendors=paired(interop, HUB_PAIRINGS[request.param])), clients)
 
 
-@pytest.fixture
-def mesh(topology, clients):
-    return drained_network(topology("network-mesh"), clients)
+@pytest.fixture(params=list(MESH_PAIRINGS))
+def mesh(request, topology, clients, interop):
+    return drained_network(topology("network-mesh", vendors=paired(interop, MESH_PAIRINGS[request.param])), clients)
 
 
 def _exactly_once(clients, details, pub, subscribers: dict, probe=None) -> None:
