@@ -100,10 +100,10 @@ GROUPS = {
         modules=("reference/broker/connections.py", "reference/broker/mirror.py"),
         tests=("tests/test_mirror_wire.py", "suites/brokerconnections", "suites/security/test_broker_connections.py"),
     ),
-    # Networks of brokers: demand-driven forwarding between reference brokers.
+    # Networks of brokers: demand-driven forwarding, on Artemis's AMQP federation wire.
     "federation": Group(
-        modules=("reference/broker/federation.py",),
-        tests=("suites/network", "suites/security/test_broker_network.py"),
+        modules=("reference/broker/federation.py", "reference/broker/federation_wire.py"),
+        tests=("tests/test_federation_wire.py", "suites/network", "suites/security/test_broker_network.py"),
     ),
     # The event loop both servers run on, and what guards it: SASL frame checks, TLS, users, permissions.
     "loop-security": Group(
