@@ -21,11 +21,13 @@ from .vendors import (
     BROKER_CONNECTIONS,
     BROKER_SECURITY,
     BROKER_STORE_AND_FORWARD,
+    JMS_SUBSCRIPTIONS,
     NETWORK_OF_BROKERS,
     ROUTER_COORDINATOR_ROUTE,
     ROUTER_MESSAGE_ROUTING,
     ROUTER_NETWORKS,
     ROUTER_SECURITY,
+    SELECTOR_FILTER,
     TRANSACTIONS,
 )
 
@@ -56,14 +58,18 @@ RABBITMQ_BROKER = ((BROKER_STORE_AND_FORWARD - {"outcome.modified", "drain"}) | 
 # Not measured on this machine (no Docker engine): declared from the products' documentation; broker
 # connections and mirroring from Artemis's own "AMQP broker connections" chapter (002_f23507c2891d6d06.txt), a
 # network of brokers from its AMQP federation over broker connections.
-ARTEMIS_BROKER = BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS | NETWORK_OF_BROKERS | BROKER_SECURITY
+ARTEMIS_BROKER = (BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS | NETWORK_OF_BROKERS | BROKER_SECURITY
+                  | SELECTOR_FILTER | JMS_SUBSCRIPTIONS)
 # ActiveMQ Classic's AMQP transport: outcomes, drain, TTL, durable; its dead-letter queue is its own shared
 # ActiveMQ.DLQ (not the topology's), so `dead-letter` is left out. It has no AMQP broker connections (its own
 # network connectors speak OpenWire), and RabbitMQ none either: neither has `broker-connection` or `mirror`.
 # Its network connectors are the very ones the 004 seed configures (`network-of-brokers`).
 # SASL PLAIN, permissions and TLS (amqp+ssl), and the topology's dead-letter address as its shared dead-letter
 # queue, from harness/render/activemq.py.
-ACTIVEMQ_CLASSIC_BROKER = BROKER_STORE_AND_FORWARD | TRANSACTIONS | NETWORK_OF_BROKERS | BROKER_SECURITY
+ACTIVEMQ_CLASSIC_BROKER = (BROKER_STORE_AND_FORWARD | TRANSACTIONS | NETWORK_OF_BROKERS | BROKER_SECURITY
+                           | SELECTOR_FILTER | (JMS_SUBSCRIPTIONS - {"shared-subscription"}))
+# Qpid JMS 2.10 refuses a shared subscription on ActiveMQ Classic before any attach: "Remote peer does not support
+# shared subscriptions" (the broker's open offers no SHARED-SUBS capability).
 
 # Choices of the reference router stricter than the documents, which a conforming router need not make:
 # - credit-withdrawal: unused credit is drained as soon as the last consumer of an address leaves (003

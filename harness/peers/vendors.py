@@ -63,6 +63,17 @@ ROUTER_SECURITY = frozenset({"tls", "sasl.external", "sasl.plain"})
 TRANSACTIONS = frozenset({"transactions"})
 ROUTER_COORDINATOR_ROUTE = frozenset({"coordinator-link-route"})
 
+# Message selectors (AMQP 1.0 §3.5.3 filters; the `apache.org:selector-filter:string` filter a JMS consumer's selector
+# travels as, AMQP JMS Mapping): a broker that declares it delivers to such a consumer only the matching messages.
+SELECTOR_FILTER = frozenset({"filter.selector"})
+
+# Subscriptions a JMS client makes on a topic beyond the plain durable one (AMQP JMS Mapping): JMS unsubscribe
+# (`subscription.unsubscribe`: the broker finds a durable subscription's link again from an attach that names it
+# with a null source, and ends the subscription when that link is closed), and shared subscriptions
+# (`shared-subscription`: the broker offers the SHARED-SUBS connection capability and splits a subscription's
+# messages between the consumers that attach with the `shared` source capability).
+JMS_SUBSCRIPTIONS = frozenset({"subscription.unsubscribe", "shared-subscription"})
+
 DEFAULT_PEERS = {"router": "reference", "broker": "reference"}
 EXTERNAL = "external:"
 
