@@ -64,7 +64,9 @@ TRANSACTIONS = frozenset({"transactions"})
 ROUTER_COORDINATOR_ROUTE = frozenset({"coordinator-link-route"})
 
 # Message selectors (AMQP 1.0 §3.5.3 filters; the `apache.org:selector-filter:string` filter a JMS consumer's selector
-# travels as, AMQP JMS Mapping): a broker that declares it delivers to such a consumer only the matching messages.
+# travels as, AMQP JMS Mapping): the broker takes the filter (its attach's source answers with it, saying it is in
+# place), so it must deliver to that consumer only the matching messages. A broker that answers with the filter and
+# ignores it declares the capability all the same and lists the case in suites/expected/<vendor>.yaml.
 SELECTOR_FILTER = frozenset({"filter.selector"})
 
 # Subscriptions a JMS client makes on a topic beyond the plain durable one (AMQP JMS Mapping): JMS unsubscribe

@@ -241,10 +241,10 @@ def test_a_selector_delivers_only_the_matching_messages(queue, jms, details):
     assert jms(url).sender(address).send(sent) == ["accepted"] * len(sent)
     red = jms(url).receiver(address, selector="color = 'red'", settle="auto")
     matching = seqs(red.receive(3))
-    nothing_else = nothing_more(red)
-    rest = jms(url).receiver(address, settle="auto")
-    left = seqs(rest.receive(2))
-    details.update(matching=matching, nothing_else=nothing_else, left_for_others=left)
+    more = not nothing_more(red)  # a broker that ignores the selector gives m3 and m4 here as well
+    details.update(matching=matching, more_for_the_selector=more)
     assert matching == [0, 2, 4], "the selector's consumer gets the red messages, in order"
-    assert nothing_else, "and none of the others"
+    assert not more, "and none of the others"
+    left = seqs(jms(url).receiver(address, settle="auto").receive(2))
+    details.update(left_for_others=left)
     assert left == [1, 3], "what did not match stays on the queue for other consumers"
