@@ -39,6 +39,8 @@ from . import history as h
 from .wait import wait_for
 
 OUTCOMES = ("accept", "reject", "release", "modify", "modify-undeliverable", "hold")
+# A JMS selector as a source filter (the AMQP JMS mapping; Qpid JMS names it so): key and descriptor
+SELECTOR_KEY, SELECTOR_FILTER = "jms-selector", "apache.org:selector-filter:string"
 _STATE = {
     Delivery.ACCEPTED: "accepted", Delivery.REJECTED: "rejected",
     Delivery.RELEASED: "released", Delivery.MODIFIED: "modified",
@@ -229,14 +231,16 @@ class ClientConnection:
 
     def receiver(self, address: str | None, name: str | None = None, *, credit: int = 50,
                  auto_credit: bool = True, outcome: str = "accept", dynamic: bool = False,
-                 capabilities: tuple[str, ...] = (), durable: bool = False,
+                 capabilities: tuple[str, ...] = (), durable: bool = False, selector: str | None = None,
                  wait: bool = True, timeout: float = DEFAULT_TIMEOUT,
                  session_of: _Link | None = None) -> RecordingReceiver:
         """A receiver. `capabilities` go on the source (e.g. "topic"); `durable` asks for a durable
-        subscription (terminus durable, expiry-policy never), kept by `detach(close=False)`. `session_of`:
-        open it on that link's session."""
+        subscription (terminus durable, expiry-policy never), kept by `detach(close=False)`; `selector` asks
+        for a source filter `apache.org:selector-filter:string` (what a JMS selector becomes; `answered_filter`
+        then says whether the peer put it in place). `session_of`: open it on that link's session."""
         rcv = RecordingReceiver(self, address, name or self.clients.unique("rcv"), credit, auto_credit,
                                 outcome, dynamic, capabilities, durable)
+        rcv.selector = selector
         rcv.session_of = session_of
         return self._attached(rcv, wait, timeout)
 
@@ -555,6 +559,8 @@ class RecordingSender(_Link):
 
 
 class RecordingReceiver(_Link):
+    selector: str | None = None
+
     def __init__(self, conn, address, name, credit: int, auto_credit: bool, outcome: str, dynamic: bool,
                  capabilities: tuple[str, ...] = (), durable: bool = False):
         super().__init__(conn, address, name)
@@ -578,11 +584,22 @@ class RecordingReceiver(_Link):
         if self.durable:
             link.source.durability = Terminus.DELIVERIES
             link.source.expiry_policy = Terminus.EXPIRE_NEVER
+        if self.selector is not None:
+            link.source.filter.put_dict({symbol(SELECTOR_KEY): Described(symbol(SELECTOR_FILTER), self.selector)})
         link.recording = self
         self._link = link
         link.open()
         if self.window:
             link.flow(self.window)
+
+    @property
+    def answered_filter(self) -> dict:
+        """The source filter the peer answered with: the filters it says are in place (AMQP 1.0 §3.5.3)."""
+        def read():
+            data = self._link.remote_source.filter
+            data.rewind()
+            return data.get_object() if data.next() is not None else None
+        return self.conn.clients.call(read) or {}
 
     @property
     def count(self) -> int:

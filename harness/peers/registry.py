@@ -86,8 +86,8 @@ REFERENCE_ROUTER = (ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATO
 QDROUTERD_ROUTER = ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE | QDROUTERD_SECURITY
 # The reference broker lacks what a JMS client asks of a topic beyond a plain durable subscription, measured with
 # Qpid JMS 2.10: it refuses the unsubscribe's attach (null source: amqp:invalid-field "a receiver needs a source
-# address"), offers no SHARED-SUBS, and applies no selector (it answers the filter in its attach and delivers every
-# message): no `subscription.unsubscribe`, `shared-subscription` or `filter.selector`.
+# address"), offers no SHARED-SUBS, and applies no selector (and so leaves the filter out of its attach's answer,
+# AMQP 1.0 §3.5.3; it used to echo it): no `subscription.unsubscribe`, `shared-subscription` or `filter.selector`.
 REFERENCE_BROKER = (BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS | NETWORK_OF_BROKERS
                     | BROKER_SECURITY)
 

@@ -427,6 +427,10 @@ class Broker(ServedConnections):
                        "address", log)
                 return
         link.source.copy(source)
+        # AMQP 1.0 §3.5.3: the filter a sending link answers is the one in place. The reference applies none to a
+        # client's consumer (no selectors), so it answers none: a receiver that needs one (a JMS selector) then
+        # sees that it is missing and can detach, instead of being told that it holds.
+        link.source.filter.clear()
         link.target.copy(link.remote_target)
         self.add_consumer(link, queue)
         link.open()

@@ -100,6 +100,28 @@ def test_durable_subscription_keeps_messages_while_detached(clients, connect, ad
     again.detach(close=True)  # closing ends the subscription
 
 
+@pytest.mark.spec("BROKER-FILTER-1")
+def test_a_filter_the_broker_answers_is_in_place(connect, queue, details):
+    """A receiver asks for a JMS selector (a source filter) and reads the broker's answer: if the broker says the
+    filter is in place, only matching messages may reach it; if it cannot apply it, it must say so by leaving it
+    out. Telling a receiver that a selector holds and then delivering everything is what §3.5.3 forbids."""
+    sender = connect().sender(queue)
+    for color in ("red", "blue", "red"):
+        sender.send(properties={"color": color})
+    sender.wait_outcomes(3)
+    receiver = connect().receiver(queue, selector="color = 'red'", credit=10)
+    in_place = bool(receiver.answered_filter)
+    wait_for(lambda: receiver.count >= (2 if in_place else 3), 10, "the messages the answered filter lets through",
+             describe=lambda: f"{receiver.count} received")
+    receiver.conn.sync()  # anything more the broker sends arrives before the count is read again
+    colors = [m.properties.get("color") for m in receiver.messages()]
+    details.update(filter_answered=receiver.answered_filter and list(receiver.answered_filter), received=colors)
+    if in_place:
+        assert colors == ["red", "red"], f"the broker answered the selector as in place, yet delivered {colors}"
+    else:
+        assert colors == ["red", "blue", "red"], "no filter in place: every message, in order"
+
+
 @pytest.mark.spec("BROKER-DRAIN-1")
 @pytest.mark.requires("drain")
 def test_drain_delivers_what_is_there_then_returns_the_credit(connect, queue, details):
