@@ -9,11 +9,12 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from proton import Connection, Data, Described, Message, Transport, int32, symbol, ulong
+from proton import Data, Described, Message, int32, symbol, ulong
 
-from reference.attach_caps import AttachTap
-from reference.broker import federation, federation_wire as wire
+from reference.broker import federation
+from reference.broker import federation_wire as wire
 from reference.broker.config import ConnectionElement, FederationPolicy
+from tests.test_attach_caps import engines, pump  # two proton engines joined through the attach taps
 
 QUEUES = FederationPolicy("queue", "remote", "b1-b2-queues", (("#", "#"),), (("secret", "#"),), include_federated=True)
 TOPICS = FederationPolicy("address", "remote", "b1-b2-topics", (("prices.#", "#"), ("prices", "#")), max_hops=2)
@@ -200,25 +201,15 @@ def test_source_filters_are_described_as_artemis_finds_them():
 # ---- the control link: two proton engines through the attach taps, no sockets ----------------------------------------
 
 
-def engines():
-    client, client_t = Connection(), Transport()
-    client_t.bind(client)
-    server, server_t = Connection(), Transport(Transport.SERVER)
-    server_t.bind(server)
-    client.loop_tap, server.loop_tap = AttachTap(), AttachTap()
-    return (client, client_t), (server, server_t)
-
-
-def pump(src, dst) -> int:
-    (conn, transport), (peer, peer_t) = src, dst
-    pending = transport.pending()
-    if pending <= 0:
-        return 0
-    data = conn.loop_tap.feed_out(bytes(transport.peek(pending)))
-    transport.pop(pending)
-    peer.loop_tap.feed_in(data)
-    peer_t.push(data)
-    return len(data)
+def dialling_broker(name: str):
+    """Two joined engines, the client's connection open as broker `name` with a session, and that broker's
+    federation (the dialling side)."""
+    client, server = engines()
+    client[0].container = name
+    client[0].open()
+    session = client[0].session()
+    session.open()
+    return client, server, session, federation.Federation(fake_broker(name))
 
 
 def settle(a, b):
@@ -249,12 +240,7 @@ def attach_bytes(client, server) -> list[bytes]:
 
 
 def test_the_control_link_attach_is_one_artemis_recognises_and_the_answer_is_read_back():
-    client, server = engines()
-    client[0].container = "B1"
-    client[0].open()
-    session = client[0].session()
-    session.open()
-    dialling = federation.Federation(fake_broker("B1"))
+    client, server, session, dialling = dialling_broker("B1")
     element = ConnectionElement("federation", policies=(QUEUES, TOPICS))
     link = dialling.dialled(client[0], element, session, "b1-b2")
     raw = b"".join(attach_bytes(client, server))
@@ -292,12 +278,7 @@ def test_the_control_link_attach_is_one_artemis_recognises_and_the_answer_is_rea
 
 
 def test_a_control_link_the_other_end_does_not_offer_back_ends_the_federation():
-    client, server = engines()
-    client[0].container = "B1"
-    client[0].open()
-    session = client[0].session()
-    session.open()
-    dialling = federation.Federation(fake_broker("B1"))
+    client, server, session, dialling = dialling_broker("B1")
     link = dialling.dialled(client[0], ConnectionElement("federation", policies=(QUEUES,)), session, "f")
     settle(client, server)
     remote = server[0].link_head(0)
