@@ -362,6 +362,15 @@ def observation(world: World) -> dict:
     got = copies(world)
     per_receiver: dict[str, list] = {}
     per_address: dict[str, set] = defaultdict(set)
+    # What a broker queue still held when the program's steps ended: what the drain took back, and what its own
+    # receivers got after the end (the finish grants them credit and settles what they hold). Which of the two
+    # takes a message is a race between the finish and the drain, not a property of the peer, so both count as
+    # "held at the end" and neither as "got through".
+    finish = next((i for i, e in enumerate(world.history.events())
+                   if e.client == PROGRAM_EVENTS and e.kind == "finish"), None)
+    held_at_end: dict[str, set] = defaultdict(set)
+    for cls, keys in world.drained.items():
+        held_at_end[str(cls)].update(norm(k) for k in keys)
     for key, entries in got.items():
         info = world.sent.get(key)
         if info is None:
@@ -371,6 +380,8 @@ def observation(world: World) -> dict:
                 per_receiver.setdefault(world.handle_of(c["receiver"]), []).append(norm(key))
             elif c["receiver"].startswith(f"{world.pid}.drain-"):
                 continue
+            elif family(info.cls) == "brokered" and finish is not None and c["i"] > finish:
+                held_at_end[str(info.cls)].add(norm(key))
             else:
                 per_address[str(info.cls)].add(norm(key))
     policies: dict[str, set] = defaultdict(set)
@@ -389,7 +400,7 @@ def observation(world: World) -> dict:
             "multicast": {k: sorted(v) for k, v in sorted(per_receiver.items())},
             "anycast": {k: sorted(v) for k, v in sorted(per_address.items())},
             "outcomes": dict(sorted(per_sender.items())),
-            "drained": {k: sorted(norm(x) for x in v) for k, v in sorted(world.drained.items())}}
+            "drained": {k: sorted(v) for k, v in sorted(held_at_end.items())}}
 
 
 def differences(a: dict, b: dict) -> list[tuple[str, str]]:
