@@ -23,7 +23,9 @@ deliveries (`aborted` events; `receiver.aborted` counts the ones a receiver saw)
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import itertools
+import os
 import socket
 import threading
 import uuid
@@ -133,6 +135,7 @@ class Clients:
 
     def close(self, timeout: float = 5.0) -> None:
         if not self._thread.is_alive():
+            self._release_injector()
             return
         for conn in self._connections:
             conn.close(wait=False)
@@ -143,6 +146,17 @@ class Clients:
         self.call(self._container.stop)
         self._injector.close()
         self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._release_injector()
+
+    def _release_injector(self) -> None:
+        """Close the injector's pipe. Proton's EventInjector never closes the two descriptors of its pipe, so
+        every Clients left two open: a fuzz session makes two per program, and after some 250 programs its
+        descriptors passed select()'s limit of 1024 ("filedescriptor out of range in select()")."""
+        for fd in self._injector.pipe:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._injector.pipe = (-1, -1)
 
 
 class _LoopHandler:

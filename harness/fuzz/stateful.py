@@ -289,10 +289,18 @@ def _settings(examples: int) -> settings:
                     phases=[Phase.explicit, Phase.generate, Phase.target, Phase.shrink])
 
 
-def _violations(exc: BaseException) -> list[Violation]:
+def _violations(exc: BaseException | None, seen: set[int] | None = None) -> list[Violation]:
+    """The violations an exception carries: itself, a group's members, or, for an error Hypothesis raised while
+    handling one (it re-runs a failing program, and a peer that answers differently the second time makes it
+    give up with an error of its own), the violation it was handling."""
+    seen = set() if seen is None else seen
+    if exc is None or id(exc) in seen:
+        return []
+    seen.add(id(exc))
     if isinstance(exc, Violation):
         return [exc]
-    return [v for e in getattr(exc, "exceptions", ()) for v in _violations(e)]
+    found = [v for e in getattr(exc, "exceptions", ()) for v in _violations(e, seen)]
+    return found or _violations(exc.__cause__ or exc.__context__, seen)
 
 
 def run_session(target: FuzzTarget, *, seed: int, budget_s: float, progress: Progress | None = None,
@@ -325,9 +333,12 @@ def run_session(target: FuzzTarget, *, seed: int, budget_s: float, progress: Pro
             found = _violations(exc)
             if not found:
                 raise
+            # Hypothesis's own error over a violation (not the violation, nor a group of them): the program could
+            # not be run again alike, so its shrunk form cannot be trusted; noted as flaky like a Flaky.
+            handled = not isinstance(exc, Violation) and not getattr(exc, "exceptions", None)
             for v in found:
                 sig = PREFIX + v.signature
-                if isinstance(exc, Flaky) or sig not in session.failing:
+                if isinstance(exc, Flaky) or handled or sig not in session.failing:
                     flaky.setdefault(sig, v.message[:300])
                     continue
                 steps, _ = session.failing[sig]
