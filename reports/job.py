@@ -1184,7 +1184,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
     compared = sorted({r[k] for r in latest_pairs(truns).collect() for k in ("run_id", "prev_run_id")})
     t = stage("shared aggregates (from the per-run counts)", t)
 
-    conformance_cells = conformance(fine_cases, runs, catalog_ids).cache()
+    conformance_cells = conformance(fine_cases, runs, catalog_ids)
     tables = {
         "runs": runs,
         "trend": trend(suites, truns, versions),
@@ -1209,7 +1209,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
                        "rejects": data["reject_count"][0]["n"],
                        "files": len(plan.current), "runs": len(data["runs"])}]
     # dependents first: uncaching a base would re-cache what was built on it
-    for df in (conformance_cells, fuzz, truns, runs, versions, cubed, cached_fine):
+    for df in (fuzz, truns, runs, versions, cubed, cached_fine):
         df.unpersist()
     tables["records"], tables["rejects"] = records, rejects
     return tables, data

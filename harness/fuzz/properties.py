@@ -368,9 +368,9 @@ def observation(world: World) -> dict:
     # settles what receivers hold) or only in the drain is a matter of the peers' speed, not of conformance: a
     # session against Artemis reported the same programs diverging one way, then the other. What the set
     # catches is a message lost or made up; duplicates are judged per peer (during()).
-    held_at_end: dict[str, set] = defaultdict(set)
+    given_by_queue: dict[str, set] = defaultdict(set)
     for cls, keys in world.drained.items():
-        held_at_end[str(cls)].update(norm(k) for k in keys)
+        given_by_queue[str(cls)].update(norm(k) for k in keys)
     for key, entries in got.items():
         info = world.sent.get(key)
         if info is None:
@@ -381,7 +381,7 @@ def observation(world: World) -> dict:
             elif c["receiver"].startswith(f"{world.pid}.drain-"):
                 continue
             elif family(info.cls) == "brokered":
-                held_at_end[str(info.cls)].add(norm(key))
+                given_by_queue[str(info.cls)].add(norm(key))
             else:
                 per_address[str(info.cls)].add(norm(key))
     policies: dict[str, set] = defaultdict(set)
@@ -400,7 +400,7 @@ def observation(world: World) -> dict:
             "multicast": {k: sorted(v) for k, v in sorted(per_receiver.items())},
             "anycast": {k: sorted(v) for k, v in sorted(per_address.items())},
             "outcomes": dict(sorted(per_sender.items())),
-            "drained": {k: sorted(v) for k, v in sorted(held_at_end.items())}}
+            "drained": {k: sorted(v) for k, v in sorted(given_by_queue.items())}}
 
 
 def differences(a: dict, b: dict) -> list[tuple[str, str]]:

@@ -164,15 +164,21 @@ def unsubscribe(jms, url: str, client_id: str, name: str) -> None:
         client.close()
 
 
+def durable_subscription_left(jms, url: str, address: str) -> tuple[str, str]:
+    """A durable subscription on `address` whose subscriber went away the way an application does (its connection
+    closed, the subscription stays); its client id and name."""
+    client_id, name = f"jms-durable-{uuid.uuid4().hex[:8]}", f"sub-{uuid.uuid4().hex[:8]}"
+    first = jms(url, client_id)
+    first.receiver(address, dest="topic", durable=name)
+    first.close()
+    return client_id, name
+
+
 @pytest.mark.spec("JMS-DURABLE-SUB-1")
 @pytest.mark.requires("multicast-subscription", "durable")
 def test_a_durable_subscription_keeps_what_is_published_while_its_subscriber_is_away(topic, jms, details):
     url, address = topic
-    client_id, name = f"jms-durable-{uuid.uuid4().hex[:8]}", f"sub-{uuid.uuid4().hex[:8]}"
-    # The subscriber goes away the way an application does: its connection closes, the subscription stays.
-    first = jms(url, client_id)
-    first.receiver(address, dest="topic", durable=name)
-    first.close()
+    client_id, name = durable_subscription_left(jms, url, address)
     assert jms(url).sender(address, dest="topic").send([text(i) for i in range(3)]) == ["accepted"] * 3
     back = jms(url, client_id)
     kept_receiver = back.receiver(address, dest="topic", durable=name, settle="auto")
@@ -192,10 +198,7 @@ def test_a_durable_subscription_keeps_what_is_published_while_its_subscriber_is_
 @pytest.mark.requires("multicast-subscription", "durable", "subscription.unsubscribe")
 def test_an_unsubscribed_durable_subscription_keeps_nothing_published_later(topic, jms, details):
     url, address = topic
-    client_id, name = f"jms-durable-{uuid.uuid4().hex[:8]}", f"sub-{uuid.uuid4().hex[:8]}"
-    first = jms(url, client_id)
-    first.receiver(address, dest="topic", durable=name)
-    first.close()
+    client_id, name = durable_subscription_left(jms, url, address)
     unsubscribe(jms, url, client_id, name)  # JMS unsubscribes a subscription that has no active consumer
     assert jms(url).sender(address, dest="topic").send([text(0)]) == ["accepted"]
     back = jms(url, client_id)
