@@ -81,21 +81,26 @@ run: setup
 
 # The project's own tests, in timed steps (the last lines print each step's wall time):
 #
-# 1. reference: the unit tests (tests/) and every suite against the reference router and broker, on two pytest-xdist
-#    workers ($(REFERENCE_WORKERS); harness/parallel.py: files as units, the report's Spark modules as one unit handed
-#    out first, so that the Spark JVM's minutes run beside the suites' waits instead of after them); it ends with
+# 1. reference: the unit tests (tests/) and every suite against the reference router and broker, on three
+#    pytest-xdist workers ($(REFERENCE_WORKERS); harness/parallel.py: files as units, the report's Spark modules as one
+#    unit handed out first, so that the Spark JVM's minutes run on one worker beside the suites' waits on the two
+#    others: the suites wait far more than they compute, so a third worker pays on two cores, README); it ends with
 #    its 20 slowest tests (--durations=20), the first place to look when the step grows;
 # 2. products: every suite that involves a broker against each real broker found here, those that involve a
 #    router against qdrouterd, and the paired suites with qdrouterd in front of each broker, as the cells of
-#    tests/products.yaml run by `interop run -j`: cells side by side, the longest first, two of one product
-#    together too (each skipped, with the reason, where its product cannot run). Its output is a line per cell, the
-#    failures in full at the end;
-# 3. the fault suites once more through the real toxiproxy-server instead of the harness's own proxy, so the claim
-#    that ours speaks Toxiproxy's API is checked by Toxiproxy itself;
-# 4. fuzz: a short (30 s) fuzzing session of each mode on the reference router and broker (and the frames mode
-#    once more behind SASL PLAIN and TLS: --secured), fixed seeds so that CI runs the same programs and hostile
-#    cases every time (`interop fuzz`; longer sessions with random seeds are for a nightly job or by hand). A
-#    session that finds something exits 1.
+#    tests/products.yaml run by `interop run -j $(PRODUCT_JOBS)`: cells side by side, the longest first, two of one
+#    product together too (each skipped, with the reason, where its product cannot run). Its output is a line per
+#    cell, the failures in full at the end;
+# 3. side by side, each a timed step of its own (scripts/side-by-side.sh; their outputs are printed one after
+#    another when all have ended):
+#    - the fault suites once more through the real toxiproxy-server instead of the harness's own proxy, so the
+#      claim that ours speaks Toxiproxy's API is checked by Toxiproxy itself;
+#    - fuzz: a short (30 s) fuzzing session of each mode on the reference router and broker (and the frames mode
+#      once more behind SASL PLAIN and TLS: --secured), fixed seeds so that CI runs the same programs and hostile
+#      cases every time (`interop fuzz`; longer sessions with random seeds are for a nightly job or by hand). A
+#      session that finds something exits 1. Each session has its own peers and ports; run together, the frames
+#      sessions kept their pace (65-68 cases/s against 63 alone) and their sentinel's longest gap (115-142 ms,
+#      against 331 ms alone in CI; a stall is 1 s).
 #
 # A failed step does not stop the later ones (their results are worth having); `make test` fails at the end.
 # Every run of these tests writes its records under $(TEST_RESULTS) (INTEROP_RESULTS, the default of every
@@ -103,8 +108,8 @@ run: setup
 # showed up in the report as targets of their own. The last step checks that results/ gained no run.
 FUZZ_BUDGET ?= 30s
 FUZZ_SEED ?= 15
-PRODUCT_JOBS ?= 3
-REFERENCE_WORKERS ?= 2
+PRODUCT_JOBS ?= 4
+REFERENCE_WORKERS ?= 3
 TEST_RESULTS ?= $(or $(TMPDIR),/tmp)/interop-test-results
 STEPS = $(TEST_RESULTS).steps
 STEP = scripts/timed-step.sh $(STEPS)
@@ -118,14 +123,15 @@ test:
 	  -n $(REFERENCE_WORKERS) --dist loadfile --durations=20
 	-@$(STEP) "products: tests/products.yaml, -j $(PRODUCT_JOBS)" \
 	  $(VENV)/bin/interop run --matrix tests/products.yaml -j $(PRODUCT_JOBS)
-	-@$(STEP) "faults through the real toxiproxy-server" env INTEROP_FAULT_PROXY=toxiproxy $(VENV)/bin/python -m \
-	  pytest -q suites/faults suites/network/test_faults.py suites/brokerconnections/test_mirror_faults.py \
-	  tests/test_fault_proxy.py tests/test_toxiproxy_real.py
-	-@$(STEP) "fuzz: router programs" $(FUZZ) --peer router=reference
-	-@$(STEP) "fuzz: broker programs" $(FUZZ) --peer broker=reference
-	-@$(STEP) "fuzz: router frames" $(FUZZ) --frames --peer router=reference
-	-@$(STEP) "fuzz: broker frames" $(FUZZ) --frames --peer broker=reference
-	-@$(STEP) "fuzz: router frames, SASL PLAIN + TLS" $(FUZZ) --frames --secured --peer router=reference
+	-@scripts/side-by-side.sh $(STEPS) $(TEST_RESULTS).side-by-side \
+	  "faults through the real toxiproxy-server=INTEROP_FAULT_PROXY=toxiproxy $(VENV)/bin/python -m pytest -q \
+	  suites/faults suites/network/test_faults.py suites/brokerconnections/test_mirror_faults.py \
+	  tests/test_fault_proxy.py tests/test_toxiproxy_real.py" \
+	  "fuzz: router programs=$(FUZZ) --peer router=reference" \
+	  "fuzz: broker programs=$(FUZZ) --peer broker=reference" \
+	  "fuzz: router frames=$(FUZZ) --frames --peer router=reference" \
+	  "fuzz: broker frames=$(FUZZ) --frames --peer broker=reference" \
+	  "fuzz: router frames, SASL PLAIN + TLS=$(FUZZ) --frames --secured --peer router=reference"
 	@ls results 2>/dev/null | sort | comm -13 "$(TEST_RESULTS).before" - > "$(TEST_RESULTS).added"; \
 	if [ -s "$(TEST_RESULTS).added" ]; then echo "make test: these runs were written into results/ (expected under \
 	$(TEST_RESULTS)):"; cat "$(TEST_RESULTS).added"; exit 1; fi; echo "test records: $(TEST_RESULTS)"

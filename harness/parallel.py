@@ -1,5 +1,5 @@
-"""One run across pytest-xdist workers (`pytest -n 2`): the controller and its workers share one run id and one run
-folder, and the run's metadata is the controller's, merged over what every worker saw.
+"""One run across pytest-xdist workers (`pytest -n 3` in make test): the controller and its workers share one run
+id and one run folder, and the run's metadata is the controller's, merged over what every worker saw.
 
 Each worker is a pytest session of its own: it starts the topologies its cases ask for (on free ports, as every
 session does), writes its cases' records into the shared results.jsonl (ResultWriter appends each record in one
