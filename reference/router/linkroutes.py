@@ -268,10 +268,13 @@ class LinkRouter:
         pair.closed = True
         other = pair.far if link == pair.near else pair.near
         if other.state & Endpoint.LOCAL_ACTIVE or other.state & Endpoint.LOCAL_UNINIT:
-            if link.remote_condition is not None:
-                other.condition = link.remote_condition
+            # the far end's reason: its detach's, or that of the session it ended instead (RabbitMQ ends the
+            # session on a link error), so that the client learns why
+            condition = link.remote_condition or link.session.remote_condition
+            if condition is not None:
+                other.condition = condition
             if other.state & Endpoint.LOCAL_UNINIT:
-                other.open()  # a refused attach is still answered before the detach
+                _answer_refused(other)
             other.close() if closed else other.detach()
 
     def connection_lost(self, conn) -> None:
@@ -284,12 +287,21 @@ class LinkRouter:
             near = pair.near
             near.condition = Condition(ROUTED_LINK_LOST, "the connection to the broker behind this link route was lost")
             if near.state & Endpoint.LOCAL_UNINIT:
-                near.open()
+                _answer_refused(near)
             if not near.state & Endpoint.LOCAL_CLOSED:
                 near.close()
 
 
 _STANDARD = (Delivery.RECEIVED, Delivery.ACCEPTED, Delivery.REJECTED, Delivery.RELEASED, Delivery.MODIFIED)
+
+
+def _answer_refused(link) -> None:
+    """Answer an attach the far end never established: with null termini (AMQP 1.0 §2.6.3), so that the client
+    never counts its link as attached, before the detach that carries the reason. (A link's own termini are empty
+    ones, not null, until they are set: answered as they were, a refused sender looked attached to its client.)"""
+    link.source.type = Terminus.UNSPECIFIED
+    link.target.type = Terminus.UNSPECIFIED
+    link.open()
 
 
 def _copy_state(source: Delivery, target: Delivery) -> None:
