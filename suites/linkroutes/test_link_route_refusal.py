@@ -27,12 +27,13 @@ def _refusal(conn, role: str) -> dict:
         link = make(REFUSED, timeout=10)
     except ConnectionError as refused:  # "link NAME on ADDRESS was refused: CONDITION"
         return {"at": "attach", "condition": str(refused)}
-    if role == "sender":
+    sender = role == "sender"
+    if sender:
         link.send(1)
     try:
-        wait_for(lambda: link.detached.is_set() or link.outcomes, 10, f"the broker's answer to the {role}")
+        wait_for(lambda: link.detached.is_set() or (sender and link.outcomes), 10, f"the broker's answer to the {role}")
     except WaitTimeout:
-        return {"at": "none", "condition": None, "outcomes": link.outcome_counts() if role == "sender" else None}
+        return {"at": "none", "condition": None, "outcomes": link.outcome_counts() if sender else None}
     if link.detached.is_set():
         return {"at": "detach", "condition": link.condition}
     outcome = next(iter(link.outcomes.values()))
