@@ -7,13 +7,19 @@ import logging
 from proton import Condition, Data, Endpoint, Terminus, symbol
 
 
-def refuse(link, name: str, description: str, log: logging.Logger) -> None:
-    """Refuse an attach the AMQP way (1.0 §2.6.3): answer with a null terminus on the side the peer asked
-    for, so it never counts as attached, then detach with the error."""
+def answer_refused(link) -> None:
+    """Answer an attach that is refused the AMQP way (1.0 §2.6.3): with null termini, so the peer never counts the
+    link as attached; the detach with the error is the caller's to send. (A link's own termini are empty ones, not
+    null, until they are set: answered as they are, a refused link looks attached.)"""
     link.source.type = Terminus.UNSPECIFIED
     link.target.type = Terminus.UNSPECIFIED
-    link.condition = Condition(name, description)
     link.open()
+
+
+def refuse(link, name: str, description: str, log: logging.Logger) -> None:
+    """Refuse an attach: answered with null termini (answer_refused), then detached with the error."""
+    link.condition = Condition(name, description)
+    answer_refused(link)
     link.close()
     log.warning("Refused link %r: %s", link.name, description)
 

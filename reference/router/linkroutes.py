@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from proton import Condition, Delivery, Endpoint, Link, Terminus
 
-from ..links import refuse
+from ..links import answer_refused, refuse
 from .addressing import AddressTable, pattern_matches
 from .config import LinkRoute
 
@@ -274,7 +274,7 @@ class LinkRouter:
             if condition is not None:
                 other.condition = condition
             if other.state & Endpoint.LOCAL_UNINIT:
-                _answer_refused(other)
+                answer_refused(other)
             other.close() if closed else other.detach()
 
     def connection_lost(self, conn) -> None:
@@ -287,21 +287,12 @@ class LinkRouter:
             near = pair.near
             near.condition = Condition(ROUTED_LINK_LOST, "the connection to the broker behind this link route was lost")
             if near.state & Endpoint.LOCAL_UNINIT:
-                _answer_refused(near)
+                answer_refused(near)
             if not near.state & Endpoint.LOCAL_CLOSED:
                 near.close()
 
 
 _STANDARD = (Delivery.RECEIVED, Delivery.ACCEPTED, Delivery.REJECTED, Delivery.RELEASED, Delivery.MODIFIED)
-
-
-def _answer_refused(link) -> None:
-    """Answer an attach the far end never established: with null termini (AMQP 1.0 §2.6.3), so that the client
-    never counts its link as attached, before the detach that carries the reason. (A link's own termini are empty
-    ones, not null, until they are set: answered as they were, a refused sender looked attached to its client.)"""
-    link.source.type = Terminus.UNSPECIFIED
-    link.target.type = Terminus.UNSPECIFIED
-    link.open()
 
 
 def _copy_state(source: Delivery, target: Delivery) -> None:
