@@ -10,6 +10,8 @@ must make a round trip take at least 280 ms).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
 import json
 import signal
@@ -671,3 +673,86 @@ def test_server_command_busy_port_is_one_line_and_sigterm_exits_0(server):
             proc.kill()
             proc.wait()
         proc.stderr.close()
+
+
+# ---- in this process: the data plane's flow control, a latency stage's clock, the server's shutdown ------------
+#
+# The proxy's own classes on an asyncio loop in a thread of this process, with real sockets around them, where a
+# test needs to see inside (how much a chain holds, when reading pauses) or to run the server as a coroutine.
+
+
+@pytest.fixture
+def on_loop():
+    """`run(fn, *args)`: fn called on a running asyncio loop (in its own thread), its result returned."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    def run(fn, *args):
+        async def call():
+            return fn(*args)
+        return asyncio.run_coroutine_threadsafe(call(), loop).result(IO_TIMEOUT)
+    yield run
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(IO_TIMEOUT)
+    loop.close()
+
+
+def test_a_chain_holds_at_most_4_mib_then_reading_pauses_until_it_drains(on_loop, upstreams):
+    from harness.faults import proxy as fp
+    from harness.faults.toxics import ToxicSpec
+
+    up = upstreams(sink)
+    proxy = fp.Proxy("flow", "127.0.0.1:0", up.address)
+    on_loop(proxy.start)
+    on_loop(proxy.add_toxic, ToxicSpec("hold", "latency", "upstream", 1.0, {"latency": 60_000, "jitter": 0}))
+    total = 12 * 1024 * 1024
+    client = socket.create_connection(("127.0.0.1", port_of(proxy)), timeout=30)
+    sent = threading.Event()
+
+    def send():
+        with contextlib.suppress(OSError):  # a failed test closes the socket under it
+            client.sendall(b"f" * total)  # blocks once the proxy stops reading
+            client.shutdown(socket.SHUT_WR)
+            sent.set()
+
+    def held():  # (bytes waiting in the upstream chain, why the client's socket is not read), on the loop
+        return [(c.links["upstream"].queued, set(c.client._pause_reasons)) for c in proxy.connections]
+
+    try:
+        threading.Thread(target=send, daemon=True).start()
+        wait_for(lambda: any("chain-full" in reasons for _, reasons in on_loop(held)), 10,
+                 "the proxy to stop reading the client once its chain holds more than 4 MiB",
+                 describe=lambda: on_loop(held))
+        [(queued, _)] = on_loop(held)
+        assert fp.QUEUE_HIGH < queued <= fp.QUEUE_HIGH + fp.READ_SIZE, queued
+        assert not sent.is_set()
+
+        on_loop(proxy.remove_toxic, "hold")  # what the chain held goes on, and reading resumes
+        wait_for(lambda: f"eof after {total}" in up.events, 30, "the upstream to get every byte",
+                 describe=lambda: f"{up.events}, chain {on_loop(held)}")
+        assert sent.is_set()
+    finally:
+        client.close()
+        on_loop(proxy.close)
+
+
+def test_chain_flow_control_pauses_above_4_mib_and_resumes_below_1_mib():
+    from types import SimpleNamespace
+
+    from harness.faults import proxy as fp
+
+    calls = []
+    src = SimpleNamespace(pause=lambda why: calls.append(("pause", why)),
+                          resume=lambda why: calls.append(("resume", why)))
+    link = fp.Link(None, "upstream", src, SimpleNamespace())
+    link.queued_add(fp.QUEUE_HIGH)  # exactly 4 MiB waiting: reading goes on
+    assert calls == []
+    link.queued_add(1)
+    assert calls == [("pause", "chain-full")]
+    link.queued_add(fp.QUEUE_LOW - link.queued)  # exactly 1 MiB waiting: still paused
+    assert calls == [("pause", "chain-full")]
+    link.queued_add(-1)
+    assert calls == [("pause", "chain-full"), ("resume", "chain-full")]
+    assert (fp.QUEUE_HIGH, fp.QUEUE_LOW) == (4 * 1024 * 1024, 1024 * 1024)
+

@@ -188,7 +188,8 @@ class Link:
             # Everything the stage still holds comes after what it already passed on: hand it on in order.
             pending = list(stage.queue)
             stage.queue.clear()
-            self.queued -= sum(item.size for item in pending)
+            # Through queued_add: a source paused because the chain was full must be resumed once it has drained.
+            self.queued_add(-sum(item.size for item in pending))
             for item in pending:
                 self._deliver(i, item)
             if not self.stages:
