@@ -247,6 +247,7 @@ def contract_calls(p1: int, p2: int, p3: int) -> list[tuple]:
         ("POST", "/proxies", {"name": "badup", "listen": "127.0.0.1:0", "upstream": "nocolon"}),
         ("POST", "/proxies", {"name": "badlisten", "listen": "nocolon", "upstream": UP}),
         ("POST", "/proxies", {"name": "range", "listen": "127.0.0.1:70000", "upstream": UP}),
+        ("POST", "/proxies", {"name": "mapped", "listen": "[::ffff:127.0.0.1]:0", "upstream": UP}),  # Go: IPv4
         ("GET", "/proxies/a", None),
         ("GET", "/proxies/nope", None),
         ("POST", "/proxies/a", {"enabled": False}),

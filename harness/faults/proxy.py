@@ -19,6 +19,8 @@ it stays bound, so nobody else gets the port and enabling listens on it again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ipaddress
 import logging
 import socket
 import struct
@@ -86,9 +88,16 @@ def _resolve_host(host: str) -> str:
     if host == "localhost":
         return "127.0.0.1"  # Go's resolver prefers the IPv4 answer
     try:
-        return socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)[0][4][0]
+        address = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)[0][4][0]
     except (OSError, UnicodeError):
         raise AddressError(f"lookup {host}: no such host") from None
+    # An IPv4-mapped IPv6 address is its IPv4 address to Go (net.IP.To4): toxiproxy-server listens on IPv4 and
+    # answers '127.0.0.1:port' for a listen of '[::ffff:127.0.0.1]:0'.
+    with contextlib.suppress(ValueError):
+        mapped = ipaddress.ip_address(address).ipv4_mapped if ":" in address else None
+        if mapped is not None:
+            return str(mapped)
+    return address
 
 
 class _Side(asyncio.BufferedProtocol):
