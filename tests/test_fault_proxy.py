@@ -11,6 +11,7 @@ must make a round trip take at least 280 ms).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import errno
 import json
@@ -600,7 +601,17 @@ def test_slicer_cuts_writes_into_small_pieces(client, upstreams):
                 break
             pieces.append(part)
     assert b"".join(pieces) == payload
-    assert len(pieces) >= 8 and max(map(len, pieces)) <= 10, [len(p) for p in pieces]
+    # Toxiproxy's slicer halves a chunk until a piece is within size_variation of average_size (slicer.go, chunk):
+    # 100 -> 50 -> 25 -> 12 | 13 -> 6 | 6, 6 | 7, so no piece is far below the average either
+    assert len(pieces) >= 8 and 6 <= min(map(len, pieces)) and max(map(len, pieces)) <= 10, [len(p) for p in pieces]
+
+
+def test_slice_points_halve_as_toxiproxy_does():
+    from harness.faults.toxics import slice_points
+
+    ends = slice_points(100, 10, 0)
+    assert [b - a for a, b in zip([0, *ends], ends, strict=False)] == [6, 6, 6, 7] * 4
+    assert slice_points(10, 10, 0) == [10] and slice_points(0, 10, 0) == []
 
 
 def test_limit_data_cuts_the_stream(client, upstreams):
@@ -756,3 +767,62 @@ def test_chain_flow_control_pauses_above_4_mib_and_resumes_below_1_mib():
     assert calls == [("pause", "chain-full"), ("resume", "chain-full")]
     assert (fp.QUEUE_HIGH, fp.QUEUE_LOW) == (4 * 1024 * 1024, 1024 * 1024)
 
+
+def test_a_latency_stage_moves_a_chunk_exactly_its_latency_past_its_read_time():
+    # A chunk's time is when it was read; each latency toxic moves it forward by exactly its latency (jitter 0),
+    # so several add up and one of 0 ms adds nothing (Toxiproxy's latency toxic sleeps exactly that long too).
+    from harness.faults.toxics import Item, Stage, ToxicSpec
+
+    class Chain:  # the link a stage emits into
+        def __init__(self):
+            self.out = []
+
+        def queued_add(self, n):
+            pass
+
+        def emit_after(self, stage, item):
+            self.out.append(item)
+
+    async def released_at(latency: int, read_at: float) -> float:
+        chain = Chain()
+        stage = Stage(chain, ToxicSpec("l", "latency", "downstream", 1.0, {"latency": latency, "jitter": 0}))
+        stage.start()
+        stage.put(Item(read_at, b"x"))
+        deadline = time.monotonic() + IO_TIMEOUT
+        while not chain.out:
+            assert time.monotonic() < deadline, "the stage never released the chunk"
+            await asyncio.sleep(0.001)
+        stage.cancel()
+        return chain.out[0].t
+
+    read_at = time.monotonic() - 10  # read long ago: released at once, its time moved forward all the same
+    assert asyncio.run(released_at(0, read_at)) == read_at
+    assert asyncio.run(released_at(50, read_at)) == read_at + 50 / 1000.0
+
+
+def test_a_cancelled_server_closes_every_proxy(upstreams):
+    # serve() runs until SIGTERM or until its task is cancelled; either way every proxy stops and frees its port.
+    from harness.faults.server import serve
+
+    up = upstreams(echo())
+    port = free_port()
+
+    async def main():
+        ready = asyncio.Event()
+        task = asyncio.create_task(serve("127.0.0.1", 0, [{"name": "a", "listen": f"127.0.0.1:{port}",
+                                                           "upstream": up.address}], ready=lambda _: ready.set()))
+        await asyncio.wait_for(ready.wait(), IO_TIMEOUT)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"hi")
+        assert await asyncio.wait_for(reader.readexactly(2), IO_TIMEOUT) == b"hi"
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        assert await asyncio.wait_for(reader.read(10), IO_TIMEOUT) == b""  # the open connection was closed
+        writer.close()
+        with pytest.raises(ConnectionRefusedError):
+            await asyncio.open_connection("127.0.0.1", port)
+
+    # In a thread of its own: serve() installs no signal handlers there, and pytest's stay as they are.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, main()).result(30)
