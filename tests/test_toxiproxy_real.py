@@ -13,6 +13,7 @@ Skipped, with the reason, where the real server is not installed (`make toxiprox
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
@@ -248,6 +249,94 @@ def test_a_chunked_body_and_a_body_of_megabytes_are_read_whole_by_both_servers(s
 def test_a_malformed_request_line_is_answered_400_and_closed_by_both_servers(server):
     status, _ = raw_exchange(server, b"GARBAGE\r\n\r\n")
     assert status == b"HTTP/1.1 400 Bad Request"
+
+
+class AfterEnd:
+    """A threaded server on loopback that sends `greeting` on accept, reads until the client's end of the stream,
+    then answers how many bytes it got; `sent` is set once the greeting is out."""
+
+    def __init__(self, greeting: bytes = b""):
+        self.greeting = greeting
+        self.sent = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        with conn, contextlib.suppress(OSError):
+            conn.sendall(self.greeting)
+            self.sent.set()
+            got = 0
+            while data := conn.recv(65536):
+                got += len(data)
+            conn.sendall(b"got %d" % got)
+
+    def close(self):
+        self.sock.close()
+
+
+def read_to_end(conn: socket.socket) -> bytes:
+    data = b""
+    with contextlib.suppress(ConnectionResetError):
+        while part := conn.recv(65536):
+            data += part
+    return data
+
+
+def test_a_half_close_is_not_passed_on_by_either_server(server):
+    # toxiproxy-server closes the upstream socket both ways when the client's stream ends (link.go: dest.Close(),
+    # not CloseWrite): an answer the upstream sends after that end never reaches the client, with or without toxics.
+    upstream = AfterEnd()
+    try:
+        links = LinkProxies(server)
+        port = links.add("half", upstream.port)
+        for toxic in (False, True):
+            if toxic:
+                links.toxic("half", "latency", stream="upstream", latency=1)
+            with socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT) as conn:
+                conn.sendall(b"x" * 1000)
+                conn.shutdown(socket.SHUT_WR)
+                assert read_to_end(conn) == b"", f"toxic: {toxic}"
+    finally:
+        upstream.close()
+
+
+def unread_from(port: int) -> list[int]:
+    """Bytes not yet read by its owner on each established IPv4 socket connected to port `port` (rx_queue in
+    /proc/net/tcp): on loopback, the proxy's socket to an upstream listening there."""
+    with open("/proc/net/tcp") as f:
+        rows = [line.split() for line in f.readlines()[1:]]
+    return [int(row[4].split(":")[1], 16) for row in rows if int(row[2].split(":")[1], 16) == port and row[3] == "01"]
+
+
+def test_what_a_chain_holds_still_arrives_when_the_other_side_ends_on_both_servers(server):
+    # The client's end closes the upstream, and the other direction ends as if the upstream had closed: the greeting
+    # a latency toxic still holds is delivered, then the client's socket closes.
+    upstream = AfterEnd(greeting=b"hello")
+    try:
+        links = LinkProxies(server)
+        port = links.add("held", upstream.port)
+        links.toxic("held", "latency", stream="downstream", latency=LATENCY_MS)
+        with socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT) as conn:
+            assert upstream.sent.wait(IO_TIMEOUT)
+            # Read by the proxy (into its chain), not only in its socket: closing a socket with unread bytes is an RST
+            # that drops them, on either server.
+            wait_for(lambda: unread_from(upstream.port) == [0], IO_TIMEOUT, "the proxy to read the greeting",
+                     describe=lambda: unread_from(upstream.port))
+            t0 = time.monotonic()
+            conn.shutdown(socket.SHUT_WR)  # while the greeting is held for LATENCY_MS
+            assert read_to_end(conn) == b"hello"
+            assert time.monotonic() - t0 < LATENCY_MS / 1000 + 2
+    finally:
+        upstream.close()
 
 
 # ---- the API contract: ours against the real one, field by field ------------------------------------------------

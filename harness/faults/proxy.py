@@ -106,6 +106,7 @@ class _Side(asyncio.BufferedProtocol):
     def __init__(self, conn: Connection, name: str):
         self.conn = conn
         self.name = name  # "client" or "upstream"
+        self.ending = False  # closed by us when a direction ended, while the other one may still deliver
         self.transport: asyncio.Transport | None = None
         self.out: Link | None = None  # the link this side reads into
         self.into: Link | None = None  # the link that writes to this side
@@ -137,7 +138,7 @@ class _Side(asyncio.BufferedProtocol):
 
     def eof_received(self) -> bool:
         self.out.feed_eof()
-        return True  # keep the socket open for writing: half-close is passed on
+        return True  # the socket is closed once the end has gone through the chain (Connection.direction_ended)
 
     def connection_lost(self, exc) -> None:
         self.closed = True
@@ -172,6 +173,7 @@ class Link:
         self.stages: list[Stage] = []
         self.direct = True
         self.queued = 0
+        self.ended = False  # the end of this direction went into its chain
         self.finished = False  # the end of this direction was passed on
 
     # toxics
@@ -216,6 +218,9 @@ class Link:
         self.stages[0].put(Item(time.monotonic(), data))
 
     def feed_eof(self) -> None:
+        if self.ended:
+            return
+        self.ended = True
         if self.direct:
             self._output(Item(time.monotonic(), None, EOF))
         else:
@@ -239,9 +244,7 @@ class Link:
             dst.transport.write(item.data)
         elif item.kind == EOF:
             self.finished = True
-            if dst.transport.can_write_eof():
-                dst.transport.write_eof()
-            self.conn.direction_finished()
+            self.conn.direction_ended(self)
         else:
             self.finished = True
             self.conn.close()
@@ -278,13 +281,26 @@ class Connection:
         self.client.resume("starting")
         self.upstream.resume("starting")
 
-    def direction_finished(self) -> None:
-        if all(link.finished for link in self.links.values()):
+    def direction_ended(self, link: Link) -> None:
+        """`link` passed on the end of its stream. As toxiproxy-server (link.go, write: dest.Close(), not CloseWrite),
+        its destination socket is closed both ways, so a half-close is not passed on (a reply to it is lost, measured
+        against 2.12.0); the other direction then ends as if its source had closed: what its chain holds still goes
+        out, then its own destination socket closes too."""
+        if all(other.finished for other in self.links.values()):
             self.close()
+            return
+        side = link.dst
+        if side.transport is not None and not side.closed:
+            side.ending = True
+            side.transport.close()  # what was written to it is sent first
+        side.out.feed_eof()
 
     def side_lost(self, side: _Side, exc) -> None:
         # One socket is gone (closed by its peer with an error, or by us): the connection is over. Data the
-        # other socket still has to send is flushed by a graceful close.
+        # other socket still has to send is flushed by a graceful close. A socket we closed because a direction
+        # ended is not a loss: the other direction still delivers what its chain holds (direction_ended).
+        if side.ending:
+            return
         self.close()
 
     def close(self) -> None:
