@@ -635,6 +635,29 @@ def test_limit_data_cuts_the_stream(client, upstreams):
              describe=lambda: up.events)
 
 
+def test_limit_data_counts_across_chunks(client, upstreams):
+    # Toxiproxy's limit_data keeps a count of the bytes it let through: chunks of 30 and 50 pass whole, the third is
+    # cut at 100 in all, then the connection closes.
+    def counting_sink(server, conn):
+        while data := conn.recv(65536):
+            server.echoed += len(data)  # here: bytes received so far
+        server.events.append(f"eof after {server.echoed}")
+
+    up = upstreams(counting_sink)
+    proxy = client.create(upstream=up.address, name="capn")
+    proxy.add_toxic(type="limit_data", stream="upstream", attributes={"bytes": 100})
+    with connect(proxy) as conn:
+        conn.sendall(b"a" * 30)
+        wait_for(lambda: up.echoed == 30, IO_TIMEOUT, "the first 30 bytes", describe=lambda: up.echoed)
+        conn.sendall(b"b" * 50)
+        wait_for(lambda: up.echoed == 80, IO_TIMEOUT, "the next 50 bytes", describe=lambda: up.echoed)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            conn.sendall(b"c" * 50)
+            recv_all(conn)
+    wait_for(lambda: "eof after 100" in up.events, IO_TIMEOUT, "the upstream to get exactly 100 bytes",
+             describe=lambda: up.events)
+
+
 def test_toxicity_zero_never_and_one_always(server, client, upstreams):
     proxy = client.create(upstream=upstreams(echo()).address, name="tox")
     proxy.add_toxic(type="latency", toxicity=0.0, attributes={"latency": 300})
