@@ -339,6 +339,25 @@ def test_what_a_chain_holds_still_arrives_when_the_other_side_ends_on_both_serve
         upstream.close()
 
 
+def test_limit_data_ends_its_direction_and_the_other_still_delivers_on_both_servers(server):
+    # limit_data closes its stub in toxiproxy-server: the end of its direction, not of the whole connection at once.
+    # The upstream socket closes after 3 bytes; the greeting a latency toxic holds downstream still arrives.
+    upstream = AfterEnd(greeting=b"greet")
+    try:
+        links = LinkProxies(server)
+        port = links.add("cap", upstream.port)
+        links.toxic("cap", "latency", stream="downstream", latency=LATENCY_MS)
+        links.toxic("cap", "limit_data", stream="upstream", bytes=3)
+        with socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT) as conn:
+            assert upstream.sent.wait(IO_TIMEOUT)
+            wait_for(lambda: unread_from(upstream.port) == [0], IO_TIMEOUT, "the proxy to read the greeting",
+                     describe=lambda: unread_from(upstream.port))
+            conn.sendall(b"hello")  # past the limit: the upstream direction ends
+            assert read_to_end(conn) == b"greet"
+    finally:
+        upstream.close()
+
+
 # ---- the API contract: ours against the real one, field by field ------------------------------------------------
 
 

@@ -242,12 +242,9 @@ class Link:
             return
         if item.kind == DATA:
             dst.transport.write(item.data)
-        elif item.kind == EOF:
-            self.finished = True
-            self.conn.direction_ended(self)
         else:
             self.finished = True
-            self.conn.close()
+            self.conn.direction_ended(self)
 
     def queued_add(self, n: int) -> None:
         self.queued += n

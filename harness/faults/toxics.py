@@ -20,7 +20,8 @@ Toxiproxy 2.x (toxics/*.go in Shopify/toxiproxy), including its less obvious cho
   connection read b'' where ours used to raise ECONNRESET).
 - slicer: each chunk is cut into slices of about `average_size` +/- `size_variation` bytes, `delay`
   microseconds apart, each sent with its own write.
-- limit_data: `bytes` bytes get through, then the connection is closed. The count survives toxic updates.
+- limit_data: `bytes` bytes get through, then the stream ends (its destination socket closes; the other direction
+  still delivers what its chain holds, then closes, as toxiproxy-server's does). The count survives toxic updates.
 
 Toxicity is drawn when a stage starts (a new connection, or an update of the toxic): with probability
 `toxicity` the stage runs the toxic, otherwise it passes data through untouched, as Toxiproxy does.
@@ -38,7 +39,7 @@ UPSTREAM, DOWNSTREAM = "upstream", "downstream"
 STREAMS = (UPSTREAM, DOWNSTREAM)  # the order Toxiproxy lists toxics in
 
 # Item kinds flowing through a chain.
-DATA, EOF, CLOSE = 0, 1, 2
+DATA, EOF = 0, 1
 
 # Attribute names and defaults of each toxic type (all integers, as in Toxiproxy's Go structs).
 TOXIC_TYPES: dict[str, dict[str, int]] = {
@@ -144,7 +145,7 @@ class ToxicSpec:
 
 
 class Item:
-    """A piece of one direction's stream: data, the end of the stream (EOF), or an order to close (CLOSE).
+    """A piece of one direction's stream: data, or the end of the stream (EOF).
 
     `t` is when the data was read from the socket (a latency toxic moves it forward, so latencies add up).
     """
@@ -350,7 +351,9 @@ async def _limit_data(stage: Stage, attrs: dict) -> None:
             stage.emit(Item(item.t, data))
             stage.state["sent"] = sent + len(data)
         if limit - stage.state.get("sent", 0) <= 0:
-            stage.emit(Item(item.t, None, CLOSE))
+            # Toxiproxy's limit_data closes its stub: the end of this direction, as if its source had closed (the
+            # destination socket closes; the other direction still delivers what it holds, then closes).
+            stage.emit(Item(item.t, None, EOF))
             return
 
 
