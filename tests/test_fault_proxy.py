@@ -612,6 +612,14 @@ def test_slice_points_halve_as_toxiproxy_does():
     ends = slice_points(100, 10, 0)
     assert [b - a for a, b in zip([0, *ends], ends, strict=False)] == [6, 6, 6, 7] * 4
     assert slice_points(10, 10, 0) == [10] and slice_points(0, 10, 0) == []
+    # with a variation, a split point moves by rand.Intn(2 * variation) - variation: 20 bytes at 10 +/- 5 are cut once,
+    # the first piece 5 to 14 bytes long; 300 draws miss one of those 10 lengths with odds of 10 * 0.9**300
+    firsts = set()
+    for _ in range(300):
+        ends = slice_points(20, 10, 5)
+        assert len(ends) == 2 and ends[1] == 20, ends
+        firsts.add(ends[0])
+    assert firsts == set(range(5, 15)), sorted(firsts)
 
 
 def test_limit_data_cuts_the_stream(client, upstreams):
@@ -655,6 +663,19 @@ def test_limit_data_counts_across_chunks(client, upstreams):
             conn.sendall(b"c" * 50)
             recv_all(conn)
     wait_for(lambda: "eof after 100" in up.events, IO_TIMEOUT, "the upstream to get exactly 100 bytes",
+             describe=lambda: up.events)
+
+
+def test_limit_data_of_zero_lets_nothing_through(client, upstreams):
+    # Toxiproxy's limit_data with bytes 0 cuts the first chunk to nothing and ends the stream
+    up = upstreams(sink)
+    proxy = client.create(upstream=up.address, name="cap0")
+    proxy.add_toxic(type="limit_data", stream="upstream", attributes={"bytes": 0})
+    with connect(proxy) as conn:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            conn.sendall(b"x" * 10)
+            recv_all(conn)
+    wait_for(lambda: "eof after 0" in up.events, IO_TIMEOUT, "the upstream to get nothing, then the end",
              describe=lambda: up.events)
 
 
@@ -791,9 +812,10 @@ def test_chain_flow_control_pauses_above_4_mib_and_resumes_below_1_mib():
     assert (fp.QUEUE_HIGH, fp.QUEUE_LOW) == (4 * 1024 * 1024, 1024 * 1024)
 
 
-def test_a_latency_stage_moves_a_chunk_exactly_its_latency_past_its_read_time():
-    # A chunk's time is when it was read; each latency toxic moves it forward by exactly its latency (jitter 0),
-    # so several add up and one of 0 ms adds nothing (Toxiproxy's latency toxic sleeps exactly that long too).
+def latency_offsets(latency: int, jitter: int, chunks: int = 1) -> list[float]:
+    """Seconds each of `chunks` chunks, all read 10 s ago, is moved forward by a latency stage (in-process): a chunk's
+    time is when it was read, and each latency toxic moves it by its delay (so several add up). Read long ago, they
+    are released at once."""
     from harness.faults.toxics import Item, Stage, ToxicSpec
 
     class Chain:  # the link a stage emits into
@@ -806,21 +828,33 @@ def test_a_latency_stage_moves_a_chunk_exactly_its_latency_past_its_read_time():
         def emit_after(self, stage, item):
             self.out.append(item)
 
-    async def released_at(latency: int, read_at: float) -> float:
+    async def run() -> list[float]:
         chain = Chain()
-        stage = Stage(chain, ToxicSpec("l", "latency", "downstream", 1.0, {"latency": latency, "jitter": 0}))
+        stage = Stage(chain, ToxicSpec("l", "latency", "downstream", 1.0, {"latency": latency, "jitter": jitter}))
         stage.start()
-        stage.put(Item(read_at, b"x"))
+        read_at = time.monotonic() - 10
+        for _ in range(chunks):
+            stage.put(Item(read_at, b"x"))
         deadline = time.monotonic() + IO_TIMEOUT
-        while not chain.out:
-            assert time.monotonic() < deadline, "the stage never released the chunk"
+        while len(chain.out) < chunks:
+            assert time.monotonic() < deadline, f"the stage released {len(chain.out)} of {chunks} chunks"
             await asyncio.sleep(0.001)
         stage.cancel()
-        return chain.out[0].t
+        return [item.t - read_at for item in chain.out]
+    return asyncio.run(run())
 
-    read_at = time.monotonic() - 10  # read long ago: released at once, its time moved forward all the same
-    assert asyncio.run(released_at(0, read_at)) == read_at
-    assert asyncio.run(released_at(50, read_at)) == read_at + 50 / 1000.0
+
+def test_a_latency_stage_moves_a_chunk_exactly_its_latency_past_its_read_time():
+    # jitter 0: exactly the latency, and one of 0 ms adds nothing (Toxiproxy's latency toxic sleeps that long too)
+    assert latency_offsets(0, 0) == [0.0]
+    assert [round(x, 9) for x in latency_offsets(50, 0)] == [0.05]
+
+
+def test_latency_jitter_draws_from_latency_minus_jitter_to_latency_plus_jitter_minus_one():
+    # Toxiproxy's latency.go: delay = latency + rand.Int63n(2 * jitter) - jitter, whole milliseconds. With jitter 1,
+    # 49 or 50 ms; 60 draws miss one of them with odds of 2 * 2**-60 (a draw of 51 would be outside the range).
+    delays = {round(x * 1000) for x in latency_offsets(50, 1, chunks=60)}
+    assert delays == {49, 50}, delays
 
 
 def test_a_cancelled_server_closes_every_proxy(upstreams):

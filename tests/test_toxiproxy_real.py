@@ -391,6 +391,8 @@ def contract_calls(p1: int, p2: int, p3: int) -> list[tuple]:
         ("POST", "/proxies/a", {"enabled": False}),
         ("PATCH", "/proxies/a", {"enabled": True}),
         ("PATCH", "/proxies/a", {"upstream": "127.0.0.1:10"}),
+        ("PATCH", "/proxies/a", {"upstream": UP}),  # one that sorts after the current one changes it too
+        ("PATCH", "/proxies/a", {"upstream": "127.0.0.1:10"}),
         ("PATCH", "/proxies/a", {"listen": f"127.0.0.1:{p3}"}),
         ("PATCH", "/proxies/a", b""),
         ("PATCH", "/proxies/lh", {"listen": "nocolon"}),
