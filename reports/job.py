@@ -565,49 +565,141 @@ def conformance(fine, runs, catalog_ids: list[str]):
     return counted
 
 
-def bad_cases(records):
-    """A run's (target, case) pairs that failed or errored: the only cases that can be flaky. Stored per run
-    (run_bad_cases): a few percent of its records."""
+# ---- flaky, folded run by run -------------------------------------------------------------------------------------
+#
+# A case is flaky on a target and version when it both passed and failed (or errored) there; `flips` counts the
+# changes between its consecutive runs in start order. Reading every run's records for that each night would make
+# the nightly report's cost grow with the history, so the report keeps a fold of it: per (target, version, case),
+# the counts, the flips so far and the first and last judged outcome (flaky_state, below). A night's report folds
+# its new runs' records into the last fold; a run read again (changed), a new run that started before the fold's
+# latest record, or a fold that is missing or was not written whole, make it fold every run again instead.
+
+FLAKY_KEYS = ["target", "version", "case"]
+FLAKY_STATE = "flaky_state"  # under the store's tables: a folder per fold, fold=<digest of the runs folded in>
+
+
+def judged_cases(cases, versions):
+    """The records that judged (passed, failed, error), each with its version and p (1 passed, 0 not)."""
     from pyspark.sql import functions as F
 
-    return (records.where(is_case() & F.col("outcome").isin(*BAD))
-            .select("run_folder", "ingest_id", "target", "case").distinct())
-
-
-def flaky(records, versions, bad):
-    """Same target, version and case both passing and failing across runs; `flips` counts the changes between
-    consecutive runs of the case (in start order).
-
-    The candidates are the (target, case) pairs that failed or errored in some run: the union of the runs'
-    run_bad_cases, a few percent of the cases. Only their records are then given their version and aggregated
-    per (target, version, case), each case's history kept as a list of (start, passed) that is sorted and walked
-    for the flips; a candidate that never passed (with that version) is dropped there. The candidates are
-    broadcast, so the other records are dropped where they are read: one pass over the records' few columns.
-    (Measured on a million records: a window in start order instead of the list shuffles every record whole and
-    cost a fifth more.)"""
-    from pyspark.sql import functions as F
-
-    keys = ["target", "version", "case"]
-    judged = records.where(F.col("outcome").isin("passed", *BAD)).withColumn(
+    judged = cases.where(F.col("outcome").isin("passed", *BAD)).withColumn(
         "p", (F.col("outcome") == "passed").cast("int"))
-    candidates = bad.select("target", "case").distinct()
-    history = with_versions(judged.join(F.broadcast(candidates), ["target", "case"], "left_semi"), versions)
-    found = history.groupBy(*keys).agg(
-        F.first("suite").alias("suite"),
-        F.sum("p").alias("passes"),
-        F.count(F.lit(1)).alias("runs"),  # one record per case and run
-        F.max_by("outcome", "started").alias("last_outcome"),
-        F.array_compact(F.array(F.max("config_fault"))).alias("config_faults"),
-        F.sort_array(F.collect_list(F.struct("started", "p"))).alias("history"))
-    passed = F.col("history")["p"]  # 1/0 per run, in start order (ties: a fail before a pass)
+    return with_versions(judged, versions)
+
+
+def flaky_fold(judged):
+    """Per (target, version, case): suite, passes, runs, the largest config fault, flips, and the first and last
+    judged outcome in start order (ties: a fail before a pass). One record per case and run; a case's history is
+    a list sorted and walked for the flips (measured on a million records: a window in start order instead shuffles
+    every record whole and cost a fifth more)."""
+    from pyspark.sql import functions as F
+
+    found = judged.groupBy(*FLAKY_KEYS).agg(
+        F.min("suite").alias("suite"), F.sum("p").alias("passes"), F.count(F.lit(1)).alias("runs"),
+        F.max("config_fault").alias("config_fault"),
+        F.sort_array(F.collect_list(F.struct("started", "p", "outcome"))).alias("history"))
+    passed = F.col("history")["p"]
     n = F.size(passed)
     changes = F.zip_with(F.slice(passed, 2, n), F.slice(passed, 1, n - 1),
                          lambda now, before: (now != before).cast("int"))
-    return (found.withColumn("flips", F.aggregate(changes, F.lit(0), lambda total, x: total + x))
-            .withColumn("fails", F.col("runs") - F.col("passes"))
+    first, last = F.col("history")[0], F.element_at("history", -1)
+    return found.select(*FLAKY_KEYS, "suite", "passes", "runs", "config_fault",
+                        F.aggregate(changes, F.lit(0), lambda total, x: total + x).alias("flips"),
+                        first["started"].alias("first_started"), first["p"].alias("first_p"),
+                        last["started"].alias("last_started"), last["p"].alias("last_p"),
+                        last["outcome"].alias("last_outcome"))
+
+
+def merge_folds(old, new):
+    """The fold of old's runs and then new's: counts added, a flip more where new's first outcome differs from old's
+    last, first from old and last from new. `in_order` is false where new's first record did not start after old's
+    last one (the fold is then not the history's, and the caller folds every run instead)."""
+    from pyspark.sql import functions as F
+
+    o, n = old.alias("o"), new.alias("n")
+    both = F.col("o.runs").isNotNull() & F.col("n.runs").isNotNull()
+
+    def added(name: str):
+        return F.coalesce(F.col(f"o.{name}"), F.lit(0)) + F.coalesce(F.col(f"n.{name}"), F.lit(0))
+
+    def first_of(name: str, newer: bool):
+        older, later = F.col(f"o.{name}"), F.col(f"n.{name}")
+        return (F.coalesce(later, older) if newer else F.coalesce(older, later)).alias(name)
+
+    return o.join(n, FLAKY_KEYS, "full").select(
+        *FLAKY_KEYS, F.least("o.suite", "n.suite").alias("suite"), added("passes").alias("passes"),
+        added("runs").alias("runs"), F.greatest("o.config_fault", "n.config_fault").alias("config_fault"),
+        (added("flips") + F.when(both & (F.col("o.last_p") != F.col("n.first_p")), 1).otherwise(0)).alias("flips"),
+        first_of("first_started", False), first_of("first_p", False),
+        first_of("last_started", True), first_of("last_p", True), first_of("last_outcome", True),
+        (~both | (F.col("n.first_started") > F.col("o.last_started"))).alias("in_order"))
+
+
+def flaky(state):
+    """The flaky table from a fold: the cases of a target and version that both passed and failed there."""
+    from pyspark.sql import functions as F
+
+    return (state.withColumn("fails", F.col("runs") - F.col("passes"))
             .where((F.col("passes") > 0) & (F.col("fails") > 0))
-            .select(*keys, "suite", "passes", "runs", "last_outcome", "config_faults", "fails", "flips",
+            .select(*FLAKY_KEYS, "suite", "passes", "runs", "last_outcome",
+                    F.array_compact(F.array("config_fault")).alias("config_faults"), "fails", "flips",
                     F.round(F.col("fails") / F.col("runs"), 4).alias("fail_rate")))
+
+
+def fold_id(ingest_ids) -> str:
+    """The name of the fold of these readings of runs (their ingest ids, in any order)."""
+    from hashlib import sha256
+
+    return sha256("\n".join(sorted(ingest_ids)).encode()).hexdigest()[:20]
+
+
+def flaky_state(spark, tables_dir: str, plan: Plan, records, versions, log: Callable[[str], None]):
+    """The fold of every run of this report (cached; the caller unpersists it), stored under the store's
+    flaky_state/fold=<fold_id> for the next report. See the section's comment for when only the new runs are
+    folded in."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
+
+    from reports import store
+
+    def stored(fold: str):
+        """A fold written whole (Spark writes _SUCCESS last, once every file is in place), else None."""
+        path = f"{tables_dir}/{FLAKY_STATE}/fold={fold}"
+        try:
+            _ = spark.read.text(f"{path}/_SUCCESS").schema  # a missing file fails here (no job runs)
+            return spark.read.parquet(path)
+        except PySparkException:
+            return None
+
+    def fold_of(where):
+        cases = records.where(where & is_case()).select(
+            "run_id", "target", "suite", "case", "outcome", "started", "config_fault")
+        return flaky_fold(judged_cases(cases, versions))
+
+    now = fold_id(plan.current.values())
+    new = {r.run_folder for r in plan.to_read}
+    before = None if plan.fresh or plan.changed else stored(
+        fold_id(i for folder, i in plan.current.items() if folder not in new))
+    if before is not None and not new:
+        log("  flaky fold: no new run, the last report's")
+        return before.cache()  # stored under this report's fold id already
+    state = None
+    if before is not None:
+        state = merge_folds(before, fold_of(F.col("run_folder").isin(*new))).cache()
+        if state.where(~F.col("in_order")).limit(1).count() == 0:
+            how = f"{len(new)} new run(s) folded into the last report's"
+        else:
+            state.unpersist()
+            state = None
+            how = "every run again (a new run started before the last fold's latest record)"
+    else:
+        how = "every run"
+    if state is None:
+        state = fold_of(F.lit(True)).withColumn("in_order", F.lit(True)).cache()
+    state.drop("in_order").write.mode("overwrite").parquet(f"{tables_dir}/{FLAKY_STATE}/fold={now}")
+    store.drop_local_folders(tables_dir, FLAKY_STATE, keep=f"fold={now}")
+    log(f"  flaky fold: {how}")
+    return state
 
 
 def latest_pairs(truns):
@@ -992,14 +1084,50 @@ COUNTED_COLUMNS = ("run_folder", "ingest_id", "run_id", "target", "suite", "case
                    "peers", "fault_name", "checks", "outcome", "difference_of", "started", "duration_s")
 PER_RUN_TABLES = {"run_counts": fine_counts, "run_durations": duration_buckets, "run_recovery": recovery_rows,
                   "run_fuzz": fuzz_rows, "run_bench": bench_rows, "run_types": type_rows,
-                  "run_network": network_rows, "run_mutation": mutation_rows, "run_bad_cases": bad_cases,
-                  "run_findings": finding_rows}
+                  "run_network": network_rows, "run_mutation": mutation_rows, "run_findings": finding_rows}
+
+
+_SCHEMAS: dict[str, object] = {}  # this process's, found once (every session here runs the same code)
 
 
 def _stored_schemas(spark) -> dict[str, object]:
     """The schema of each per-run table: what the code that writes it produces, found by planning it over an empty
     relation (no job runs). A table is read with it, never by inferring one from files: a table with no row for
-    any run has no file to infer from."""
+    any run has no file to infer from.
+
+    Planning them costs 0.7 s in a warm JVM and 2 s in a new one (a tenth of a nightly report on a warm Spark
+    Connect server), and gives the same answer until this code or Spark changes. So the answer is kept in the
+    report's cache folder (reports/jvm.py's), under a name made of the digest of the two modules that define the
+    tables and Spark's version; a file that cannot be read or written only means planning them again."""
+    if not _SCHEMAS:
+        import json
+        from hashlib import sha256
+
+        from pyspark import __version__ as spark_version
+        from pyspark.sql.types import StructType
+
+        from reports import jvm, store
+
+        digest = sha256(spark_version.encode())
+        for module in (__file__, store.__file__):
+            digest.update(Path(module).read_bytes())
+        cached = jvm.cache_dir() / f"report-schemas-{digest.hexdigest()[:16]}.json"
+        try:
+            _SCHEMAS.update({name: StructType.fromJson(value)
+                             for name, value in json.loads(cached.read_text()).items()})
+        except (OSError, ValueError, KeyError, TypeError):
+            _SCHEMAS.update(_planned_schemas(spark))
+            try:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                temporary = cached.with_suffix(f".{os.getpid()}.tmp")  # whole or absent, for a report beside this
+                temporary.write_text(json.dumps({name: schema.jsonValue() for name, schema in _SCHEMAS.items()}))
+                temporary.replace(cached)
+            except OSError:
+                pass
+    return _SCHEMAS
+
+
+def _planned_schemas(spark) -> dict[str, object]:
     from reports.store import literal_rows, manifest_schema
 
     empty_lines = literal_rows(spark, [], [(f.name, f.dataType) for f in line_schema().fields])
@@ -1157,7 +1285,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
     lines = stored("lines")
     records = lines.where(F.col("kind") == "records").drop("reason", "line", "kind")
     rejects = lines.where(F.col("kind") == "rejects").select("source_file", "reason", "line")
-    # flaky and regressions read these few columns of the records: Parquet reads no other
+    # regressions read these few columns of the records (and the flaky fold its own): Parquet reads no other
     cases = records.where(is_case()).select(
         "run_id", "target", "suite", "case", "outcome", "started", "config_fault", "message")
     metas = run_metas(stored("manifest"))
@@ -1177,21 +1305,24 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
     runs = runs_table(cubed, metas).cache()
     truns = target_runs(suites, runs).cache()
     fuzz = fuzz_records(small("run_fuzz"), runs).cache()
-    for df in (cubed, versions, runs, truns, fuzz):
+    # the findings are the cases behind the conformance cells: cached, or the findings' query would run the
+    # conformance query again inside it (measured on the 1M-row benchmark: findings 8-11 s before, under 1 s after)
+    conformance_cells = conformance(fine_cases, runs, catalog_ids).cache()
+    for df in (cubed, versions, runs, truns, fuzz, conformance_cells):
         df.count()  # materialised here, one after another, before the tables built on them run side by side
     # the runs regressions compare, known before its query is planned: a filter on them skips the other runs'
     # records where they are read
     compared = sorted({r[k] for r in latest_pairs(truns).collect() for k in ("run_id", "prev_run_id")})
+    flaky_cases = flaky_state(spark, tables_dir, plan, records, versions, log)
     t = stage("shared aggregates (from the per-run counts)", t)
 
-    conformance_cells = conformance(fine_cases, runs, catalog_ids)
     tables = {
         "runs": runs,
         "trend": trend(suites, truns, versions),
         "pass_rate": _pass_rate(_sum_counts(suites, ["target", "suite"])),
         "conformance": conformance_cells,
         "findings": findings(small("run_findings"), conformance_cells),
-        "flaky": flaky(cases, versions, small("run_bad_cases")),
+        "flaky": flaky(flaky_cases),
         "regressions": regressions(cases, truns, versions, compared),
         "durations": durations(small("run_durations")),
         "fuzz_sessions": fuzz_sessions(fuzz),
@@ -1209,7 +1340,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
                        "rejects": data["reject_count"][0]["n"],
                        "files": len(plan.current), "runs": len(data["runs"])}]
     # dependents first: uncaching a base would re-cache what was built on it
-    for df in (fuzz, truns, runs, versions, cubed, cached_fine):
+    for df in (flaky_cases, conformance_cells, fuzz, truns, runs, versions, cubed, cached_fine):
         df.unpersist()
     tables["records"], tables["rejects"] = records, rejects
     return tables, data
@@ -1255,10 +1386,12 @@ def _write_and_collect(tables: dict, rejects, tables_dir: str, timings: dict[str
 
     def one(name: str) -> list[dict]:
         t0 = time.monotonic()
+        shared = tables[name].is_cached  # cached by the caller for other tables too: the caller uncaches it
         df = tables[name].cache()
         df.write.mode("overwrite").parquet(f"{tables_dir}/{name}")
         rows = _rows(df, *order[name])
-        df.unpersist()
+        if not shared:
+            df.unpersist()
         timings[f"  {name}"] = round(time.monotonic() - t0, 3)
         log(f"  {name}: {timings[f'  {name}']:.2f}s")
         return rows

@@ -16,7 +16,6 @@ results.jsonl: the harness names it by run id), so that one run is one unit, wri
   run_types     the run's type interop cases (suites/types), with type, section and client stacks
   run_network   the run's network-of-brokers cases (suites/network), with fault, lost, duplicated and resume_s
   run_mutation  the run's mutation-score records (bench/mutation.py), a group each, score and counts decoded
-  run_bad_cases the run's (target, case) pairs that failed or errored: the flaky table's candidates
   manifest      one row per run: its files with size and modification time, its run.json facts, and the store's
                 format version
 
@@ -46,8 +45,9 @@ from urllib.parse import unquote, urlparse
 STORE_VERSION = 4  # 2: run_network; 3: run_mutation; 4: run_findings, difference_of, client_xfail
 RESULTS_FILE = "results.jsonl"
 RUN_META_FILE = "run.json"
-# tables of the layout before the store (one report = one full read): removed when a store is started over them
-OLD_TABLES = ("records", "rejects", "_lines")
+# tables no longer written (the layout before the store, where one report was one full read; run_bad_cases, the flaky
+# table's candidates before its fold): removed when a store is started over them
+OLD_TABLES = ("records", "rejects", "_lines", "run_bad_cases")
 
 
 class StoreError(Exception):
@@ -316,6 +316,17 @@ def drop_local_partitions(tables_dir: str, tables: tuple[str, ...], folders: lis
                 shutil.rmtree(target, ignore_errors=True)
     if folders:
         log(f"store: old partitions of {len(folders)} changed run(s) removed")
+
+
+def drop_local_folders(tables_dir: str, table: str, keep: str) -> None:
+    """Remove a table's folders other than `keep` where the store is on this machine (a derived table of which
+    only the newest folder is read: the flaky fold); elsewhere they stay."""
+    if not tables_dir.startswith("file:") and "://" in tables_dir:
+        return
+    root = os.path.join(_local_path(tables_dir), table)
+    for name in os.listdir(root) if os.path.isdir(root) else ():
+        if name != keep and not name.startswith((".", "_")):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
 
 def escape_partition_value(value: str) -> str:

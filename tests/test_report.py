@@ -511,7 +511,7 @@ def test_parquet_tables_are_written(known):
     _, out = known
     names = {p.name for p in (out / "tables").iterdir()}
     assert {"lines", "run_counts", "run_durations", "run_recovery", "run_fuzz", "run_bench", "run_types",
-            "run_network", "run_mutation", "run_bad_cases", "run_findings", "manifest", "runs", "conformance",
+            "run_network", "run_mutation", "run_findings", "manifest", "flaky_state", "runs", "conformance",
             "findings", "pass_rate", "flaky",
             "benchmarks", "type_interop", "network", "mutation", "trend", "regressions", "durations", "fault_checks",
             "checkers", "recovery", "fuzz_sessions", "fuzz_findings"} == names

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.timeout(900)
 AGGREGATES = ("runs", "conformance", "pass_rate", "flaky", "trend", "regressions", "durations", "fault_checks",
               "checkers", "recovery", "fuzz_sessions", "fuzz_findings")
 PER_RUN = ("lines", "run_counts", "run_durations", "run_recovery", "run_fuzz", "run_bench", "run_types",
-           "run_bad_cases", "manifest")
+           "manifest")
 # when a run was read is the only thing that differs between two stores of the same runs
 VOLATILE = {"ingested_at"}
 
@@ -269,3 +269,38 @@ def test_benchmark_and_type_interop_records_have_tables_of_their_own(spark, tmp_
     assert "rhea \u2192 broker (broker=rabbitmq) \u2192 cpp" in html  # the pair that differed is a column
     assert "cpp \u2192 broker (broker=rabbitmq) \u2192 rhea" not in html  # the one that did not is left out
     assert "0.75x qdrouterd" in html and "1,500" in html
+
+
+def test_the_flaky_fold_reads_only_new_runs_and_folds_every_run_when_it_cannot(spark, tmp_path):
+    """Nightly runs are folded into the last report's fold one at a time; a run that started before the fold's
+    latest record, and a fold that was not written whole, make the report fold every run again. Each way, the
+    flaky table is the one a rebuild makes."""
+    nights, results, out = tmp_path / "nights", tmp_path / "results", tmp_path / "out"
+    write_runs(nights, runs=4, cases=300, fuzz_every=0, start=datetime(2026, 3, 1, tzinfo=UTC))
+    results.mkdir()
+
+    def report_after(*folders: Path) -> list[str]:
+        for folder in folders:
+            shutil.copytree(folder, results / folder.name)
+        said: list[str] = []
+        run_job(spark, [str(results)], str(out), CATALOG, log=said.append)
+        rebuilt = tmp_path / f"rebuilt-{len(list(results.iterdir()))}"
+        run_job(spark, [str(results)], str(rebuilt), CATALOG, rebuild=True)
+        assert table(spark, out, "flaky") == table(spark, rebuilt, "flaky")
+        assert table(spark, out, "flaky"), "the synthetic runs have flaky cases"
+        return [line.strip() for line in said if line.strip().startswith("flaky fold:")]
+
+    first, second, third, fourth = sorted(nights.iterdir())
+    assert report_after(first, second) == ["flaky fold: every run"]
+    assert report_after(third) == ["flaky fold: 1 new run(s) folded into the last report's"]
+    assert report_after() == ["flaky fold: no new run, the last report's"]
+    # a run that started a day before every other one, read after them
+    write_runs(tmp_path / "late", runs=1, cases=300, seed=8, fuzz_every=0, start=datetime(2026, 2, 28, tzinfo=UTC))
+    assert report_after(*(tmp_path / "late").iterdir()) == [
+        "flaky fold: every run again (a new run started before the last fold's latest record)"]
+    # a report that stopped while it wrote its fold: the next one does not trust it
+    (fold,) = (out / "tables" / "flaky_state").glob("fold=*")
+    (fold / "_SUCCESS").unlink()
+    assert report_after(fourth) == ["flaky fold: every run"]
+    (now,) = (out / "tables" / "flaky_state").glob("fold=*")  # the new fold replaced it, written whole
+    assert now != fold and (now / "_SUCCESS").exists()
