@@ -792,6 +792,29 @@ def test_a_chain_holds_at_most_4_mib_then_reading_pauses_until_it_drains(on_loop
         on_loop(proxy.close)
 
 
+def test_a_connection_that_ended_both_ways_is_forgotten(on_loop, upstreams):
+    # Once both directions have passed their end on, the proxy drops the connection (and its two 256 KB read buffers)
+    # and stops its toxics' tasks: a long-lived proxy must not keep every connection it ever carried.
+    from harness.faults import proxy as fp
+    from harness.faults.toxics import ToxicSpec
+
+    proxy = fp.Proxy("ends", "127.0.0.1:0", upstreams(echo()).address)
+    on_loop(proxy.start)
+    on_loop(proxy.add_toxic, ToxicSpec("lat", "latency", "upstream", 1.0, {"latency": 1, "jitter": 0}))
+    try:
+        with connect(proxy) as conn:
+            round_trip(conn)
+            [carried] = on_loop(lambda: list(proxy.connections))
+            conn.shutdown(socket.SHUT_WR)
+            assert recv_all(conn) == b""
+        wait_for(lambda: not on_loop(lambda: list(proxy.connections)), IO_TIMEOUT, "the proxy to forget the connection",
+                 describe=lambda: on_loop(lambda: [(n, link.finished) for c in proxy.connections
+                                                   for n, link in c.links.items()]))
+        assert carried.closed and all(stage.task is None for stage in carried.links["upstream"].stages)
+    finally:
+        on_loop(proxy.close)
+
+
 def test_chain_flow_control_pauses_above_4_mib_and_resumes_below_1_mib():
     from types import SimpleNamespace
 
