@@ -456,6 +456,15 @@ def test_latency_applies_to_open_connections_and_goes_away(client, upstreams):
         assert round_trip(conn) < 0.25
 
 
+def test_latency_toxics_in_one_direction_add_up(client, upstreams):
+    # a chain of toxics: each stage hands its chunks to the next, so two 200 ms latencies downstream make 400 ms
+    proxy = client.create(upstream=upstreams(echo()).address, name="lat2")
+    proxy.add_toxic(type="latency", name="one", attributes={"latency": 200})
+    proxy.add_toxic(type="latency", name="two", attributes={"latency": 200})
+    with connect(proxy) as conn:
+        assert round_trip(conn) >= 0.38
+
+
 def test_latency_jitter_spreads_round_trips(client, upstreams):
     proxy = client.create(upstream=upstreams(echo()).address, name="jit")
     proxy.add_toxic(type="latency", attributes={"latency": 100, "jitter": 80})
@@ -620,6 +629,12 @@ def test_slice_points_halve_as_toxiproxy_does():
         assert len(ends) == 2 and ends[1] == 20, ends
         firsts.add(ends[0])
     assert firsts == set(range(5, 15)), sorted(firsts)
+    # Toxiproxy's size_variation "must be less than the average size" (its slicer can panic past it, on a split point
+    # before the piece's start): a larger one is taken as average - 1, the most it allows, so 20 bytes at 10 +/- 10
+    # are cut as at 10 +/- 9 (not kept whole), and no piece is empty
+    for variation in (10, 50):
+        ends = slice_points(20, 10, variation)
+        assert len(ends) == 2 and ends[-1] == 20 and 0 < ends[0] < 20, (variation, ends)
 
 
 def test_limit_data_cuts_the_stream(client, upstreams):
@@ -811,6 +826,24 @@ def test_a_connection_that_ended_both_ways_is_forgotten(on_loop, upstreams):
                  describe=lambda: on_loop(lambda: [(n, link.finished) for c in proxy.connections
                                                    for n, link in c.links.items()]))
         assert carried.closed and all(stage.task is None for stage in carried.links["upstream"].stages)
+    finally:
+        on_loop(proxy.close)
+
+
+def test_a_proxy_on_all_interfaces_is_dual_stack(on_loop, upstreams):
+    # Go listens on '[::]:port' for all interfaces, one socket for IPv6 and IPv4: IPV6_V6ONLY must be off whatever
+    # the host's default (net.ipv6.bindv6only), and an IPv4 client gets through
+    from harness.faults import proxy as fp
+
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this host")
+    proxy = fp.Proxy("any", "", upstreams(echo()).address)
+    on_loop(proxy.start)
+    try:
+        assert proxy.listen.startswith("[::]:"), proxy.listen
+        assert proxy._sock.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY) == 0
+        with connect(proxy) as conn:
+            round_trip(conn)
     finally:
         on_loop(proxy.close)
 

@@ -246,6 +246,13 @@ def test_a_chunked_body_and_a_body_of_megabytes_are_read_whole_by_both_servers(s
     assert status == 201 and answer["name"] == "big", (status, answer)
 
 
+def test_a_web_browser_is_refused_403_by_both_servers(server):
+    # Toxiproxy refuses a User-Agent starting with "Mozilla/", so that a web page cannot drive it
+    request = b"GET /version HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (X11)\r\nConnection: close\r\n\r\n"
+    status, body = raw_exchange(server, request)
+    assert status == b"HTTP/1.1 403 Forbidden" and body == b"User agent not allowed\n", (status, body)
+
+
 def test_a_malformed_request_line_is_answered_400_and_closed_by_both_servers(server):
     status, _ = raw_exchange(server, b"GARBAGE\r\n\r\n")
     assert status == b"HTTP/1.1 400 Bad Request"
@@ -385,6 +392,7 @@ def contract_calls(p1: int, p2: int, p3: int) -> list[tuple]:
         ("POST", "/proxies", {"name": "badup", "listen": "127.0.0.1:0", "upstream": "nocolon"}),
         ("POST", "/proxies", {"name": "badlisten", "listen": "nocolon", "upstream": UP}),
         ("POST", "/proxies", {"name": "range", "listen": "127.0.0.1:70000", "upstream": UP}),
+        ("POST", "/proxies", {"name": "range2", "listen": "127.0.0.1:65536", "upstream": UP}),  # one past the last
         ("POST", "/proxies", {"name": "mapped", "listen": "[::ffff:127.0.0.1]:0", "upstream": UP}),  # Go: IPv4
         ("GET", "/proxies/a", None),
         ("GET", "/proxies/nope", None),
@@ -459,6 +467,11 @@ def contract_calls(p1: int, p2: int, p3: int) -> list[tuple]:
         ("GET", "/proxies", None),
         ("PUT", "/proxies", {}),
         ("GET", "/nowhere", None),
+        # paths next to a route (a part that sorts just before or after the route's, one part too many) are no route
+        *[("GET", path, None) for path in (
+            "/proxie/a", "/proxiez/a", "/proxie/a/toxics", "/proxiez/a/toxics", "/proxies/a/toxic", "/proxies/a/toxicz",
+            "/proxie/a/toxics/t", "/proxiez/a/toxics/t", "/proxies/a/toxic/t", "/proxies/a/toxicz/t",
+            "/proxies/a/toxics/t/x", "/proxies/a/b/c/d", "/versionz", "/resets")],
     ]
 
 
