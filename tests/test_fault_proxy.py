@@ -848,6 +848,26 @@ def test_a_proxy_on_all_interfaces_is_dual_stack(on_loop, upstreams):
         on_loop(proxy.close)
 
 
+def test_an_upstream_that_refuses_closes_the_client_and_raises_nothing(on_loop):
+    # Toxiproxy closes the client when it cannot dial the upstream; it is routine, not an error of the proxy's loop
+    import gc
+
+    from harness.faults import proxy as fp
+
+    errors = []
+    on_loop(lambda: asyncio.get_running_loop().set_exception_handler(lambda _, context: errors.append(context)))
+    proxy = fp.Proxy("refused", "127.0.0.1:0", f"127.0.0.1:{free_port()}")  # nothing listens there
+    on_loop(proxy.start)
+    try:
+        with connect(proxy) as conn, contextlib.suppress(ConnectionResetError):
+            assert conn.recv(10) == b""  # closed by the proxy (a task that died would leave it to the GC)
+        gc.collect()  # a task that ended with an exception nobody retrieved reports it when collected
+        on_loop(lambda: None)
+        assert errors == [] and on_loop(lambda: list(proxy.connections)) == [], errors
+    finally:
+        on_loop(proxy.close)
+
+
 def test_chain_flow_control_pauses_above_4_mib_and_resumes_below_1_mib():
     from types import SimpleNamespace
 
