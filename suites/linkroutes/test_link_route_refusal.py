@@ -71,3 +71,25 @@ def test_an_attach_the_broker_refuses_reaches_the_client_with_the_brokers_error(
     details.update(outcomes=sender.outcome_counts(), received=[m.seq for m in got])
     assert {o.outcome for o in outcomes.values()} == {"accepted"}, sender.outcome_counts()
     assert [m.seq for m in got if m.producer == sender.name] == [0, 1, 2]
+
+
+@pytest.mark.spec("LINKROUTE-REFUSED-1")
+def test_links_routed_after_a_refusal_reach_the_broker(topology, clients, details):
+    """003 §12.2.1: each attach is routed on its own, so a refusal leaves the route usable: once the broker has
+    refused the receiver on lr.closed.q, however it did so (a detach, or, as RabbitMQ does, by ending the session
+    the router used for it), a sender and a receiver attached afterwards on lr.open.q reach the broker and carry
+    messages end to end."""
+    running = topology("link-route-secured-broker")
+    conn = clients.connect(running.client_url("consumer"))
+    attach_when_routed(conn, lambda: conn.sender(ALLOWED, timeout=3))  # the route to B1 is known now
+    refusal = _refusal(conn, "receiver")
+    details.update(refusal=refusal)
+    assert UNAUTHORIZED in str(refusal["condition"]), refusal
+    sender = conn.sender(ALLOWED, timeout=10)
+    receiver = conn.receiver(ALLOWED, credit=10, timeout=10)
+    sender.send(3)
+    outcomes = sender.wait_outcomes(3, timeout=15)
+    got = receiver.wait_received(3, timeout=15)
+    details.update(outcomes=sender.outcome_counts(), received=[m.seq for m in got])
+    assert {o.outcome for o in outcomes.values()} == {"accepted"}, sender.outcome_counts()
+    assert [m.seq for m in got if m.producer == sender.name] == [0, 1, 2]
