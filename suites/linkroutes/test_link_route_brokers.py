@@ -7,6 +7,9 @@ router the clients use learns them from it.
 
 import pytest
 
+from harness.fuzz import codec as c
+from harness.fuzz.hostile import Case, Context, prefix
+from harness.fuzz.wire import play
 from harness.wait import wait_for
 
 from ..conftest import attach_when_routed, kill_or_skip, restart_or_skip
@@ -15,6 +18,7 @@ pytestmark = pytest.mark.requires("link-route", "store-and-forward")
 
 B1_QUEUE, B2_QUEUE = "b1.orders", "b2.orders"
 EVENTS = "b2.event-queue"
+ATTACH, TRANSFER = 0x12, 0x14
 
 
 def _depth(broker, queue: str) -> int:
@@ -106,3 +110,48 @@ def test_a_router_without_link_routes_follows_the_ones_another_router_advertises
     assert [m.seq for m in got if m.producer == sender.name] == [0, 1, 2]
     wait_for(lambda: _depth(broker, EVENTS) == 0, 10, "the receiver's acceptances to empty the broker queue",
              describe=lambda: str(broker.queue_stats(EVENTS)))
+
+
+def _source_address(attach_body: bytes) -> str | None:
+    """The address of an attach frame's source, None when its source is null (AMQP 1.0 §2.7.3, field 5)."""
+    from proton import Data
+
+    data = Data()
+    data.decode(attach_body)
+    data.rewind()
+    data.next()
+    data.enter()  # the described attach: descriptor, then its field list
+    data.next()
+    data.next()
+    data.enter()
+    fields = []
+    while data.next():
+        fields.append(data.get_object())
+    source = fields[5] if len(fields) > 5 else None
+    return None if source is None else source.value[0]
+
+
+@pytest.mark.spec("LINKROUTE-TERMINUS-1")
+def test_a_receiver_attach_without_a_target_is_routed_and_receives(topology, clients, details):
+    """003 §12.2.1: routing is done on the attach frames, chained to the broker. A receiver's attach names the
+    source it wants; its target is optional (AMQP 1.0 §2.7.3 makes only name, handle and role mandatory). Such an
+    attach, with a source and a null target, is routed like any other: answered with the broker's source, and
+    the receiver's credit brings it the message waiting on the queue. Played on a raw connection: client
+    libraries always send a target."""
+    two = topology("link-route-two-brokers")
+    conn = clients.connect(two.client_url("consumer"))
+    _send(conn, B1_QUEUE, 1)  # the route is known, and a message waits on B1
+    ctx = Context(address=B1_QUEUE)
+    attach = c.amqp_frame("attach", name="rcv-null-target", handle=0, role=True, snd_settle_mode=2, rcv_settle_mode=0,
+                          source=c.composite("source", address=B1_QUEUE), target=None)
+    flow = c.amqp_frame("flow", next_incoming_id=0, incoming_window=100, next_outgoing_id=0, outgoing_window=100,
+                        handle=0, delivery_count=0, link_credit=1)
+    steps = [("send", prefix(ctx, "begin") + attach + flow), ("await", ATTACH), ("await", TRANSFER)]
+    ep = two["R1"].client_endpoint
+    reply = play(ep.host, ep.port, Case("link-route", "receiver-null-target", steps), idle_s=0.2, max_read_s=1.0)
+    kinds = [c.descriptor(body) for type_, _, body in reply.frames if type_ == c.FRAME_AMQP]
+    answers = [body for type_, _, body in reply.frames if type_ == c.FRAME_AMQP and c.descriptor(body) == ATTACH]
+    details.update(frames=[hex(k) for k in kinds if k is not None])
+    assert answers, f"the router never answered the attach (frames from it: {[hex(k) for k in kinds if k]})"
+    assert _source_address(answers[0]) == B1_QUEUE, "the attach was refused (answered with no source)"
+    assert TRANSFER in kinds, "no message came for the receiver's credit"
