@@ -1,8 +1,9 @@
 """Which broker a routed attach reaches (003 §12.2.2, §12.2.3).
 
 Topology `link-route-two-brokers`: one router, two brokers, each prefix link-routed to the broker whose connection
-its link routes name. Topology `link-route-advertised`: only the router next to the broker has link routes; the
-router the clients use learns them from it.
+its link routes name (and a receiver's attach with no target, played on a raw connection, is routed there too).
+Topology `link-route-advertised`: only the router next to the broker has link routes; the router the clients use
+learns them from it.
 """
 
 import pytest
