@@ -676,12 +676,13 @@ def flaky_state(spark, tables_dir: str, plan: Plan, records, versions, log: Call
             "run_id", "target", "suite", "case", "outcome", "started", "config_fault")
         return flaky_fold(judged_cases(cases, versions))
 
+    t = time.monotonic()
     now = fold_id(plan.current.values())
     new = {r.run_folder for r in plan.to_read}
     before = None if plan.fresh or plan.changed else stored(
         fold_id(i for folder, i in plan.current.items() if folder not in new))
     if before is not None and not new:
-        log("  flaky fold: no new run, the last report's")
+        log(f"  flaky fold (no new run, the last report's): {time.monotonic() - t:.2f}s")
         return before.cache()  # stored under this report's fold id already
     state = None
     if before is not None:
@@ -691,15 +692,19 @@ def flaky_state(spark, tables_dir: str, plan: Plan, records, versions, log: Call
         else:
             state.unpersist()
             state = None
-            how = "every run again (a new run started before the last fold's latest record)"
+            how = "every run again: a new run started before the last fold's latest record"
     else:
         how = "every run"
     if state is None:
         state = fold_of(F.lit(True)).withColumn("in_order", F.lit(True)).cache()
-    state.drop("in_order").write.mode("overwrite").parquet(f"{tables_dir}/{FLAKY_STATE}/fold={now}")
+    path = f"{tables_dir}/{FLAKY_STATE}/fold={now}"
+    state.drop("in_order").write.mode("overwrite").parquet(path)
+    state.unpersist()
+    # the flaky table reads the fold just written, not the cached query that made it: a cached partition that is
+    # evicted (or never computed) would be made again from the earlier fold, which is removed here
     store.drop_local_folders(tables_dir, FLAKY_STATE, keep=f"fold={now}")
-    log(f"  flaky fold: {how}")
-    return state
+    log(f"  flaky fold ({how}): {time.monotonic() - t:.2f}s")
+    return spark.read.parquet(path).cache()
 
 
 def latest_pairs(truns):

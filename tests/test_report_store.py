@@ -288,19 +288,19 @@ def test_the_flaky_fold_reads_only_new_runs_and_folds_every_run_when_it_cannot(s
         run_job(spark, [str(results)], str(rebuilt), CATALOG, rebuild=True)
         assert table(spark, out, "flaky") == table(spark, rebuilt, "flaky")
         assert table(spark, out, "flaky"), "the synthetic runs have flaky cases"
-        return [line.strip() for line in said if line.strip().startswith("flaky fold:")]
+        return [line.strip().rsplit(": ", 1)[0] for line in said if line.strip().startswith("flaky fold")]
 
     first, second, third, fourth = sorted(nights.iterdir())
-    assert report_after(first, second) == ["flaky fold: every run"]
-    assert report_after(third) == ["flaky fold: 1 new run(s) folded into the last report's"]
-    assert report_after() == ["flaky fold: no new run, the last report's"]
+    assert report_after(first, second) == ["flaky fold (every run)"]
+    assert report_after(third) == ["flaky fold (1 new run(s) folded into the last report's)"]
+    assert report_after() == ["flaky fold (no new run, the last report's)"]
     # a run that started a day before every other one, read after them
     write_runs(tmp_path / "late", runs=1, cases=300, seed=8, fuzz_every=0, start=datetime(2026, 2, 28, tzinfo=UTC))
     assert report_after(*(tmp_path / "late").iterdir()) == [
-        "flaky fold: every run again (a new run started before the last fold's latest record)"]
+        "flaky fold (every run again: a new run started before the last fold's latest record)"]
     # a report that stopped while it wrote its fold: the next one does not trust it
     (fold,) = (out / "tables" / "flaky_state").glob("fold=*")
     (fold / "_SUCCESS").unlink()
-    assert report_after(fourth) == ["flaky fold: every run"]
+    assert report_after(fourth) == ["flaky fold (every run)"]
     (now,) = (out / "tables" / "flaky_state").glob("fold=*")  # the new fold replaced it, written whole
     assert now != fold and (now / "_SUCCESS").exists()
