@@ -70,11 +70,10 @@ def _clear(handle) -> None:
         call(handle, "DELETE", "/proxies/" + urllib.request.quote(name, safe=""))
 
 
-class Echo:
-    """A threaded echo server on loopback that answers each chunk with `prefix` + the chunk."""
+class LoopbackServer:
+    """A threaded server on loopback: each connection accepted is served by `_serve` in a thread of its own."""
 
-    def __init__(self, prefix: bytes = b""):
-        self.prefix = prefix
+    def __init__(self):
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
@@ -88,15 +87,26 @@ class Echo:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn):
+        raise NotImplementedError
+
+    def close(self):
+        self.sock.close()
+
+
+class Echo(LoopbackServer):
+    """Answers each chunk with `prefix` + the chunk."""
+
+    def __init__(self, prefix: bytes = b""):
+        self.prefix = prefix
+        super().__init__()
+
+    def _serve(self, conn):
         with conn:
             try:
                 while data := conn.recv(65536):
                     conn.sendall(self.prefix + data)
             except OSError:
                 pass
-
-    def close(self):
-        self.sock.close()
 
 
 @pytest.fixture
@@ -258,24 +268,14 @@ def test_a_malformed_request_line_is_answered_400_and_closed_by_both_servers(ser
     assert status == b"HTTP/1.1 400 Bad Request"
 
 
-class AfterEnd:
+class AfterEnd(LoopbackServer):
     """A threaded server on loopback that sends `greeting` on accept, reads until the client's end of the stream,
     then answers how many bytes it got; `sent` is set once the greeting is out."""
 
     def __init__(self, greeting: bytes = b""):
         self.greeting = greeting
         self.sent = threading.Event()
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        super().__init__()
 
     def _serve(self, conn):
         with conn, contextlib.suppress(OSError):
@@ -285,9 +285,6 @@ class AfterEnd:
             while data := conn.recv(65536):
                 got += len(data)
             conn.sendall(b"got %d" % got)
-
-    def close(self):
-        self.sock.close()
 
 
 def read_to_end(conn: socket.socket) -> bytes:

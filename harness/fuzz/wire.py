@@ -56,6 +56,25 @@ class Reply:
         return None
 
 
+def performative_fields(body: bytes) -> list:
+    """The fields of a performative the server sent (a described list, as in a Reply's frames), decoded by proton:
+    for reading an answer, never for building the hostile input (codec.py does that without proton)."""
+    from proton import Data
+
+    data = Data()
+    data.decode(body)
+    data.rewind()
+    data.next()
+    data.enter()  # the described performative: its descriptor, then its field list
+    data.next()
+    data.next()
+    data.enter()
+    fields = []
+    while data.next():
+        fields.append(data.get_object())
+    return fields
+
+
 def play(host: str, port: int, case: Case, *, idle_s: float = 0.1, max_read_s: float = 1.0) -> Reply:
     """Connect, run the case's steps, then read until the server closes, stays quiet for `idle_s`, or
     `max_read_s` has passed; close (a normal FIN, so a server that never closes its side shows CLOSE_WAIT)."""

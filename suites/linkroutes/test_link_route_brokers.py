@@ -10,7 +10,7 @@ import pytest
 
 from harness.fuzz import codec as c
 from harness.fuzz.hostile import Case, Context, prefix
-from harness.fuzz.wire import play
+from harness.fuzz.wire import performative_fields, play
 from harness.wait import wait_for
 
 from ..conftest import attach_when_routed, kill_or_skip, restart_or_skip
@@ -115,19 +115,7 @@ def test_a_router_without_link_routes_follows_the_ones_another_router_advertises
 
 def _source_address(attach_body: bytes) -> str | None:
     """The address of an attach frame's source, None when its source is null (AMQP 1.0 §2.7.3, field 5)."""
-    from proton import Data
-
-    data = Data()
-    data.decode(attach_body)
-    data.rewind()
-    data.next()
-    data.enter()  # the described attach: descriptor, then its field list
-    data.next()
-    data.next()
-    data.enter()
-    fields = []
-    while data.next():
-        fields.append(data.get_object())
+    fields = performative_fields(attach_body)
     source = fields[5] if len(fields) > 5 else None
     return None if source is None else source.value[0]
 

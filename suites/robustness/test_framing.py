@@ -10,7 +10,7 @@ import pytest
 
 from harness.fuzz import codec as c
 from harness.fuzz.hostile import Case, Context, prefix
-from harness.fuzz.wire import play
+from harness.fuzz.wire import performative_fields, play
 from harness.peers.liveness import amqp_silence
 
 FRAMING_ERROR = "amqp:connection:framing-error"
@@ -56,21 +56,9 @@ OVERSIZE_BODY_CAP = 4 * 1024 * 1024  # bytes of the oversized frame's body sent 
 def _advertised_max_frame_size(reply) -> int | None:
     """The max-frame-size field of the server's open (AMQP 1.0 §2.7.1: absent means no limit), or None when no open
     came back."""
-    from proton import Data
-
     for type_, _, body in reply.frames:
         if type_ == c.FRAME_AMQP and c.descriptor(body) == OPEN:
-            data = Data()
-            data.decode(body)
-            data.rewind()
-            data.next()
-            data.enter()  # the described open: descriptor, then its field list
-            data.next()
-            data.next()
-            data.enter()
-            fields = []
-            while data.next():
-                fields.append(data.get_object())
+            fields = performative_fields(body)
             return int(fields[2]) if len(fields) > 2 and fields[2] is not None else 2**32 - 1
     return None
 
