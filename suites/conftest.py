@@ -64,3 +64,14 @@ def attach_when_routed(conn, make, timeout: float = 15.0):
             link.detach(wait=False)
         return None
     return wait_for(attempt, timeout, f"a routed attach on {conn.url} to succeed and get credit")
+
+
+def refusal_of(attach) -> str | None:
+    """The error of an attach (`attach()` opens a link) that the peer refused, or None when it was attached (the
+    link is then detached again): a probe of whether a route is there."""
+    try:
+        probe = attach()
+    except ConnectionError as exc:
+        return str(exc)
+    probe.detach()
+    return None

@@ -13,7 +13,7 @@ from harness.fuzz.hostile import Case, Context, prefix
 from harness.fuzz.wire import performative_fields, play
 from harness.wait import wait_for
 
-from ..conftest import attach_when_routed, kill_or_skip, restart_or_skip
+from ..conftest import attach_when_routed, kill_or_skip, refusal_of, restart_or_skip
 
 pytestmark = pytest.mark.requires("link-route", "store-and-forward")
 
@@ -37,12 +37,7 @@ def _send(conn, queue: str, count: int):
 
 def _refusal(conn, queue: str) -> str | None:
     """The error of a refused attach of a sender to `queue`, or None when the attach succeeded (then detached)."""
-    try:
-        probe = conn.sender(queue, timeout=3)
-    except ConnectionError as exc:
-        return str(exc)
-    probe.detach()
-    return None
+    return refusal_of(lambda: conn.sender(queue, timeout=3))
 
 
 def _no_route(conn, queue: str, seen: list) -> str | None:

@@ -4,7 +4,7 @@ import pytest
 
 from harness.wait import wait_for
 
-from ..conftest import attach_when_routed, kill_or_skip, restart_or_skip
+from ..conftest import attach_when_routed, kill_or_skip, refusal_of, restart_or_skip
 from ..large_bodies import MIN_MAX_FRAME_SIZE, TIMEOUT, KiB, assert_intact, body_of, send_bodies
 
 pytestmark = pytest.mark.requires("link-route", "store-and-forward")
@@ -123,14 +123,8 @@ def test_broker_loss_detaches_routed_links_and_reattach_works_after(line, client
         assert receiver.condition and receiver.condition.startswith("qd:routed-link-lost"), receiver.condition
         assert not conn.ended, "the client's connection stays open when its routed link is lost"
 
-        def refused():
-            try:
-                probe = conn.receiver(QUEUE, timeout=3)
-            except ConnectionError as exc:
-                return str(exc)
-            probe.detach()
-            return None
-        refusal = wait_for(refused, 15, "attaches to be refused while the broker is down")
+        refusal = wait_for(lambda: refusal_of(lambda: conn.receiver(QUEUE, timeout=3)), 15,
+                           "attaches to be refused while the broker is down")
         details.update(refusal=refusal)
         assert "qd:no-route-to-dest" in refusal
     finally:
