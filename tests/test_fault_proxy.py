@@ -848,6 +848,31 @@ def test_a_proxy_on_all_interfaces_is_dual_stack(on_loop, upstreams):
         on_loop(proxy.close)
 
 
+def test_all_interfaces_are_dual_stack_also_on_a_host_whose_ipv6_sockets_default_to_v6only(monkeypatch):
+    # The test above cannot tell an explicit IPV6_V6ONLY=0 from the default on a host with net.ipv6.bindv6only=0
+    # (Linux's default, and this machine's). Stand in for a host with bindv6only=1: every new IPv6 socket starts
+    # IPv6-only; the all-interfaces listener must still be dual-stack, as Go's '[::]:port' is.
+    from harness.faults import proxy as fp
+
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this host")
+    real_socket = socket.socket
+
+    class V6OnlyByDefault(real_socket):
+        def __init__(self, family=-1, *args, **kwargs):
+            super().__init__(family, *args, **kwargs)
+            if self.family == socket.AF_INET6:
+                self.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+
+    monkeypatch.setattr(fp.socket, "socket", V6OnlyByDefault)
+    sock = fp._bind_reserved("", 0)
+    try:
+        assert sock.family == socket.AF_INET6
+        assert sock.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY) == 0
+    finally:
+        sock.close()
+
+
 def test_an_upstream_that_refuses_closes_the_client_and_raises_nothing(on_loop):
     # Toxiproxy closes the client when it cannot dial the upstream; it is routine, not an error of the proxy's loop
     import gc
