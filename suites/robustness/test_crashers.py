@@ -28,9 +28,9 @@ from harness.wait import WaitTimeout, wait_for
 CRASHERS = yaml.safe_load((Path(__file__).parent / "crashers.yaml").read_text())["crashers"]
 ROLES = {"router": ("single-router", "R1"), "broker": ("single-broker", "B1")}
 # How long a server has to end a connection it must end: a deadline, returned early by every server that closes.
-# An entry may give itself longer (crashers.yaml `answer_s`, with its reason). Not 10 s or more by default: RabbitMQ
-# ends a connection whose handshake has not finished after its handshake_timeout, 10 s, whatever the input was, and
-# that would pass an input it ignores.
+# An entry may give itself longer (crashers.yaml `answer_s`, with its reason), always below RabbitMQ's
+# handshake_timeout (30 s as the harness renders it, 10 s by default): RabbitMQ ends a connection whose handshake has
+# not finished by then whatever the input was, and that would pass an input it ignores.
 ANSWER_S = 5.0
 CLOSE_WAIT_S = 15.0  # a deadline, not a wait: a server under load may take seconds to close its side
 
