@@ -23,6 +23,7 @@ from harness.fuzz.hostile import Case
 from harness.fuzz.procstat import close_wait_count
 from harness.fuzz.wire import play
 from harness.peers.liveness import amqp_silence
+from harness.render.rabbitmq import HANDSHAKE_TIMEOUT_MS
 from harness.wait import WaitTimeout, wait_for
 
 CRASHERS = yaml.safe_load((Path(__file__).parent / "crashers.yaml").read_text())["crashers"]
@@ -107,6 +108,8 @@ def test_server_survives_the_input(server, clients, role, entry, details):
 def test_server_answers_the_input_as_amqp_says(server, role, entry, details):
     ep = server.client_endpoint
     answer_s = float(entry.get("answer_s", ANSWER_S))
+    assert answer_s < HANDSHAKE_TIMEOUT_MS / 1000, (f"crashers.yaml: {entry['id']}: answer_s {answer_s:g} must stay "
+                                                    "below RabbitMQ's handshake_timeout as the harness renders it")
     reply = play(ep.host, ep.port, _case(entry), idle_s=answer_s, max_read_s=answer_s)
     assert not reply.refused and reply.error is None, f"could not send the input: {reply.error or 'refused'}"
     condition = reply.close_condition
