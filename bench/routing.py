@@ -50,7 +50,7 @@ from harness.peers.base import PeerStartError, PeerUnavailable
 from harness.peers.launch import start_topology
 from harness.results import ResultWriter, current_run_id, make_record, utc_now_iso
 from harness.topology import load_topology, topology_path
-from harness.wait import free_port
+from harness.ports import free_port
 
 VENDORS = ("reference", "qdrouterd", "direct")
 SIZE = 100

@@ -72,17 +72,6 @@ def _timeout_message(timeout: float, what: str, last: object, describe: Callable
     return f"timed out after {timeout:g}s waiting for {what}; last seen: {seen}"
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free a moment ago, for peers that cannot bind port 0 and report it back.
-
-    There is a window between closing this socket and the peer binding the port; callers that can bind
-    port 0 themselves should do that instead.
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
 def accepts(host: str, port: int, timeout: float = 0.5) -> bool:
     """Whether something on host:port completes a TCP handshake within `timeout` seconds: a listener is up.
 

@@ -31,7 +31,8 @@ from toxiproxy.api import APIConsumer  # noqa: E402
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists  # noqa: E402
 
 from harness.faults import FaultProxyUnavailable, start_fault_proxy  # noqa: E402
-from harness.wait import free_port, wait_for  # noqa: E402
+from harness.ports import free_port  # noqa: E402
+from harness.wait import wait_for  # noqa: E402
 
 IO_TIMEOUT = 5.0
 

@@ -13,7 +13,7 @@ import pytest
 
 from harness.peers.base import Endpoint, ManagementError, Peer, PeerInfo, PeerStartError
 from harness.peers.reference_broker import ReferenceBrokerPeer
-from harness.wait import free_port
+from harness.ports import free_port
 
 CONNECTIONS = [
     {"name": "bridge", "uri": "tcp://127.0.0.1:5673", "started": True, "connected": True,

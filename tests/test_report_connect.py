@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from harness.ports import free_port  # noqa: E402
 from reports import connect_server  # noqa: E402
 from reports.job import run_job  # noqa: E402
 
@@ -29,7 +30,9 @@ pytestmark = pytest.mark.timeout(900)
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    started = connect_server.start(log_path=tmp_path_factory.mktemp("connect") / "server.log")
+    # a port reserved below the ephemeral range (harness/ports.py): connect_server's own pick is a bind(0) port,
+    # which an outgoing connection of the suites running beside this module can take while the JVM starts
+    started = connect_server.start(port=free_port(), log_path=tmp_path_factory.mktemp("connect") / "server.log")
     yield started
     started.stop()
 
@@ -78,7 +81,7 @@ def test_the_report_through_spark_connect_reads_only_new_runs_and_makes_the_loca
 
 def test_no_server_there_is_a_one_line_error_and_exit_2(tmp_path):
     write_known_runs(tmp_path / "runs")
-    port = connect_server.free_port()
+    port = free_port()
     done = report(str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--remote", f"sc://127.0.0.1:{port}")
     assert done.returncode == 2
     (line,) = [line for line in done.stderr.splitlines() if line.startswith("interop report:")]

@@ -28,7 +28,8 @@ import pytest
 from harness.faults import FaultProxyUnavailable, start_fault_proxy
 from harness.faults.links import LinkProxies
 from harness.faults.toxiproxy_server import VERSION
-from harness.wait import free_port, wait_for
+from harness.ports import free_port
+from harness.wait import wait_for
 
 IO_TIMEOUT = 5.0
 LATENCY_MS = 800  # well above a loopback round trip on a loaded 2-core machine (load 40 seen here)

@@ -27,7 +27,8 @@ import urllib.request
 from dataclasses import dataclass, field
 
 from ..peers.base import PeerUnavailable
-from ..wait import WaitTimeout, free_port, wait_for
+from ..ports import free_port
+from ..wait import WaitTimeout, wait_for
 from . import toxiproxy_server
 
 HARNESS, TOXIPROXY = "harness", "toxiproxy"

@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 
 from .. import fault_log
-from ..wait import free_port
+from ..ports import free_port, release_ports
 from .launch import FaultProxyHandle
 
 
@@ -29,11 +29,16 @@ class LinkProxies:
     def add(self, link_name: str, upstream_port: int, host: str = "127.0.0.1", enabled: bool = True) -> int:
         """Create the proxy for one link; returns the port the dialling node must connect to. `enabled=False`:
         it refuses connections until set_enabled(link_name, True)."""
-        port = free_port(host)
+        port = free_port(host, held=True)  # a disabled link's port is unbound until enabled again: keep it ours
         self._call("POST", "/proxies", {"name": link_name, "listen": f"{host}:{port}",
                                          "upstream": f"{host}:{upstream_port}", "enabled": enabled})
         self.links[link_name] = port
         return port
+
+    def close(self) -> None:
+        """Stop the fault proxy and give up the links' ports."""
+        self.handle.stop()
+        release_ports(*self.links.values())
 
     def retarget(self, link_name: str, upstream_port: int, host: str = "127.0.0.1") -> int:
         """Point an existing link's proxy at another listener (a link whose connection is dialled from the other

@@ -42,9 +42,9 @@ from ..render.artemis import MANAGEMENT_ADDRESS
 from ..wait import WaitTimeout, accepts, wait_for
 from .base import (START_FLOOR_S, Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable,
                    describe_exit)
+from ..ports import free_port, release_ports
 from .process import ProcessPeer
 from .provider import NodeSetup, Provider
-from .rabbitmq import low_port, release_ports
 
 ARTEMIS_VERSION = "2.40.0"
 ARTIFACT = f"org.apache.activemq:apache-artemis:{ARTEMIS_VERSION}:tar.gz:bin"
@@ -237,11 +237,11 @@ def login_config(users_file: str, roles_file: str) -> str:
             "};\n")
 
 
-def acceptor_ports(wanted: dict[str, int], pick=low_port) -> dict[str, int]:
+def acceptor_ports(wanted: dict[str, int], pick=lambda: free_port(held=True)) -> dict[str, int]:
     """Ports for the acceptors: the ones given stay; of those asking for port 0, the clients listener (else the
     first) keeps 0 and the others get a port of their own (`pick`), since the log does not say which acceptor
-    got which port. Picked below the ephemeral range and never twice in this process (rabbitmq.low_port): a
-    free port from that range was taken by someone else before a broker bound it ("Address already in use")."""
+    got which port. Picked below the ephemeral range and reserved across processes (harness/ports.py): a free
+    port from that range was taken by someone else before a broker bound it ("Address already in use")."""
     zero = [name for name, port in wanted.items() if port == 0]
     keep = "clients" if "clients" in zero else (zero[0] if zero else None)
     return {name: (pick() if port == 0 and name != keep else port) for name, port in wanted.items()}
@@ -418,7 +418,7 @@ class ArtemisPeer(ProcessPeer):
 
         make_instance(instance_template(self.install), workdir)
         self.ports = acceptor_ports(dict(self.setup.listen_ports))
-        self.management_port = low_port()
+        self.management_port = free_port(held=True)
         self._own_ports = [self.management_port] + [port for name, port in self.ports.items()
                                                     if port and port != self.setup.listen_ports.get(name)]
         self.management_user = self.management_password = None

@@ -34,7 +34,8 @@ from ..render.qdrouterd import render_router
 from ..render.rabbitmq import render_rabbitmq
 from ..render.rabbitmq import wire_address as rabbitmq_wire_address
 from ..topology import Topology
-from ..wait import WaitTimeout, accepts, free_port, wait_for
+from ..ports import free_port
+from ..wait import WaitTimeout, accepts, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable
 from .provider import NodeSetup, Provider
 

@@ -18,7 +18,7 @@ from .. import fault_log
 from ..breaks import Break, break_topology, breaks_by_node, node_vendor
 from ..tlsca import TestPki
 from ..topology import Topology
-from ..wait import free_port
+from ..ports import free_port, release_ports
 from .base import Peer, PeerUnavailable
 from .provider import NodeSetup
 from .registry import entry, provider_class
@@ -84,6 +84,7 @@ class RunningTopology:
     pki: TestPki | None = None  # the test PKI when the topology declares CAs: cases ask it for CA files
     breaks: dict[str, list[str]] = field(default_factory=dict)  # node -> deliberate config faults it runs with
     files: Path | None = None  # its own folder (Wiring.files: users files, the PKI's keys), removed with it
+    held_ports: list[int] = field(default_factory=list)  # dialled listeners' ports (harness/ports.py), freed with it
 
     def __getitem__(self, node: str) -> Peer:
         return self.peers[node]
@@ -167,7 +168,8 @@ class RunningTopology:
     def _release(self) -> None:
         """What the topology holds besides its peers: the fault proxy and the scratch files."""
         if self.faults is not None:
-            self.faults.handle.stop()
+            self.faults.close()
+        release_ports(*self.held_ports)
         if self.files is not None:
             shutil.rmtree(self.files, ignore_errors=True)
 
@@ -218,8 +220,10 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
         wiring.pki = running.pki = TestPki(running.files)
     dialled = {(link.to, topology.listener_for_link(link)) for link in topology.links}
     for name in topology.nodes:
-        wiring.listen_ports[name] = {ls.name: free_port() if (name, ls.name) in dialled else 0
+        # held for the topology's life: a restarted peer binds its port again, and it must be nobody else's then
+        wiring.listen_ports[name] = {ls.name: free_port(held=True) if (name, ls.name) in dialled else 0
                                      for ls in topology.listeners_for(name)}
+        running.held_ports += [port for port in wiring.listen_ports[name].values() if port]
     if any(link.via == "proxy" for link in topology.links):
         from ..faults import start_fault_proxy
         from ..faults.links import LinkProxies

@@ -18,7 +18,8 @@ import threading
 from pathlib import Path
 
 from ..faults.disk import StraceMissing, traced_command
-from ..wait import WaitTimeout, accepts, free_port, wait_for
+from ..ports import free_port, release_ports
+from ..wait import WaitTimeout, accepts, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
 from .provider import NodeSetup, Provider
 
@@ -317,12 +318,20 @@ class NativeQdrouterdPeer(ProcessPeer):
         workdir = workdir or Path(tempfile.mkdtemp(prefix=f"interop-{name}-"))
         super().__init__(name, "router", PeerInfo("qdrouterd", version, "native"), capabilities, workdir)
         self.binary = binary
-        self.port = clients_port or free_port()
+        # its own port is held until cleanup: a restarted qdrouterd binds it again
+        self._own_port = None if clients_port else free_port(held=True)
+        self.port = clients_port or self._own_port
         self.config_path = workdir / "qdrouterd.conf"
         self.config_path.write_text(render({"clients": self.port}))
 
     def command(self) -> list[str]:
         return [self.binary, "-c", str(self.config_path)]
+
+    def cleanup(self) -> None:
+        super().cleanup()
+        if self._own_port is not None and not self.is_running():
+            release_ports(self._own_port)
+            self._own_port = None
 
     def start(self, timeout: float = 30.0) -> None:
         self._spawn()

@@ -29,11 +29,9 @@ import atexit
 import itertools
 import json
 import os
-import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -43,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..faults.disk import StraceMissing, traced_command
+from ..ports import free_port, release_ports
 from ..render.artemis import broker_settings
 from ..render.qdrouterd import RenderError
 from ..render.rabbitmq import declared_names, federation_plan, render_rabbitmq_node, wire_address
@@ -62,7 +61,6 @@ _VERSION = re.compile(r"rabbitmq_server-(\d[\w.+-]*)")
 _LINK_UP = re.compile(r"Federation (?P<kind>queue|exchange) '(?P<name>.*?)' in vhost '/' connected to "
                       r"(?P=kind) '.*?' in vhost '/' on amqp://(?:\S*@)?[\w.-]+:(?P<port>\d+)")
 _NODE_COUNTER = itertools.count(1)
-LOW_PORTS = (10000, 32767)  # below the kernel's ephemeral range (32768-60999 on Linux)
 
 
 class RabbitMQError(RuntimeError):
@@ -108,39 +106,6 @@ def _find_rabbitmq() -> RabbitMQInstall:
         raise PeerUnavailable("rabbitmq-server is installed but Erlang's `epmd` is not on PATH")
     match = _VERSION.search(os.path.realpath(sbin / "rabbitmq-server"))
     return RabbitMQInstall(sbin, match.group(1) if match else "unknown", epmd)
-
-
-# ---- ports -------------------------------------------------------------------------------------------------
-
-_port_lock = threading.Lock()
-_ports_in_use: set[int] = set()
-
-
-def low_port(host: str = "127.0.0.1") -> int:
-    """A free TCP port below 32768 on `host`, never handed out twice by this process while in use.
-
-    Erlang daemons (epmd, the distribution listener) cannot bind port 0 and report back, and ports in the
-    ephemeral range can be taken at any moment by an outgoing connection; so pick below it and check.
-    """
-    rng = random.SystemRandom()
-    for _ in range(500):
-        port = rng.randrange(*LOW_PORTS)
-        with _port_lock:
-            if port in _ports_in_use:
-                continue
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-                try:
-                    sock.bind((host, port))
-                except OSError:
-                    continue
-            _ports_in_use.add(port)
-            return port
-    raise PeerStartError(f"no free TCP port in {LOW_PORTS[0]}-{LOW_PORTS[1]} on {host}")
-
-
-def release_ports(*ports: int) -> None:
-    with _port_lock:
-        _ports_in_use.difference_update(ports)
 
 
 def group_states(pgid: int) -> dict[int, str]:
@@ -222,7 +187,9 @@ class RabbitMQPeer(Peer):
         self.node_name = f"interop-{os.getpid()}-{next(_NODE_COUNTER)}@localhost"
         # Made on the first start(), so that a peer built but never started leaves nothing behind.
         self.workdir: Path | None = Path(workdir) if workdir else None
-        self.amqp_port, self.dist_port, self.epmd_port = low_port(), low_port(), low_port()
+        # Erlang's daemons (epmd, the distribution listener) take their ports on the command line; held until
+        # cleanup, since a restarted node binds them again
+        self.amqp_port, self.dist_port, self.epmd_port = (free_port(held=True) for _ in range(3))
         self.endpoints = {"clients": Endpoint("clients", "127.0.0.1", self.amqp_port, "normal")}
         self.start_seconds: float | None = None  # how long the last start() took, for reports
         self.in_network = False  # set by join_network: an end of some network connector of the topology
