@@ -116,7 +116,7 @@ STEP = scripts/timed-step.sh $(STEPS)
 FUZZ = $(VENV)/bin/interop fuzz --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
 test: export INTEROP_RESULTS = $(TEST_RESULTS)
 test:
-	@mkdir -p "$(TEST_RESULTS)"; rm -f "$(STEPS)"
+	@mkdir -p "$(TEST_RESULTS)"; rm -f "$(STEPS)" "$(STEPS)".*.out
 	@ls results 2>/dev/null | sort > "$(TEST_RESULTS).before" || true
 	@$(STEP) setup $(MAKE) -s setup-test
 	-@$(STEP) "reference: unit tests and every suite, -n $(REFERENCE_WORKERS)" $(VENV)/bin/python -m pytest -q \

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Run one step of `make test` and note its wall time, so that the last step can print them all.
 #   timed-step.sh LOG NAME COMMAND...   appends "NAME<TAB>SECONDS<TAB>EXIT<TAB>START<TAB>END" to LOG (epoch seconds)
-#                                       and exits with COMMAND's status
+#                                       and exits with COMMAND's status; a copy of its output goes to LOG.NAME.out
 #   timed-step.sh --summary LOG         prints the table of LOG's steps and the total wall time, first start to last
-#                                       end (steps that ran side by side overlap); exits 1 if a step failed
+#                                       end (steps that ran side by side overlap); exits 1 if a step failed, after
+#                                       naming what failed in it: CI keeps only the last lines of a run, so they
+#                                       must say which cases failed, not only which step
 set -uo pipefail
+output_of() { printf '%s.%s.out' "$1" "$(printf '%s' "$2" | tr -c 'A-Za-z0-9' '-')"; }
 if [ "${1:-}" = "--summary" ]; then
     log=${2:?usage: timed-step.sh --summary LOG}
     [ -s "$log" ] || exit 0
@@ -16,6 +19,20 @@ if [ "${1:-}" = "--summary" ]; then
                              total / 60, sum }' "$log"
     failed=$(awk -F'\t' '$3 != 0 { printf "%s%s", sep, $1; sep = "; " }' "$log")
     if [ -n "$failed" ]; then
+        # pytest's summary lines and `interop run`'s per-case lines of each failed step, else its last lines
+        awk -F'\t' '$3 != 0 { print $1 }' "$log" | while IFS= read -r name; do
+            out=$(output_of "$log" "$name")
+            [ -f "$out" ] || continue
+            echo "make test: failed in '$name':"
+            cases=$(grep -aE '^(FAILED|ERROR) |\] +(FAILED|ERROR) ' "$out" | sort -u)
+            if [ -n "$cases" ]; then
+                printf '%s\n' "$cases" | head -n 10 | cut -c1-300 | sed 's/^/  /'
+                more=$(( $(printf '%s\n' "$cases" | wc -l) - 10 ))
+                [ "$more" -gt 0 ] && echo "  ... and $more more (in $out)"
+            else
+                tail -n 5 "$out" | cut -c1-300 | sed 's/^/  /'
+            fi
+        done
         echo "make test: FAILED: $failed (their output is above)"
         exit 1
     fi
@@ -24,9 +41,10 @@ fi
 log=${1:?usage: timed-step.sh LOG NAME COMMAND...}
 name=${2:?usage: timed-step.sh LOG NAME COMMAND...}
 shift 2
+out=$(output_of "$log" "$name")
 start=$(date +%s.%N)
-"$@"
-status=$?
+"$@" 2>&1 | tee "$out"
+status=${PIPESTATUS[0]}
 end=$(date +%s.%N)
 awk -v n="$name" -v s="$start" -v e="$end" -v x="$status" \
     'BEGIN { printf "%s\t%.1f\t%s\t%.1f\t%.1f\n", n, e - s, x, s, e }' >> "$log"
