@@ -235,11 +235,14 @@ class ClientConnection:
             raise ConnectionError(f"connection {self.name} to {self.url} failed: {self.condition}")
 
     def sender(self, address: str | None, name: str | None = None, *, presettled: bool = False,
-               window: int | None = None, durable: bool = False, wait: bool = True,
+               window: int | None = None, durable: bool = False, hold_drain: bool = False, wait: bool = True,
                timeout: float = DEFAULT_TIMEOUT, session_of: _Link | None = None) -> RecordingSender:
         """A sender. `durable` asks for a durable target terminus, so a broker that creates the queue on
-        attach makes it durable (RabbitMQ does only then). `session_of`: open it on that link's session."""
+        attach makes it durable (RabbitMQ does only then). `hold_drain`: a drain with nothing queued is
+        answered only on `answer_drain()` (else at once), so a case can choose what happens first.
+        `session_of`: open it on that link's session."""
         snd = RecordingSender(self, address, name or self.clients.unique("snd"), presettled, window, durable)
+        snd.hold_drain = hold_drain
         snd.session_of = session_of
         return self._attached(snd, wait, timeout)
 
@@ -387,6 +390,7 @@ class RecordingSender(_Link):
         self.window = window
         self.credit = 0
         self.drain = False
+        self.hold_drain = False  # Connection.sender(hold_drain=True)
         self.sent = 0
         self.outcomes: dict[int, Outcome] = {}
         self._queue: deque[Message] = deque()
@@ -498,6 +502,14 @@ class RecordingSender(_Link):
         wait_for(lambda: self.credit >= minimum, timeout, f"sender {self.name} to get credit >= {minimum}",
                  describe=lambda: f"credit {self.credit}")
 
+    def answer_drain(self) -> None:
+        """Answer a drain held by `hold_drain` (hand the credit back if nothing is queued), and answer any
+        later drain at once."""
+        def answer():
+            self.hold_drain = False
+            self._pump()
+        self.conn.clients.call(answer)
+
     def wait_credit_at_most(self, maximum: int, timeout: float = DEFAULT_TIMEOUT) -> None:
         wait_for(lambda: self.credit <= maximum, timeout, f"sender {self.name} credit to fall to {maximum}",
                  describe=lambda: f"credit {self.credit}, drain {self.drain}")
@@ -535,7 +547,7 @@ class RecordingSender(_Link):
                 self._in_flight += 1
             self.history.record(self.name, h.SEND, seq=seq, settled=settled, address=msg.address,
                                 **({"txn": msg.txn.hex()} if msg.txn is not None else {}))
-        if link.drain_mode and not self._queue and link.credit > 0:
+        if link.drain_mode and not self._queue and link.credit > 0 and not self.hold_drain:
             link.drained()
         self._note_credit(link)
 

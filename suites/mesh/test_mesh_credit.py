@@ -186,32 +186,60 @@ def test_address_is_withdrawn_when_the_last_remote_consumer_leaves(mesh, clients
     assert first.seqs(sender.name) == list(range(FIRST)), "the consumer that left got nothing more"
 
 
+def _send_until_asked_to_drain(sender):
+    """The producer sends one message at a time on the credit it holds until the router asks for the credit
+    back (a drain), which the sender made with `hold_drain` does not answer yet. The reference router drains as
+    soon as the last consumer is gone; qdrouterd keeps the idle credit and drains after the first message it has
+    to release."""
+
+    def asked():
+        if sender.drain:
+            return True
+        if sender.credit > 0 and sender.settled_count() >= sender.sent and not sender.queued:
+            sender.send(1)
+        return False
+
+    wait_for(asked, ROUTE_TIMEOUT, f"the router to ask producer {sender.name} for its credit back (drain)",
+             describe=lambda: (f"credit {sender.credit}, drain {sender.drain}, {sender.sent} sent, "
+                               f"outcomes {sender.outcome_counts()}"))
+
+
 @pytest.mark.spec("MESH-CREDIT-1", "MESH-ADDR-1")
-@pytest.mark.requires("credit-withdrawal")  # a router that keeps idle credit (qdrouterd) never asks for it back
-def test_a_producer_that_handed_its_credit_back_gets_credit_when_a_consumer_returns(mesh, clients, details):
-    """The producer answers the drain at once (nothing queued: it hands its credit back, credit 0, and sends
-    nothing more), instead of spending what it holds as the cases above do. A consumer that then returns on
-    R2 must get it credit again (§12.1.1.1). Issue 34's report of this path (no credit again, 3 runs of 3)
-    was not reproduced here, on this code nor on the code before the drain fix of 2026-11-24."""
+@pytest.mark.parametrize("answer", ["at-once", "after-the-consumer-returns"])
+def test_a_producer_that_handed_its_credit_back_gets_credit_when_a_consumer_returns(mesh, clients, details, answer):
+    """Issue 34's path: the producer answers R1's drain with nothing queued (it hands its credit back, credit 0,
+    and sends nothing more) instead of spending its credit on a backlog as the cases above do. A consumer that
+    then returns on R2 must get it credit again (§12.1.1.1).
+
+    `after-the-consumer-returns`: the producer holds its answer until R1 has learned of the new consumer (another
+    producer on R1 got credit for the address), so R1 sees the new consumer while the old credit still looks
+    unused, and the answer then takes it to 0. The reference router before 2026-11-24 (70f2e92) never gave such a
+    producer credit again; `at-once` answers before the consumer returns."""
     address = clients.unique("gone.q.")
     far = clients.connect(mesh.client_url("far"))
     first = far.receiver(address, credit=20, auto_credit=False)
     conn = clients.connect(mesh.client_url("producer"))
-    sender = conn.sender(address)
+    sender = conn.sender(address, hold_drain=True)
     sender.wait_credit(1, timeout=ROUTE_TIMEOUT)
     sender.send(10)
     assert {o.outcome for o in sender.wait_outcomes(10, timeout=ROUTE_TIMEOUT).values()} == {"accepted"}
     first.wait_received(10, timeout=ROUTE_TIMEOUT)
 
     first.detach()
-    # R1 learns that the consumer is gone and asks for the credit back; the producer has nothing to send, so it
-    # answers drained straight away
-    sender.wait_credit_at_most(0, ROUTE_TIMEOUT)
-    details.update(drain_seen=any(e.kind == "credit" and e.data.get("drain")
-                                  for e in clients.history if e.client == sender.name))
+    _send_until_asked_to_drain(sender)
+    sender.wait_outcomes(sender.sent, timeout=ROUTE_TIMEOUT)
+    gap = list(range(10, sender.sent))
+    assert set(_outcomes(sender, gap).values()) <= {"released"}, "with no consumer, messages come back released"
+    details.update(released=len(gap))
+    if answer == "at-once":
+        sender.answer_drain()
+        sender.wait_credit_at_most(0, ROUTE_TIMEOUT)
 
     second = far.receiver(address)  # a consumer returns on R2
+    if answer == "after-the-consumer-returns":
+        conn.sender(address).wait_credit(1, timeout=ROUTE_TIMEOUT)  # R1 knows of the consumer again
+        sender.answer_drain()
     sender.wait_credit(1, timeout=ROUTE_TIMEOUT)
-    sender.send(1)
-    assert [o.outcome for o in sender.wait_outcomes(11, timeout=ROUTE_TIMEOUT).values()][10:] == ["accepted"]
-    assert second.wait_received(1, timeout=ROUTE_TIMEOUT) and second.seqs(sender.name) == [10]
+    (seq,) = sender.send(1)
+    assert sender.wait_outcomes(seq + 1, timeout=ROUTE_TIMEOUT)[seq].outcome == "accepted"
+    assert second.wait_received(1, timeout=ROUTE_TIMEOUT) and second.seqs(sender.name) == [seq]
