@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..render.artemis import MANAGEMENT_ADDRESS
+from ..ports import free_port, release_ports
 from ..wait import WaitTimeout, accepts, wait_for
 from .base import (START_FLOOR_S, Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable,
                    describe_exit)
-from ..ports import free_port, release_ports
 from .process import ProcessPeer
 from .provider import NodeSetup, Provider
 

@@ -230,18 +230,23 @@ def start_topology(topology: Topology, choices: dict[str, str], timeout: float =
 
         running.faults = LinkProxies(start_fault_proxy())
     order = sorted(topology.nodes, key=lambda n: (topology.nodes[n].role != "broker", n))
-    for name in order:
-        wiring.connect_ports[name] = {}
-        for link in topology.links_from(name):
-            port = _dial_port(running, wiring, link)
-            if link.via == "proxy":  # the dialler connects to the link's proxy, which forwards to the listener
-                # Refusing until every peer is up: a proxy that accepts while its upstream is still starting
-                # must close the connection it accepted, and Artemis does not dial again after a connection
-                # closed before the AMQP header until its 60 s TTL (a mirror that stayed down for the first two
-                # fault cases of a fresh topology); a refused dial it retries at its retry interval.
-                port = running.faults.add(link.name, port, enabled=False)
-            wiring.connect_ports[name][link.to] = port
-        running.peers[name] = make_peer(topology, name, node_vendor(topology, name, choices, node_vendors), wiring)
+    try:
+        for name in order:
+            wiring.connect_ports[name] = {}
+            for link in topology.links_from(name):
+                port = _dial_port(running, wiring, link)
+                if link.via == "proxy":  # the dialler connects to the link's proxy, which forwards to the listener
+                    # Refusing until every peer is up: a proxy that accepts while its upstream is still starting
+                    # must close the connection it accepted, and Artemis does not dial again after a connection
+                    # closed before the AMQP header until its 60 s TTL (a mirror that stayed down for the first
+                    # two fault cases of a fresh topology); a refused dial it retries at its retry interval.
+                    port = running.faults.add(link.name, port, enabled=False)
+                wiring.connect_ports[name][link.to] = port
+            running.peers[name] = make_peer(topology, name, node_vendor(topology, name, choices, node_vendors),
+                                            wiring)
+    except BaseException:  # a vendor that cannot run here (PeerUnavailable) is common: give back the held ports
+        running._release()
+        raise
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(running.peers))) as pool:
         futures = {pool.submit(peer.start, timeout): name for name, peer in running.peers.items()}
         errors = [f.exception() for f in futures if f.exception() is not None]
