@@ -1,10 +1,12 @@
 """reference/router/connectors.py on a real EngineLoop and real sockets: a connector redials when its
-connection drops, and gives up on a dial the peer accepted but never answered (its open deadline)."""
+connection drops, backing off between tries, and gives up on a dial the peer accepted but never answered (its
+open deadline)."""
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 
 import pytest
 from proton.reactor import ApplicationEvent, EventInjector
@@ -60,6 +62,30 @@ class Silent:
         self.sock.close()
         for conn in self.accepted:
             conn.close()
+
+
+class Hanging:
+    """A TCP listener that closes every connection as soon as it accepts it (a peer that is going down)."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.accepted_at: list[float] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted_at.append(time.monotonic())
+            conn.close()
+
+    def close(self):
+        self.sock.close()
 
 
 class Answering:
@@ -119,3 +145,22 @@ def test_an_answered_dial_outlives_the_open_deadline(short_deadline):
     finally:
         stop_loop(*running)
         stop_loop(server_loop, server_injector, server_thread)
+
+
+def test_a_connector_that_keeps_losing_its_peer_waits_longer_before_each_redial():
+    """The delay doubles from FIRST_RETRY_S up to MAX_RETRY_S (a router must not hammer a broker that is down).
+    Only lower bounds are checked: a loaded machine can make each wait longer, never shorter."""
+    peer = Hanging()
+    host = ConnectorHost(peer.port)
+    running = run_loop(host)
+    dials = 6
+    try:
+        wait_for(lambda: len(peer.accepted_at) >= dials, TIMEOUT, f"{dials} dials of a peer that closes each one",
+                 describe=lambda: f"{len(peer.accepted_at)} dials, closes seen {len(host.closed)}")
+    finally:
+        stop_loop(*running)
+        peer.close()
+    first, cap = connectors_module.FIRST_RETRY_S, connectors_module.MAX_RETRY_S
+    waited = [(peer.accepted_at[k + 1] - peer.accepted_at[k], min(first * 2 ** k, cap)) for k in range(dials - 1)]
+    assert waited[-1][1] > 4 * first, "the case must reach the doubled delays"
+    assert all(gap >= 0.9 * delay for gap, delay in waited), f"(seconds waited, delay due) per redial: {waited}"

@@ -56,12 +56,12 @@ class Connectors:
     def _dial(self, dialer: Dialer) -> None:
         cfg = dialer.config
         door = dialer.door
+        url = f"amqp://{cfg.host}:{cfg.port}"  # TLS comes from `tls=`: the loop reads only host and port
         if door is None:
-            conn = self.container.connect(f"amqp://{cfg.host}:{cfg.port}", allowed_mechs="ANONYMOUS")
+            conn = self.container.connect(url, allowed_mechs="ANONYMOUS")
         else:
-            scheme = "amqps" if door.tls is not None else "amqp"
-            conn = self.container.connect(f"{scheme}://{cfg.host}:{cfg.port}", allowed_mechs=door.mechanisms,
-                                          user=door.user, password=door.password, tls=door.tls)
+            conn = self.container.connect(url, allowed_mechs=door.mechanisms, user=door.user,
+                                          password=door.password, tls=door.tls)
         conn.router_dialer = dialer
         conn.router_role = cfg.role
         dialer.connection = conn
@@ -96,8 +96,6 @@ class Connectors:
         self.container.schedule(dialer.delay, _Redial(self, dialer))
         dialer.delay = min(dialer.delay * 2, MAX_RETRY_S)
 
-    def by_name(self, name: str) -> Dialer | None:
-        return next((d for d in self.dialers if d.config.name == name), None)
 
 
 class _Redial:
