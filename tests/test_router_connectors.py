@@ -40,38 +40,16 @@ class ConnectorHost:
 
 
 class Silent:
-    """A TCP listener that accepts connections and never says a word (the stalled peer)."""
+    """A TCP listener that accepts connections and never says a word (the stalled peer); `hang_up`: it closes
+    each connection as soon as it has accepted it instead (a peer that is going down)."""
 
-    def __init__(self):
+    def __init__(self, hang_up: bool = False):
+        self.hang_up = hang_up
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
         self.port = self.sock.getsockname()[1]
         self.accepted: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted.append(conn)
-
-    def close(self):
-        self.sock.close()
-        for conn in self.accepted:
-            conn.close()
-
-
-class Hanging:
-    """A TCP listener that closes every connection as soon as it accepts it (a peer that is going down)."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
         self.accepted_at: list[float] = []
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -82,10 +60,15 @@ class Hanging:
             except OSError:
                 return
             self.accepted_at.append(time.monotonic())
-            conn.close()
+            if self.hang_up:
+                conn.close()
+            else:
+                self.accepted.append(conn)
 
     def close(self):
         self.sock.close()
+        for conn in self.accepted:
+            conn.close()
 
 
 class Answering:
@@ -150,7 +133,7 @@ def test_an_answered_dial_outlives_the_open_deadline(short_deadline):
 def test_a_connector_that_keeps_losing_its_peer_waits_longer_before_each_redial():
     """The delay doubles from FIRST_RETRY_S up to MAX_RETRY_S (a router must not hammer a broker that is down).
     Only lower bounds are checked: a loaded machine can make each wait longer, never shorter."""
-    peer = Hanging()
+    peer = Silent(hang_up=True)
     host = ConnectorHost(peer.port)
     running = run_loop(host)
     dials = 6
