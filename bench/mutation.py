@@ -78,7 +78,8 @@ GROUPS = {
     "router-network": Group(
         modules=("reference/router/network.py", "reference/router/interrouter.py", "reference/router/edge.py",
                  "reference/router/connectors.py"),
-        tests=("tests/test_router_mesh_path.py", "tests/test_router_connectors.py", "suites/mesh",
+        tests=("tests/test_router_flooding.py", "tests/test_router_mesh_path.py", "tests/test_router_connectors.py",
+               "suites/mesh",
                "suites/linkroutes",  # link routes are advertised across the network; their broker is redialled
                "suites/security/test_router_interrouter.py"),  # connectors that dial with TLS and SASL
     ),
