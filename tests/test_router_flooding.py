@@ -81,7 +81,7 @@ def test_a_record_that_is_news_goes_to_every_other_neighbour_once(mesh, op, fiel
 def test_a_newer_link_state_record_replaces_the_paths_it_changes(mesh):
     _from(mesh.mesh, "R3", {"op": "LSU", "origin": "R3", "seq": 3, "neighbours": {"R2": 1}})
     _from(mesh.mesh, "R1", {"op": "LSU", "origin": "R1", "seq": 3, "neighbours": {"R2": 1}})
-    mesh.mesh.state.update_link_state("R2", 100, {"R1": 1, "R3": 1})
+    mesh.mesh._publish_link_state()  # R2's own record: R1 and R3
     assert set(mesh.mesh.routes()) == {"R1", "R3"}
     mesh.sent.clear()
     _from(mesh.mesh, "R3", {"op": "LSU", "origin": "R3", "seq": 4, "neighbours": {}})  # R3 lost R2
@@ -106,3 +106,14 @@ def test_edge_addresses_are_taken_from_edge_routers_only(mesh):
     assert mesh.router.edge_calls == []
     _from(mesh.mesh, "E1", {"op": "EDGE_ADDR", "addresses": ["edge.q"]})
     assert mesh.router.edge_calls == [("E1", {"edge.q"})]
+
+
+def test_a_restarted_router_s_records_are_newer_than_those_of_the_router_it_replaces():
+    """Neighbours keep the records of a router that was lost; the same router started again must be heard."""
+    before = Mesh(RecordingRouter(), "interior")
+    for n in range(50):
+        before.publish_addresses({f"q{n}"})
+    after = Mesh(RecordingRouter(), "interior")  # R2 again, its state gone with the old process
+    old_seq, _ = before.state.addresses["R2"]
+    new_seq, _ = after.state.addresses["R2"]
+    assert new_seq > old_seq

@@ -163,3 +163,28 @@ def test_traffic_reroutes_when_a_router_is_lost(triangle, clients, details):
         assert set(sender.outcome_counts()) <= {"accepted", "released", "modified"}
     finally:
         middle.restart()  # put the topology back (same ports) for the next case
+
+
+@pytest.mark.spec("MESH-ADDR-1", "MESH-REROUTE-1")
+def test_consumers_on_a_restarted_router_are_learned_anew(mesh, clients, details):
+    """A router that is lost and comes back (a crash, an upgrade) is a new member of the network: consumers that
+    attach to it afterwards are reached from the other routers like any others (§12.1.1.2: addresses are mobile).
+    Before the restart, consumers come and go on R2 so that R2 has told R1 about its addresses several times: what
+    the restarted R2 says must count for R1 however often the earlier R2 spoke."""
+    for n in range(4):
+        address = clients.unique(f"balanced.before-restart-{n}.")
+        consumer = clients.connect(mesh.client_url("far")).receiver(address)
+        _wait_route(clients.connect(mesh.client_url("producer")).sender(address))
+        consumer.detach()
+    far = mesh["R2"]
+    far.kill()
+    far.restart()
+    address = clients.unique("balanced.after-restart.")
+    receiver = clients.connect(mesh.client_url("far")).receiver(address)
+    sender = clients.connect(mesh.client_url("producer")).sender(address)
+    t0 = time.monotonic()
+    _wait_route(sender, "credit for a consumer on the restarted router")
+    details.update(route_s=round(time.monotonic() - t0, 3))
+    sender.send(5)
+    assert {o.outcome for o in sender.wait_outcomes(5).values()} == {"accepted"}
+    assert [m.seq for m in receiver.wait_received(5)] == list(range(5))
