@@ -365,6 +365,17 @@ class _Link:
         if wait:
             self.wait_detached(timeout)
 
+    def end_session(self) -> None:
+        """End the link's session (an `end` frame) without detaching the link first: a link lives on its session,
+        so the peer must treat it as gone (some clients and brokers end a session rather than detach its links).
+        The session must be this link's own (no `session_of`)."""
+        def do():
+            session = self._link.session if self._link is not None else None
+            if session is not None and session.state & Endpoint.LOCAL_ACTIVE:
+                self._detach_requested = True
+                session.close()
+        self.conn.clients.call(do)
+
     # called on the loop thread by the connection handler
     def _on_attached(self, link: Link) -> None:
         # A refused attach comes back with no terminus on our side's far end, then a detach with the error.

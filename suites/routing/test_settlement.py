@@ -99,7 +99,7 @@ def test_multicast_outcome_combines_consumer_outcomes(connect, clients, details,
 
 
 @pytest.mark.spec("ROUTING-LOSS-1")
-@pytest.mark.parametrize("how", ["link-detach", "connection-close", "connection-drop"])
+@pytest.mark.parametrize("how", ["link-detach", "session-end", "connection-close", "connection-drop"])
 def test_deliveries_to_a_lost_consumer_come_back_released_or_modified(connect, clients, details, how):
     """Per delivery: what the lost consumer had received is in doubt, what it never got is released.
 
@@ -125,6 +125,8 @@ def test_deliveries_to_a_lost_consumer_come_back_released_or_modified(connect, c
     assert len(reached) == 2, f"credit 2 lets exactly two copies reach the consumer, it got {sorted(reached)}"
     if how == "link-detach":
         receiver.detach()
+    elif how == "session-end":  # the consumer's session ends with its link still attached: the link goes with it
+        receiver.end_session()
     elif how == "connection-close":
         consumer_conn.close()
     else:
