@@ -35,3 +35,22 @@ def test_anonymous_sender_is_routed_per_message(connect, clients, details):
     assert {o.outcome for o in outcomes.values()} == {"accepted"}
     assert ra.wait_received(3) and rb.wait_received(2)
     assert {m.address for m in ra.messages()} == {a} and {m.address for m in rb.messages()} == {b}
+
+
+@pytest.mark.spec("ROUTING-ADDR-1")
+@pytest.mark.parametrize("capabilities", [("queue",), ("topic",), ("shared", "global")])
+def test_a_consumer_whose_source_names_broker_capabilities_is_an_ordinary_consumer(connect, clients, details,
+                                                                                  capabilities):
+    """Clients written for brokers put capabilities on their source (Qpid JMS: `queue` or `topic`; shared
+    subscriptions: `shared`, `global`). A router has no use for them: the consumer is one more destination of its
+    mobile address. The one source capability a router reads is qdrouterd's `qd.waypoint` (a broker's waypoint
+    link, 003 §12.1.4), which these are not."""
+    address = clients.unique("adhoc.capabilities.")
+    receiver = connect().receiver(address, capabilities=capabilities)
+    receiver.wait_attached()
+    sender = connect().sender(address)
+    sender.send(3)
+    outcomes = sender.wait_outcomes(3)
+    details.update(outcomes=sender.outcome_counts(), condition=receiver.condition)
+    assert {o.outcome for o in outcomes.values()} == {"accepted"}
+    assert [m.seq for m in receiver.wait_received(3)] == [0, 1, 2]
