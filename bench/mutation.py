@@ -88,7 +88,8 @@ GROUPS = {
     # Link routes, autolinks (waypoints) and fallback: the router in front of brokers.
     "router-brokers": Group(
         modules=("reference/router/linkroutes.py", "reference/router/autolinks.py"),
-        tests=("tests/test_router_logic.py", "suites/linkroutes", "suites/brokered", "suites/fallback", "suites/faults",
+        tests=("tests/test_router_logic.py", "tests/test_router_standin_broker.py", "suites/linkroutes",
+               "suites/brokered", "suites/fallback", "suites/faults",
                "suites/brokerconnections/test_peers.py"),
     ),
     # Store and forward, outcomes, redelivery, dead letters, TTL, the journal, transactions.
