@@ -73,8 +73,9 @@ GROUPS = {
                  "reference/router/settlement.py", "reference/router/router.py"),
         tests=("tests/test_addressing.py", "tests/test_router_logic.py", "tests/test_router_credit.py",
                "suites/routing", "suites/mesh",
-               # router.py advertises link routes when a broker's connection opens; R1 following R2's is the case
-               "suites/linkroutes/test_link_route_brokers.py"),
+               # router.py's glue of link routes: it advertises them when a broker's connection opens, and detaches
+               # the far end of a routed link whose client is gone
+               "suites/linkroutes"),
     ),
     # The router network itself: link state, paths, mobile addresses, edge uplinks, connectors that redial.
     "router-network": Group(

@@ -102,6 +102,15 @@ def test_hash_in_the_middle() -> None:
     assert not pattern_matches("a/#/b", "b")
 
 
+def test_a_pattern_of_many_words_matches_as_a_short_one_does() -> None:
+    # hundreds of words: positions past 256 are ints Python does not share, so they must be compared by value
+    words = [f"w{i}" for i in range(300)]
+    assert pattern_matches("/".join(words) + "/#", "/".join(words))
+    assert pattern_matches("/".join(words) + "/#", "/".join(words) + "/more/words")
+    assert not pattern_matches("/".join(words) + "/#", "/".join(words[:-1]))
+    assert pattern_matches("#/" + "/".join(words), "x/" + "/".join(words))
+
+
 def test_lone_wildcards() -> None:
     assert pattern_matches("#", "")
     assert pattern_matches("#", "anything/at/all")

@@ -244,3 +244,36 @@ def test_the_address_at_the_broker_drops_then_adds_the_configured_prefixes(delet
     section = LinkRoute(prefix="b2", direction="in", connection="broker", add_external_prefix=add,
                         del_external_prefix=delete)
     assert _external_address(section, address) == external
+
+
+# ---- waypoint capabilities ------------------------------------------------------------------------------------------
+# A broker attaches to a waypoint address with the terminus capability `qd.waypoint` (ordinal 1) or `qd.waypoint.N`,
+# N one digit 1-9 (003 §12.1.4; qdrouterd's reading). Anything else is no waypoint capability: the link is an
+# ordinary consumer's or producer's.
+
+
+@pytest.mark.parametrize(("capabilities", "ordinal"), [
+    ([], 0),
+    (["qd.waypoint"], 1),
+    (["qd.waypoint.1"], 1),
+    (["qd.waypoint.2"], 2),
+    (["queue", "qd.waypoint.9"], 9),
+    (["qd.waypoint.0"], 0),
+    (["qd.waypoint.10"], 0),
+    (["qd.waypoint.x"], 0),
+    (["qd.waypointy"], 0),
+    (["queue"], 0), (["topic"], 0), (["shared", "global"], 0),
+    (["abcdefghijk.5"], 0),  # thirteen characters ending in a digit, but not qd.waypoint.N
+])
+def test_the_waypoint_ordinal_is_read_from_qd_waypoint_capabilities_only(capabilities, ordinal):
+    from proton import Data, symbol
+
+    from reference.router.router import _waypoint_ordinal
+
+    data = Data()
+    data.put_array(False, Data.SYMBOL)
+    data.enter()
+    for capability in capabilities:
+        data.put_symbol(symbol(capability))
+    data.exit()
+    assert _waypoint_ordinal(data) == ordinal
