@@ -103,7 +103,8 @@ GROUPS = {
     # Broker connections (senders, receivers, peers, redial and failover) and Artemis-form mirroring.
     "broker-connections": Group(
         modules=("reference/broker/connections.py", "reference/broker/mirror.py"),
-        tests=("tests/test_mirror_wire.py", "suites/brokerconnections", "suites/security/test_broker_connections.py"),
+        tests=("tests/test_mirror_wire.py", "tests/test_broker_connection_management.py", "suites/brokerconnections",
+               "suites/security/test_broker_connections.py"),
     ),
     # Networks of brokers: demand-driven forwarding, on Artemis's AMQP federation wire.
     "federation": Group(

@@ -6,6 +6,8 @@ AckReason) and were seen working against a real Artemis in suites/brokerconnecti
 from __future__ import annotations
 
 import json
+import time
+from types import SimpleNamespace
 
 import pytest
 from proton import Message, byte
@@ -64,3 +66,55 @@ def test_an_acknowledgement_for_another_reason_carries_it_as_a_byte(reason, numb
                                            (9, mirror.NORMAL), ("x", mirror.NORMAL)])
 def test_an_unknown_or_missing_reason_is_a_normal_acknowledgement(value, reason):
     assert mirror.ack_reason(value) == reason  # as AckReason.fromValue does for a newer peer's reasons
+
+
+def test_an_address_event_carries_its_creation_time_in_milliseconds():
+    before = int(time.time() * 1000)
+    stamp = json.loads(mirror.address_json("events", {"multicast"}))["created-timestamp"]
+    assert before - 1000 <= stamp <= int(time.time() * 1000) + 1000  # AddressInfo's createdTimestamp: epoch ms
+
+
+class _RecordingBroker:
+    """What a MirrorSource needs of its broker: the store-and-forward queue it appends its events to."""
+
+    def __init__(self):
+        self.appended: list[bytes] = []
+
+    def append_internal(self, queue, data: bytes) -> None:
+        self.appended.append(data)
+
+
+def _source(queue_creation: bool = True, target: str | None = "node-c") -> tuple[mirror.MirrorSource, list[bytes]]:
+    broker = _RecordingBroker()
+    element = SimpleNamespace(queue_creation=queue_creation, queue_removal=True, message_acknowledgements=True)
+    source = mirror.MirrorSource(broker, "to-c", element)
+    source.remote_id = target
+    return source, broker.appended
+
+
+@pytest.mark.parametrize("queue_creation", [True, False])
+def test_an_address_is_mirrored_only_when_queue_creation_is(queue_creation):
+    """002 "Mirroring": queue-creation says whether created addresses and queues are mirrored."""
+    source, appended = _source(queue_creation)
+    source.address_added("events", {"multicast"}, None)
+    if not queue_creation:
+        assert appended == []
+        return
+    assert len(appended) == 1
+    event = decoded(appended[0])
+    assert event.annotations[mirror.EVENT_TYPE] == mirror.ADD_ADDRESS
+    assert mirror.address_routings(json.loads(event.body)) == {"multicast"}
+
+
+def test_a_message_that_came_from_another_mirror_is_mirrored_on_with_its_origin_s_ids():
+    """A message this broker got from node-a's mirror keeps node-a's id and node-a's internal id when it is mirrored
+    on to node-c, so that node-c tells it apart from this broker's own messages and drops it if it arrives twice."""
+    source, appended = _source()
+    body = Message(body="from a", address="orders").encode()
+    source.sent("orders", 7, body, ("node-a", 42), None)
+    source.sent("orders", 8, body, None, None)  # one of this broker's own
+    relayed, own = (decoded(data) for data in appended)
+    assert relayed.instructions[mirror.INTERNAL_ID] == 42 and relayed.instructions[mirror.BROKER_ID] == "node-a"
+    assert own.instructions[mirror.INTERNAL_ID] == 8 and mirror.BROKER_ID not in own.instructions
+    source.sent("orders", 9, body, ("node-c", 5), None)  # node-c's own message, back: never echoed
+    assert len(appended) == 2
