@@ -75,7 +75,8 @@ GROUPS = {
                "suites/routing", "suites/mesh",
                # router.py's glue of link routes: it advertises them when a broker's connection opens, and detaches
                # the far end of a routed link whose client is gone
-               "suites/linkroutes"),
+               "suites/linkroutes",
+               "suites/fallback"),  # router.py diverts to the fallback only when no consumer is reachable anywhere
     ),
     # The router network itself: link state, paths, mobile addresses, edge uplinks, connectors that redial.
     "router-network": Group(

@@ -61,6 +61,43 @@ def test_a_reachable_consumer_gets_the_messages_not_the_fallback_destination(top
     assert verdict.ok, f"each message reaches the consumer once, in order:\n{verdict.failures()}"
 
 
+@pytest.mark.spec("FALLBACK-3", "MESH-ADDR-1")
+@pytest.mark.requires("mesh")
+def test_a_consumer_on_another_router_gets_the_messages_not_the_fallback_destination(topology, clients, details):
+    """The same across a router network (topology fallback-mesh): the consumer is on R2, the fallback autolinks on
+    the producer's router R1. A consumer anywhere in the network is reachable, so once R1 has learned of it (the
+    addresses of other routers arrive asynchronously: a probe of its own is sent until one comes back with the
+    consumer's outcome) every message goes to it, none to the fallback destination."""
+    running = topology("fallback-mesh")
+    receiver = clients.connect(running.client_url("consumer")).receiver(ADDRESS, outcome="reject")
+    producer_conn = clients.connect(running.client_url("producer"))
+    probe = producer_conn.sender(ADDRESS)
+    probe.wait_credit(1, timeout=15)
+
+    def routed_to_the_consumer():
+        outcomes = probe.wait_outcomes(0)
+        if any(o.outcome == "rejected" for o in outcomes.values()):
+            return True
+        if len(outcomes) == probe.sent and not probe.queued:
+            probe.send(1)  # the ones before R1 learned of the consumer go to the fallback destination
+        return False
+    wait_for(routed_to_the_consumer, 30, "a probe from R1 to get the outcome of the consumer on R2",
+             interval=0.1, describe=lambda: f"probe outcomes {probe.outcome_counts()}")
+    sender = producer_conn.sender(ADDRESS)
+    sender.wait_credit(1, timeout=15)
+    sender.send(10)
+    sender.wait_outcomes(10, timeout=15)
+    details.update(outcomes=sender.outcome_counts(), probes=probe.outcome_counts())
+    assert sender.outcome_counts() == {"rejected": 10}, (
+        f"the producer must see the remote consumer's outcome (rejected), not a fallback store's: "
+        f"{sender.outcome_counts()}")
+    wait_for(lambda: len(receiver.seqs(sender.name)) >= 10, 15, "the consumer to get all 10",
+             describe=lambda: f"{receiver.seqs(sender.name)} received")
+    verdict = checkers.compose(clients.history, **checkers.every_message_once(sender.name, receiver.name))
+    verdict.fill(details)
+    assert verdict.ok, f"each message reaches the consumer on R2 once, in order:\n{verdict.failures()}"
+
+
 @pytest.mark.spec("FALLBACK-3")
 def test_a_consumer_keeps_getting_messages_while_the_fallback_broker_is_down(topology, clients, details):
     """Fallback destinations matter only when no consumer is reachable (§12.1.4.3): losing the broker that
