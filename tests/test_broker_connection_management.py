@@ -33,3 +33,5 @@ def test_a_broker_connection_that_does_not_start_itself_is_started_once(tmp_path
         409, {"error": "broker connection 'to-nowhere' is already started"})
     status, listed = broker.get("/broker-connections")
     assert [(c["name"], c["started"]) for c in listed] == [("to-nowhere", True)], listed
+    assert broker.get("/broker-connections/elsewhere/start", method="POST") == (
+        404, {"error": "no broker connection 'elsewhere' (known: to-nowhere)"})
