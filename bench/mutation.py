@@ -72,7 +72,7 @@ GROUPS = {
         modules=("reference/router/addressing.py", "reference/router/distribution.py",
                  "reference/router/settlement.py", "reference/router/router.py"),
         tests=("tests/test_addressing.py", "tests/test_router_logic.py", "tests/test_router_credit.py",
-               "suites/routing", "suites/mesh",
+               "tests/test_router_standin_broker.py", "suites/routing", "suites/mesh",
                # router.py's glue of link routes: it advertises them when a broker's connection opens, and detaches
                # the far end of a routed link whose client is gone
                "suites/linkroutes",

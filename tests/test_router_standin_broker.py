@@ -15,7 +15,7 @@ from __future__ import annotations
 import socket
 
 import pytest
-from proton import Condition, Connection, Endpoint, Message, Transport
+from proton import Collector, Condition, Connection, Endpoint, Event, Message, Transport
 
 from harness.clients import Clients
 from harness.wait import wait_for
@@ -50,11 +50,14 @@ class StandInBroker:
         self.transport.sasl().allowed_mechs("ANONYMOUS")
         self.connection = Connection()
         self.connection.container = container_id
+        self.collector = Collector()  # for the detach/close events only: a detach frame's `closed` flag
+        self.connection.collect(self.collector)
         self.transport.bind(self.connection)
         self.connection.open()
         self.end_session_for = end_session_for
         self.attaches: list[tuple[str, str]] = []  # (the router's end: "sender" or "receiver", address)
         self.messages: list[tuple[str, object]] = []  # (address, body)
+        self.ends: list[tuple[str, str]] = []  # ("detach" or "close", address): how the router ended each link
 
     def pump(self) -> None:
         self._serve()
@@ -76,6 +79,15 @@ class StandInBroker:
         self._serve()
 
     def _serve(self) -> None:
+        while (event := self.collector.peek()) is not None:
+            if event.type in (Event.LINK_REMOTE_DETACH, Event.LINK_REMOTE_CLOSE):
+                link = event.link
+                terminus = link.remote_target if link.is_receiver else link.remote_source
+                closed = event.type == Event.LINK_REMOTE_CLOSE
+                self.ends.append(("close" if closed else "detach", terminus.address))
+                if link.state & Endpoint.LOCAL_ACTIVE:
+                    link.close() if closed else link.detach()  # answered in kind
+            self.collector.pop()
         fresh = Endpoint.LOCAL_UNINIT | Endpoint.REMOTE_ACTIVE
         session = self.connection.session_head(fresh)
         while session is not None:
@@ -204,3 +216,18 @@ def test_a_broker_that_ends_the_session_on_a_refusal_still_gets_the_next_attach(
     sender = _attach_sender(clients, router, b1, "b1.orders")
     assert sender.attached.is_set(), f"the next attach was refused: {sender.condition}"
     _send(b1, sender)
+
+
+@pytest.mark.parametrize("close", [False, True], ids=["detached", "closed"])
+def test_a_routed_link_ends_at_the_broker_as_the_client_ended_it(router, brokers, clients, close):
+    """A detach that does not close (AMQP 1.0 §2.6.3: `closed` false) is how a client leaves a durable subscription
+    in place; a link route relays the link (003 §12.2), so the broker must get the same kind of detach, or it would
+    drop the subscription the client meant to keep."""
+    b1 = brokers("broker-b1")
+    receiver = clients.connect(router.url()).receiver("b1.news", wait=False)
+    b1.wait(lambda: receiver.attached.is_set(), "the routed attach of b1.news answered")
+    receiver.detach(wait=False, close=close)
+    b1.wait(lambda: b1.ends, "the broker to see the routed link end")
+    assert b1.ends == [("close" if close else "detach", "b1.news")]
+    b1.wait(receiver.detached.is_set, "the client's detach answered")
+
