@@ -105,7 +105,9 @@ GROUPS = {
     "broker-connections": Group(
         modules=("reference/broker/connections.py", "reference/broker/mirror.py"),
         tests=("tests/test_mirror_wire.py", "tests/test_broker_connection_management.py", "suites/brokerconnections",
-               "suites/security/test_broker_connections.py"),
+               "suites/security/test_broker_connections.py",
+               # a federation is a broker connection too: connections.py checks its control link's answer
+               "suites/network/test_forwarding.py"),
     ),
     # Networks of brokers: demand-driven forwarding, on Artemis's AMQP federation wire.
     "federation": Group(

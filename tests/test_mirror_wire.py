@@ -35,6 +35,9 @@ def test_an_address_event_is_written_as_artemis_reads_it():
     body = json.loads(mirror.address_json("events", {"multicast", "anycast"}))
     # AddressInfo.fromJSON takes routing types from `routingTypes` only, as RoutingType.getType numbers
     assert body["name"] == "events" and body["routingTypes"] == [0, 1] and body["firstSeen"] == 0
+    # an address the mirror announces is a plain one on the target: not auto-created (Artemis would remove it once
+    # its last queue goes), not temporary, not internal (hidden from clients and management)
+    assert (body["auto-created"], body["temporary"], body["internal"]) == (False, False, False)
     assert "routing-types" not in body
     assert mirror.address_routings(body) == {"multicast", "anycast"}
 
