@@ -10,7 +10,9 @@ suite only sees through the wire.
 from __future__ import annotations
 
 import pytest
-from proton import Delivery
+from types import SimpleNamespace
+
+from proton import Delivery, Terminus
 
 from reference.broker.broker import ANYCAST, MULTICAST, Broker, Consumer, Entry
 from reference.broker.config import parse_config
@@ -284,3 +286,33 @@ def test_a_mirror_hears_why_a_message_went_and_an_expired_ones_copy_is_not_mirro
     broker._move(queue, second, "DLQ", "expired", "expiry")
     assert events == [("ack", "orders", "expired")], "an expired message's copy is not mirrored"
     assert len(broker.queues["DLQ"].available) == 2, "the expired message still went to the expiry address"
+
+
+# ---- which queue a multicast consumer's attach would create -------------------------------------------------------
+# What the permission check asks for (Artemis's createDurableQueue or createNonDurableQueue: broker/access.py): a
+# durable subscription is a source terminus that is durable and never expires (the AMQP JMS mapping's durable
+# subscriber); anything else gets a queue that lives with its link.
+
+
+@pytest.mark.parametrize(("durability", "expiry", "expected"), [
+    (Terminus.NONDURABLE, Terminus.EXPIRE_WITH_LINK, "non-durable"),
+    (Terminus.NONDURABLE, Terminus.EXPIRE_NEVER, "non-durable"),
+    (Terminus.CONFIGURATION, Terminus.EXPIRE_WITH_LINK, "non-durable"),
+    (Terminus.CONFIGURATION, Terminus.EXPIRE_NEVER, "durable"),
+    (Terminus.DELIVERIES, Terminus.EXPIRE_NEVER, "durable"),
+])
+def test_a_multicast_consumer_asks_for_the_subscription_its_source_describes(durability, expiry, expected):
+    broker = broker_with()
+    link = SimpleNamespace(name="news-sub", connection=SimpleNamespace(remote_container="client-1"))
+    source = SimpleNamespace(durability=durability, expiry_policy=expiry)
+    assert broker._new_subscription(link, "news", source) == expected
+
+
+def test_a_durable_subscription_that_exists_creates_nothing():
+    broker = broker_with()
+    broker._declare_address("news", {MULTICAST})
+    broker._create_queue("client-1.news-sub", "news", MULTICAST, durable=True)
+    link = SimpleNamespace(name="news-sub", connection=SimpleNamespace(remote_container="client-1"))
+    source = SimpleNamespace(durability=Terminus.DELIVERIES, expiry_policy=Terminus.EXPIRE_NEVER)
+    assert broker._new_subscription(link, "news", source) is None
+    assert broker._new_subscription(link, "other-topic", source) == "durable"  # same name, another address

@@ -97,7 +97,19 @@ def test_durable_subscription_keeps_messages_while_detached(clients, connect, ad
     verdict = checkers.compose(clients.history, **checkers.every_message_once(sender.name, again.name))
     verdict.fill(details)
     assert verdict.ok, f"the subscription kept each message once, in order, while detached:\n{verdict.failures()}"
-    again.detach(close=True)  # closing ends the subscription
+    again.detach(close=True)  # closing ends the subscription (AMQP 1.0 §2.6.3: a closed link's terminus is gone)
+    again.conn.close()
+    sender.send(2)  # published while no subscription exists: nobody keeps them
+    sender.wait_outcomes(5)
+    fresh = connect(container_id=container).receiver(topic, name=name, capabilities=("topic",), durable=True)
+    sender.send(1)  # the new subscription's first message
+    got = fresh.wait_received(1)
+    fresh.conn.sync()
+    details.update(after_close=[m.seq for m in fresh.messages()])
+    assert [m.seq for m in fresh.messages() if m.producer == sender.name] == [5], (
+        "a subscription attached anew after the last one was closed starts empty: it must not hold what was "
+        f"published while none existed, got {[m.seq for m in got]}")
+    fresh.detach(close=True)
 
 
 @pytest.mark.spec("BROKER-FILTER-1")
