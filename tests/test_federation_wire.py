@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from proton import Data, Described, Message, int32, symbol, ulong
+from proton import Data, Described, Endpoint, Message, int32, symbol, ulong
 
 from reference.broker import federation
 from reference.broker import federation_wire as wire
@@ -320,3 +320,76 @@ def test_a_pull_for_a_queue_not_here_is_refused_as_not_found_whatever_its_select
     assert "does not exist" in why
     why, *_ = feds.serve(pull("orders::orders"), wire.QUEUE_RECEIVER)
     assert "does not evaluate" in why  # a queue that is here, with a selector the reference cannot honour
+
+
+def test_a_pull_for_a_queue_on_another_address_is_refused_as_not_found():
+    # A fully qualified name (address::queue) names both: a queue of that name on another address is not the one
+    broker = fake_broker("H")
+    broker.queues = {"orders": SimpleNamespace(address="orders")}
+    feds = federation.Federation(broker)
+    connection = object()
+    feds.sides.append(federation.Side(feds, connection, [], "s1-h", "S1"))
+
+    def pull(address):
+        return SimpleNamespace(connection=connection, remote_source=SimpleNamespace(address=address, filter=Data()))
+    why, *_ = feds.serve(pull("other::orders"), wire.QUEUE_RECEIVER)
+    assert why == "Queue: 'orders' does not exist on address 'other'"
+
+
+def _federated_pair():
+    """A control link from B1 answered by B2's federation (B1 sends its policies only as the case says): (client,
+    server, B1's session, B1's control link, B2's end of it, B2's federation)."""
+    client, server, session, dialling = dialling_broker("B1")
+    link = dialling.dialled(client[0], ConnectionElement("federation", policies=(QUEUES,)), session, "b1-b2")
+    settle(client, server)
+    remote = server[0].link_head(0)
+    server[0].container = "B2"
+    server[0].open()
+    server[0].session_head(0).open()
+    dialled = federation.Federation(fake_broker("B2"))
+    assert dialled.control_attach(remote) is None
+    settle(server, client)
+    return client, server, session, link, remote, dialled
+
+
+def _deliver_all(client, server, remote):
+    settle(client, server)
+    while remote.current is not None:  # what the broker's on_delivery does
+        remote.federation_deliveries(remote.current)
+    settle(server, client)
+
+
+@pytest.mark.parametrize("messages", [3 * federation.CONTROL_CREDIT])
+def test_the_control_and_event_links_keep_their_credit_however_many_messages_come(messages):
+    """A long-lived federation gets a policy per policy change and an event per demand change: its links must be
+    topped up as they go, or the peer stops after one window (CONTROL_CREDIT)."""
+    client, server, session, link, remote, dialled = _federated_pair()
+    _deliver_all(client, server, remote)
+    for n in range(messages):
+        if link.credit == 0:
+            break
+        link.delivery(f"policy-{n}")
+        link.send(wire.policy_message(FederationPolicy("queue", "remote", f"p{n}", (("#", "#"),), ())))
+        link.advance()
+        _deliver_all(client, server, remote)
+    assert len(dialled.sides[0].policies) == messages, "every policy arrived"
+
+    events = session.sender("events")  # Artemis's event link, B1 to B2
+    events.target.address = "events"
+    events.open()
+    settle(client, server)
+    event_end = server[0].link_head(Endpoint.LOCAL_UNINIT)
+    assert dialled.event_attach(event_end) is None
+    settle(server, client)
+    event = Message(body={"REQUESTED_ADDRESS_NAME": "jobs"},
+                    annotations={symbol("x-opt-amq-federation-ev-type"): "REQUESTED_ADDRESS_ADDED_EVENT"}).encode()
+    sent = 0
+    for n in range(messages):
+        if events.credit == 0:
+            break
+        events.delivery(f"event-{n}")
+        events.send(event)
+        events.advance()
+        sent += 1
+        _deliver_all(client, server, event_end)
+    assert sent == messages and event_end.credit > 0, f"the event link ran dry after {sent} events"
