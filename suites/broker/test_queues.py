@@ -26,6 +26,30 @@ def test_producer_first_consumer_later_drains_everything_in_order(clients, conne
     assert verdict.ok, f"every stored message, once, in the order sent:\n{verdict.failures()}"
 
 
+@pytest.mark.spec("BROKER-SAF-1")
+@pytest.mark.requires("store-and-forward")
+def test_a_producer_that_closes_one_link_goes_on_sending_on_its_connection(clients, connect, queue, details):
+    """A link ends on its own (AMQP 1.0 §2.6.3): the connection and its other links stay. A client that closes a
+    sender and sends on another over the same connection (a pooled connection does so all day) has every message
+    stored, the ones before the close and after."""
+    conn = connect()
+    first = conn.sender(queue)
+    first.send(3)
+    assert {o.outcome for o in first.wait_outcomes(3).values()} == {"accepted"}, first.outcome_counts()
+    other = conn.sender(queue)
+    first.detach()
+    other.send(2)
+    later = conn.sender(queue)
+    later.send(2)
+    outcomes = {**other.wait_outcomes(2), **{10 + k: v for k, v in later.wait_outcomes(2).items()}}
+    details.update(outcomes=[o.outcome for o in outcomes.values()], condition=conn.condition)
+    assert {o.outcome for o in outcomes.values()} == {"accepted"}, f"after one link closed: {outcomes}"
+    receiver = connect().receiver(queue)
+    receiver.wait_received(7)
+    assert sorted((m.producer, m.seq) for m in receiver.messages()) == sorted(
+        [(first.name, n) for n in range(3)] + [(other.name, n) for n in range(2)] + [(later.name, n) for n in range(2)])
+
+
 @pytest.mark.spec("BROKER-ANYCAST-1", "BROKER-OUTCOME-ACCEPTED")
 @pytest.mark.requires("competing-consumers")
 def test_competing_consumers_share_a_queue_each_message_once(clients, connect, queue, details):
