@@ -99,7 +99,8 @@ GROUPS = {
         modules=("reference/broker/broker.py", "reference/broker/journal.py", "reference/broker/transactions.py"),
         tests=("tests/test_broker_logic.py", "tests/test_peek.py",
                "tests/test_journal.py", "tests/test_broker_process.py",
-               "suites/broker"),
+               "suites/broker",
+               "suites/network"),  # broker.py's dispatch rules for federated messages (forward, hops, give back)
     ),
     # Broker connections (senders, receivers, peers, redial and failover) and Artemis-form mirroring.
     "broker-connections": Group(
