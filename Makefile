@@ -115,6 +115,10 @@ STEPS = $(TEST_RESULTS).steps
 STEP = scripts/timed-step.sh $(STEPS)
 FUZZ = $(VENV)/bin/interop fuzz --budget $(FUZZ_BUDGET) --seed $(FUZZ_SEED)
 test: export INTEROP_RESULTS = $(TEST_RESULTS)
+# The report tests' JVM compiles with C1 only: their reports are small, and C2's compiler threads were a sixth of
+# their CPU (tests/test_report.py alone on a quiet machine: 173 -> 142 busy CPU-s, the same wall time). A report a
+# user runs keeps the JVM's own compilers; INTEROP_REPORT_JAVA_OPTS set by the caller wins here too.
+test: export INTEROP_REPORT_JAVA_OPTS ?= -XX:TieredStopAtLevel=1
 test:
 	@mkdir -p "$(TEST_RESULTS)"; rm -f "$(STEPS)" "$(STEPS)".*.out
 	@ls results 2>/dev/null | sort > "$(TEST_RESULTS).before" || true
