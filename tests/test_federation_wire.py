@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 from proton import Data, Described, Endpoint, Message, int32, symbol, ulong
 
+from reference import attach_caps
 from reference.broker import federation
 from reference.broker import federation_wire as wire
 from reference.broker.config import ConnectionElement, FederationPolicy
@@ -393,3 +394,46 @@ def test_the_control_and_event_links_keep_their_credit_however_many_messages_com
         sent += 1
         _deliver_all(client, server, event_end)
     assert sent == messages and event_end.credit > 0, f"the event link ran dry after {sent} events"
+
+
+def _pulling_side(kind: str):
+    """B2's side of a federation with B1 over joined engines, and the one pull it opened for `kind` ("queue":
+    orders, "address": prices); returns (client, server, side, pull link, B1's end of it)."""
+    client, server = engines()
+    client[0].container = "B2"
+    client[0].open()
+    broker = fake_broker("B2")
+    broker.add_outgoing_producer = lambda *args: None
+    feds = federation.Federation(broker)
+    policy = QUEUES if kind == "queue" else TOPICS
+    side = federation.Side(feds, client[0], [policy], "b2-b1", "B1")
+    side._open((kind, "orders" if kind == "queue" else "prices"), policy, "orders" if kind == "queue" else "prices",
+               "orders" if kind == "queue" else "prices")
+    settle(client, server)
+    server[0].open()
+    server[0].session_head(0).open()
+    return client, server, side, client[0].link_head(0), server[0].link_head(0)
+
+
+def test_an_address_pull_asks_artemis_to_keep_its_subscription_queue():
+    # AMQPFederationAddressPolicy's source properties: a subscription queue that Artemis removes on its own (by
+    # delay or message count) would lose what is published between two pulls of a long-lived federation
+    client, server, side, pull, served = _pulling_side("address")
+    properties = served.remote_properties[symbol(wire.ADDRESS_SOURCE_PROPERTIES)]
+    assert properties == {"auto-delete": False, "auto-delete-delay": 0, "auto-delete-msg-count": 0}
+
+
+@pytest.mark.parametrize("offered", [True, False])
+def test_a_pull_answered_without_the_capability_is_closed(offered):
+    """Artemis requires the serving broker to offer the pull's capability back; a pull answered without it is
+    closed (demand opens it again later), one answered with it stays."""
+    client, server, side, pull, served = _pulling_side("queue")
+    served.source.copy(served.remote_source)
+    served.target.copy(served.remote_target)
+    if offered:
+        attach_caps.set_capabilities(served, offered=[wire.QUEUE_RECEIVER])
+    served.open()
+    settle(server, client)
+    side._answered(pull, wire.QUEUE_RECEIVER)
+    assert bool(pull.state & Endpoint.LOCAL_CLOSED) != offered
+    assert (("queue", "orders") in side.pulls) == offered
