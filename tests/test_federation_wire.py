@@ -437,3 +437,22 @@ def test_a_pull_answered_without_the_capability_is_closed(offered):
     side._answered(pull, wire.QUEUE_RECEIVER)
     assert bool(pull.state & Endpoint.LOCAL_CLOSED) != offered
     assert (("queue", "orders") in side.pulls) == offered
+
+
+@pytest.mark.parametrize(("max_hops", "pulled"), [(1, False), (2, True), (-1, True)])
+def test_a_consumer_federated_from_a_third_broker_is_demand_only_when_hops_allow(max_hops, pulled):
+    """B2 federates topic `prices` from B1; its only subscriber is B3's federation (a consumer whose node is B3).
+    A message from B1 reaches B3 in two hops, so B2 pulls for it only when the policy's max-hops is more than one
+    (or unlimited): with one hop the message could go no further than B2 (004: networks of brokers, hops)."""
+    client, server = engines()
+    client[0].container = "B2"
+    client[0].open()
+    broker = fake_broker("B2")
+    broker.add_outgoing_producer = lambda *args: None
+    subscription = SimpleNamespace(routing="multicast", internal=False, consumers=[
+        SimpleNamespace(closed=False, federation_node="B3")])
+    broker.addresses = {"prices": {"routings": {"multicast"}, "queues": [subscription]}}
+    policy = FederationPolicy("address", "local", "b2-b1-topics", (("prices", "#"),), (), max_hops=max_hops)
+    side = federation.Side(federation.Federation(broker), client[0], [policy], "b2-b1", "B1")
+    side.evaluate()
+    assert (("address", "prices") in side.pulls) == pulled
