@@ -456,3 +456,20 @@ def test_a_consumer_federated_from_a_third_broker_is_demand_only_when_hops_allow
     side = federation.Side(federation.Federation(broker), client[0], [policy], "b2-b1", "B1")
     side.evaluate()
     assert (("address", "prices") in side.pulls) == pulled
+
+
+def test_a_queue_whose_routing_was_read_at_run_time_is_pulled_for_too():
+    """A queue a mirror created has its routing type from the event's text (lower-cased there: a string made at
+    run time, not the module's constant); a local consumer on it is demand like any other."""
+    client, server = engines()
+    client[0].container = "B2"
+    client[0].open()
+    broker = fake_broker("B2")
+    broker.add_outgoing_producer = lambda *args: None
+    routing = "ANYCAST".lower()  # as reference/broker/broker.py's mirror_create_queue reads it
+    queue = SimpleNamespace(name="orders", routing=routing, internal=False,
+                            consumers=[SimpleNamespace(closed=False, federation_node=None)])
+    broker.addresses = {"orders": {"routings": {routing}, "queues": [queue]}}
+    side = federation.Side(federation.Federation(broker), client[0], [QUEUES], "b2-b1", "B1")
+    side.evaluate()
+    assert ("queue", "orders") in side.pulls
