@@ -99,3 +99,20 @@ def test_a_half_frame_waits_for_the_rest_and_memory_stays_bounded():
     assert guard.check(SASL_HEADER + frame[:-3]) is None and not guard.done
     assert guard.check(frame[-3:]) is None
     assert guard.check(AMQP_HEADER) is None and guard.done
+
+
+# AMQP 1.0 part 1 §1.6: each fixed-width encoding and its width (written out here, not read from the guard's table)
+FIXED_WIDTHS = [(0x41, "boolean", 0), (0x42, "boolean", 0), (0x56, "boolean", 1), (0x50, "ubyte", 1),
+                (0x60, "ushort", 2), (0x70, "uint", 4), (0x52, "uint", 1), (0x43, "uint", 0), (0x80, "ulong", 8),
+                (0x53, "ulong", 1), (0x44, "ulong", 0), (0x51, "byte", 1), (0x61, "short", 2), (0x71, "int", 4),
+                (0x54, "int", 1), (0x81, "long", 8), (0x55, "long", 1), (0x72, "float", 4), (0x82, "double", 8),
+                (0x83, "timestamp", 8), (0x98, "uuid", 16), (0x73, "char", 4)]
+
+
+@pytest.mark.parametrize("code, kind, width", FIXED_WIDTHS, ids=[f"0x{c:02x}" for c, _k, _w in FIXED_WIDTHS])
+def test_a_field_of_any_fixed_width_type_is_read_whole_and_named(code, kind, width):
+    """A value of the wrong type is stepped over by its width and named: read with another width, the rest of
+    the list would be misread and the client told something else than what is wrong."""
+    frame = sasl_init(b"\xa3\x09ANONYMOUS", b"\x40", bytes([code]) + b"\x00" * width)
+    problem, done = feed(SASL_HEADER + frame, 4096)
+    assert problem is not None and f"field hostname is a {kind}, expected string" in problem, problem
