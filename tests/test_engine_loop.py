@@ -303,13 +303,15 @@ class Dialler:
         self.events.append(("closed", str(event.transport.condition)))
 
 
-@pytest.mark.parametrize("reachable", [True, False])
+@pytest.mark.parametrize("reachable", [True, False, "no-port-number"])
 def test_outgoing_connections_come_up_or_report_why_not(served, reachable):
+    """A dial that connects opens; one refused, or to an address the socket layer cannot even take (a port that
+    is no number), fails on that connection alone, with the reason: the loop goes on."""
     _, _, listener, _ = served
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
-        port = listener.port if reachable else unused.getsockname()[1]
-    dialler = Dialler(f"amqp://127.0.0.1:{port}")
+        port = listener.port if reachable is True else unused.getsockname()[1]
+    dialler = Dialler(f"amqp://127.0.0.1:{port}" if reachable != "no-port-number" else "amqp://127.0.0.1:amqp-port")
     loop = EngineLoop(dialler)
     loop.container_id = "dialler"
     injector = EventInjector()
@@ -318,10 +320,13 @@ def test_outgoing_connections_come_up_or_report_why_not(served, reachable):
     thread.start()
     try:
         wait_for(lambda: dialler.events, TIMEOUT, "the outgoing connection to open or fail")
-        if reachable:
+        if reachable is True:
             assert dialler.events[0][0] == "open"
-        else:
+        elif reachable is False:
             assert dialler.events[0][0] == "closed" and "refused" in dialler.events[0][1].lower()
+        else:
+            assert dialler.events[0][0] == "closed" and "cannot connect to amqp://127.0.0.1:amqp-port" in \
+                dialler.events[0][1], dialler.events
     finally:
         loop.stop()
         injector.trigger(ApplicationEvent("stop_now"))
