@@ -11,7 +11,7 @@ import struct
 import pytest
 from proton import Connection, Transport
 
-from reference.sasl_guard import MAX_SASL_FRAME, SASL_HEADER, SaslGuard
+from reference.sasl_guard import MAX_SASL_FRAME, SASL_HEADER, SaslFrameError, SaslGuard, decode_frame
 
 AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
 
@@ -116,3 +116,18 @@ def test_a_field_of_any_fixed_width_type_is_read_whole_and_named(code, kind, wid
     frame = sasl_init(b"\xa3\x09ANONYMOUS", b"\x40", bytes([code]) + b"\x00" * width)
     problem, done = feed(SASL_HEADER + frame, 4096)
     assert problem is not None and f"field hostname is a {kind}, expected string" in problem, problem
+
+
+@pytest.mark.parametrize("doff, body, readable", [
+    (2, b"\x00\x53\x44" + list8(b"\x50\x00"), True),   # a server's sasl-outcome, as the loop's SASL client reads it
+    (3, b"\x00\x00\x00\x00" + b"\x00\x53\x44" + list8(b"\x50\x00"), True),  # an extended header before the body
+    (5, b"\x00\x53\x44" + list8(b"\x50\x00"), False),  # the body would start past the frame's end (AMQP 1.0 §2.3.1)
+])
+def test_a_frame_s_data_offset_is_held_to_the_frame(doff, body, readable):
+    frame = struct.pack(">IBBH", 8 + len(body), doff, 1, 0) + body
+    if readable:
+        code, fields = decode_frame(frame, from_client=False)
+        assert code == 0x44 and fields == [("ubyte", b"\x00")]
+    else:
+        with pytest.raises(SaslFrameError, match="not a SASL frame"):
+            decode_frame(frame, from_client=False)
