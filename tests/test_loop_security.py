@@ -22,7 +22,9 @@ from proton.utils import BlockingConnection
 from harness.tlsca import TestPki
 from harness.wait import wait_for
 from reference.loop import EngineLoop
+from reference.sasl_guard import SASL_HEADER
 from reference.security import ClientTls, SaslPolicy, ServerTls, authenticated_user, peer_certificate_cn
+from reference.security.sasl import SaslClient, SaslServer, frame, mechanisms_frame
 
 TIMEOUT = 10.0
 USERS = {"alice": "alice-secret"}
@@ -278,3 +280,27 @@ def test_large_messages_both_ways_over_tls(serve, pki):
         conn.close()
     assert [len(b) for b in bodies] == [1000000] * 5
     assert [bytes(m) for m in served.handler.messages] == [b"y" * 1000000]
+
+
+# ---- the SASL layers on their own (reference/security/sasl.py), fed bytes ----------------------------------------
+
+AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
+
+
+@pytest.mark.parametrize("header, why", [
+    (AMQP_HEADER, "the client skipped SASL, but this listener authenticates its peers"),
+    (b"HTTP/1.1", "expected the SASL protocol header, got b'HTTP/1.1'"),
+])
+def test_a_client_that_does_not_start_sasl_is_answered_with_the_sasl_header_and_told_why(header, why):
+    server = SaslServer(SaslPolicy(("PLAIN",), True, USERS))
+    assert server.feed(header) == b""
+    assert server.take_output() == SASL_HEADER  # AMQP 1.0 §2.2: the header it would serve, then it closes
+    assert server.failed == why
+
+
+def test_a_server_outcome_without_its_code_is_a_failed_authentication():
+    """sasl-outcome's code is mandatory (AMQP 1.0 §5.3.3.6); a server that leaves it out has not said ok."""
+    client = SaslClient("EXTERNAL")
+    empty_outcome = frame(b"\x00\x53\x44\x45")  # sasl-outcome, an empty list
+    client.feed(SASL_HEADER + mechanisms_frame(("EXTERNAL",)) + empty_outcome)
+    assert client.failed == "SASL outcome 1 (authentication failed)" and not client.done
