@@ -473,3 +473,21 @@ def test_a_queue_whose_routing_was_read_at_run_time_is_pulled_for_too():
     side = federation.Side(federation.Federation(broker), client[0], [QUEUES], "b2-b1", "B1")
     side.evaluate()
     assert ("queue", "orders") in side.pulls
+
+
+@pytest.mark.parametrize(("came_from", "hops", "node", "max_hops", "allowed"), [
+    ("B1", 0, "B1", -1, False),  # never back where it came from
+    ("B1", 0, "B2", -1, True), ("B1", 50, "B2", -1, True),  # no limit
+    (None, 0, "B2", 1, True), (None, 1, "B2", 1, False),  # one hop: a message that crossed one goes no further
+    ("B1", 1, "B3", 2, True), ("B1", 2, "B3", 2, False), ("B1", 3, "B3", 2, False),
+])
+def test_a_message_goes_to_a_puller_only_within_its_hops_and_never_back(came_from, hops, node, max_hops, allowed):
+    assert federation.may_forward(came_from, hops, node, max_hops) is allowed
+
+
+def test_the_dialling_side_pulls_by_its_local_policies_and_sends_the_remote_ones():
+    client, server, session, dialling = dialling_broker("B1")
+    local = FederationPolicy("queue", "local", "mine", (("#", "#"),), ())
+    dialling.dialled(client[0], ConnectionElement("federation", policies=(local, QUEUES, TOPICS)), session, "b1-b2")
+    side = dialling.sides[0]
+    assert side.policies == [local] and side.remote_policies == [QUEUES, TOPICS]

@@ -304,3 +304,15 @@ def test_a_server_outcome_without_its_code_is_a_failed_authentication():
     empty_outcome = frame(b"\x00\x53\x44\x45")  # sasl-outcome, an empty list
     client.feed(SASL_HEADER + mechanisms_frame(("EXTERNAL",)) + empty_outcome)
     assert client.failed == "SASL outcome 1 (authentication failed)" and not client.done
+
+
+@pytest.mark.parametrize("size", range(225, 256))
+def test_a_sasl_init_of_any_size_is_written_as_a_list_that_reads_back(size):
+    """A list's fields longer than a list8 can hold (255 bytes with its count) go in a list32 (AMQP 1.0 §1.6.22);
+    around that edge the frame must still read back as written."""
+    from reference.sasl_guard import decode_frame
+    from reference.security.sasl import init_frame
+
+    response = b"\x00alice\x00" + b"x" * size
+    code, fields = decode_frame(init_frame("PLAIN", response), from_client=True)
+    assert code == 0x41 and fields[0] == ("symbol", b"PLAIN") and fields[1] == ("binary", response)
