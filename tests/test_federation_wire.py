@@ -491,3 +491,12 @@ def test_the_dialling_side_pulls_by_its_local_policies_and_sends_the_remote_ones
     dialling.dialled(client[0], ConnectionElement("federation", policies=(local, QUEUES, TOPICS)), session, "b1-b2")
     side = dialling.sides[0]
     assert side.policies == [local] and side.remote_policies == [QUEUES, TOPICS]
+
+
+def test_the_hop_count_is_found_behind_large_delivery_annotations():
+    """The sections before the message annotations are stepped over whatever their size: a stored message whose
+    delivery annotations are most of its bytes keeps its count."""
+    original = Message(body="x", instructions={symbol("x-opt-routing-note"): "n" * 200}, durable=True)
+    once, _ = wire.counted_hop(original.encode())
+    twice, hops = wire.counted_hop(once)
+    assert hops == 2 and wire.stored_hops(twice) == 2

@@ -222,6 +222,12 @@ def test_priority_pending_serves_higher_priorities_first_and_fifo_within_one():
         pending[0]
     add(1, 8)
     assert take() == (1, 8)
+    add(0, 9)  # the lowest priority AMQP has (§3.2.1), once the queue was emptied
+    assert take() == (0, 9)
+    add(5, 10), add(0, 11)
+    assert [take() for _ in range(2)] == [(5, 10), (0, 11)]
+    add(0, 12)
+    assert take() == (0, 12) and not pending
 
 
 # ---- link route addresses at the broker ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from proton import Collector, Condition, Connection, Endpoint, Event, Message, T
 
 from harness.clients import Clients
 from harness.wait import wait_for
+from tests.test_router_connectors import Silent
 from tests.test_router_credit import start_router  # noqa: F401 - a fixture
 
 TIMEOUT = 10.0
@@ -231,3 +232,24 @@ def test_a_routed_link_ends_at_the_broker_as_the_client_ended_it(router, brokers
     assert b1.ends == [("close" if close else "detach", "b1.news")]
     b1.wait(receiver.detached.is_set, "the client's detach answered")
 
+
+
+def test_a_broker_connection_that_never_opened_is_no_route(start_router, clients):  # noqa: F811
+    """A broker that accepts the router's TCP connection and never answers its AMQP open holds no link route yet:
+    an attach for its prefix is refused at once with no route (003 §12.2.2), not sent into a connection that has
+    not opened (where it would wait unanswered)."""
+    silent = Silent()
+    try:
+        router = start_router("R1", f"""
+            router {{ mode: interior  id: R1 }}
+            listener {{ name: clients  host: 127.0.0.1  port: 0 }}
+            connector {{ name: B9  host: 127.0.0.1  port: {silent.port}  role: route-container }}
+            linkRoute {{ prefix: b9  direction: in  connection: B9 }}
+        """)
+        wait_for(lambda: silent.accepted, TIMEOUT, "the router to dial the silent broker")
+        sender = clients.connect(router.url()).sender("b9.orders", wait=False)
+        wait_for(lambda: sender.detached.is_set() or sender.attached.is_set(), TIMEOUT,
+                 "the attach to b9.orders answered")
+        assert not sender.attached.is_set() and "qd:no-route-to-dest" in (sender.condition or ""), sender.condition
+    finally:
+        silent.close()
