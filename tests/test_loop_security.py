@@ -24,7 +24,7 @@ from harness.wait import wait_for
 from reference.loop import EngineLoop
 from reference.sasl_guard import SASL_HEADER
 from reference.security import ClientTls, SaslPolicy, ServerTls, authenticated_user, peer_certificate_cn
-from reference.security.sasl import SaslClient, SaslServer, frame, mechanisms_frame
+from reference.security.sasl import SaslClient, SaslServer, frame, mechanisms_frame, outcome_frame
 
 TIMEOUT = 10.0
 USERS = {"alice": "alice-secret"}
@@ -316,3 +316,19 @@ def test_a_sasl_init_of_any_size_is_written_as_a_list_that_reads_back(size):
     response = b"\x00alice\x00" + b"x" * size
     code, fields = decode_frame(init_frame("PLAIN", response), from_client=True)
     assert code == 0x41 and fields[0] == ("symbol", b"PLAIN") and fields[1] == ("binary", response)
+
+
+def test_a_client_without_sasl_is_served_where_nobody_must_authenticate():
+    """AMQP 1.0 §5.3.1: without a SASL layer the connection starts at the AMQP header; a listener that
+    authenticates nobody lets it through as anonymous, with what followed the header."""
+    server = SaslServer(SaslPolicy(("ANONYMOUS",), False))
+    assert server.feed(AMQP_HEADER + b"\x00\x00\x00\x08") == AMQP_HEADER + b"\x00\x00\x00\x08"
+    assert server.done and server.user == "anonymous" and server.take_output() == b""
+
+
+def test_a_server_that_answers_the_sasl_header_with_an_outcome_is_refused():
+    """The server must offer its mechanisms first (sasl-mechanisms, AMQP 1.0 §5.3.2); an outcome in its place is
+    a broken exchange, named as such, not read as a list of mechanisms."""
+    client = SaslClient("EXTERNAL")
+    client.feed(SASL_HEADER + outcome_frame(0))
+    assert client.failed == "the server's SASL frames: unexpected SASL performative 0x44 in state mechanisms"
