@@ -500,3 +500,11 @@ def test_the_hop_count_is_found_behind_large_delivery_annotations():
     once, _ = wire.counted_hop(original.encode())
     twice, hops = wire.counted_hop(once)
     assert hops == 2 and wire.stored_hops(twice) == 2
+
+
+def test_a_pull_the_other_broker_closed_is_forgotten_so_that_demand_can_open_it_again():
+    """link_lost gets the link as the closing event carries it: the same link, not the same Python object."""
+    client, server, side, pull, served = _pulling_side("queue")
+    assert ("queue", "orders") in side.pulls
+    side.link_lost(client[0].link_head(0))  # a fresh wrapper of that link, as an event gives it
+    assert side.pulls == {}
