@@ -500,6 +500,8 @@ def test_the_hop_count_is_found_behind_large_delivery_annotations():
     once, _ = wire.counted_hop(original.encode())
     twice, hops = wire.counted_hop(once)
     assert hops == 2 and wire.stored_hops(twice) == 2
+    # the sections stay in AMQP 1.0 §3.2's order: delivery annotations, then message annotations
+    assert twice.index(b"\x00\x53\x71") < twice.index(b"\x00\x53\x72") < twice.index(b"\x00\x53\x77")
 
 
 def test_a_pull_the_other_broker_closed_is_forgotten_so_that_demand_can_open_it_again():
