@@ -180,6 +180,7 @@ def test_the_hop_limit_is_artemis_s_own_selector():
                                         '(_AMQ_Fed_Hops IS NULL OR _AMQ_Fed_Hops<2)')
     assert wire.address_selector(0) is None and wire.address_selector(-1) is None
     assert wire.selector_max_hops(wire.address_selector(5)) == 5 and wire.selector_max_hops(None) == -1
+    assert wire.selector_max_hops(wire.address_selector(12)) == 12  # a limit of two digits reads back too
     with pytest.raises(ValueError, match="does not evaluate"):
         wire.selector_max_hops("color = 'red'")
 
