@@ -332,3 +332,12 @@ def test_a_server_that_answers_the_sasl_header_with_an_outcome_is_refused():
     client = SaslClient("EXTERNAL")
     client.feed(SASL_HEADER + outcome_frame(0))
     assert client.failed == "the server's SASL frames: unexpected SASL performative 0x44 in state mechanisms"
+
+
+def test_a_malformed_sasl_frame_fails_that_exchange_and_raises_nothing():
+    server = SaslServer(SaslPolicy(("PLAIN",), True, USERS))
+    server.feed(SASL_HEADER + frame(b"\x00\x53\x41\xc0\x10\x01\xa3\x09ANONYMOUS"))  # a list larger than its frame
+    assert server.failed and "does not fit the frame" in server.failed
+    client = SaslClient("EXTERNAL")
+    client.feed(SASL_HEADER + frame(b"\xa3\x09ANONYMOUS"))  # a body that is no described type
+    assert client.failed and client.failed.startswith("the server's SASL frames:")

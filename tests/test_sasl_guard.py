@@ -131,3 +131,17 @@ def test_a_frame_s_data_offset_is_held_to_the_frame(doff, body, readable):
     else:
         with pytest.raises(SaslFrameError, match="not a SASL frame"):
             decode_frame(frame, from_client=False)
+
+
+@pytest.mark.parametrize("code, kind, width", [(0xA0, "binary", 1), (0xB0, "binary", 4), (0xA1, "string", 1),
+                                               (0xB1, "string", 4), (0xA3, "symbol", 1), (0xB3, "symbol", 4)])
+def test_a_field_of_any_variable_width_type_is_read_whole(code, kind, width):
+    """Each variable-width encoding's size prefix (AMQP 1.0 §1.6) read with its own width: the field is named by
+    its type, or accepted where it is the one expected (a binary initial-response)."""
+    value = b"abc"
+    frame = sasl_init(b"\xa3\x09ANONYMOUS", bytes([code]) + len(value).to_bytes(width, "big") + value)
+    problem, done = feed(SASL_HEADER + frame, 4096)
+    if kind == "binary":
+        assert problem is None, problem
+    else:
+        assert problem is not None and f"field initial-response is a {kind}, expected binary" in problem, problem
