@@ -985,3 +985,14 @@ def test_a_cancelled_server_closes_every_proxy(upstreams):
     # In a thread of its own: serve() installs no signal handlers there, and pytest's stay as they are.
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, main()).result(30)
+
+
+@pytest.mark.parametrize("line", [b"GET /version HTTP/1.1 extra", b"GET /version", b"GET"])
+def test_a_request_line_of_other_than_three_words_is_a_bad_request(server, line):
+    """Method, target and version, one space apart (RFC 9112 §3); Go's server, and so Toxiproxy, answers any other
+    request line with 400."""
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=IO_TIMEOUT) as conn:
+        conn.sendall(line + b"\r\nHost: x\r\n\r\n")
+        status_line = conn.recv(4096).split(b"\r\n", 1)[0]
+    assert status_line.startswith(b"HTTP/1.1 400"), status_line
