@@ -175,9 +175,9 @@ def _send(broker: StandInBroker, sender, count: int = 1) -> None:
 
 
 def test_link_routes_and_autolinks_keyed_by_container_id_reach_only_that_broker(router, brokers, clients):
-    """Two brokers on the route-container listener; the one whose container id sorts first is not the one the
-    link routes and the autolink name."""
-    decoy = brokers("broker-a0")
+    """Three brokers on the route-container listener; the link routes and the autolink name the one whose
+    container id sorts between the other two's, so that no ordering of names can stand in for equality."""
+    decoys = [brokers("broker-a0"), brokers("broker-c2")]
     b1 = brokers("broker-b1")
     b1.wait(lambda: ("sender", "q1") in b1.attaches, "the autolink for q1 to attach to broker-b1")
 
@@ -188,8 +188,9 @@ def test_link_routes_and_autolinks_keyed_by_container_id_reach_only_that_broker(
     b1.wait(lambda: ("receiver", "b1.orders") in b1.attaches and receiver.attached.is_set(),
             "a receiver's attach to b1.orders routed to broker-b1")
 
-    decoy.pump()
-    assert decoy.attaches == [] and decoy.messages == [], "nothing for broker-b1 may reach broker-a0"
+    for decoy in decoys:
+        decoy.pump()
+        assert decoy.attaches == [] and decoy.messages == [], "nothing for broker-b1 may reach another broker"
     assert [address for address, _ in b1.messages] == ["b1.orders"] * 2
 
 
