@@ -996,3 +996,19 @@ def test_a_request_line_of_other_than_three_words_is_a_bad_request(server, line)
         conn.sendall(line + b"\r\nHost: x\r\n\r\n")
         status_line = conn.recv(4096).split(b"\r\n", 1)[0]
     assert status_line.startswith(b"HTTP/1.1 400"), status_line
+
+
+@pytest.mark.parametrize("head, body", [
+    (b"Content-Length: abc", b""),
+    (b"Content-Length: -5", b""),
+    (b"Transfer-Encoding: chunked", b"zz\r\n"),
+    (b"Transfer-Encoding: chunked", b"-1\r\nabc\r\n0\r\n\r\n"),
+])
+def test_a_body_whose_size_cannot_be_read_is_a_bad_request(server, head, body):
+    """A Content-Length or chunk size that is no size (RFC 9112 §6.3, §7.1) gets a 400, as from Go's server."""
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=IO_TIMEOUT) as conn:
+        conn.sendall(b"POST /proxies HTTP/1.1\r\nHost: x\r\n" + head + b"\r\n\r\n" + body)
+        status_line = conn.recv(4096).split(b"\r\n", 1)[0]
+    assert status_line.startswith(b"HTTP/1.1 400"), status_line
+

@@ -111,6 +111,8 @@ class ApiServer:
                 length = int(headers.get("content-length", "0") or 0)
             except ValueError:
                 raise _BadRequest("bad Content-Length") from None
+            if length < 0:  # as Go's server (and so Toxiproxy) answers it; reading -n bytes would raise
+                raise _BadRequest("bad Content-Length")
             if length > MAX_BODY:
                 raise _BadRequest("body too large")
             body = await reader.readexactly(length) if length else b""
@@ -126,6 +128,8 @@ class ApiServer:
                 size = int(size_line.split(b";")[0].strip(), 16)
             except ValueError:
                 raise _BadRequest("bad chunk size") from None
+            if size < 0:
+                raise _BadRequest("bad chunk size")
             if size == 0:
                 while (await reader.readline()) not in (b"\r\n", b"\n", b""):
                     pass
