@@ -322,18 +322,7 @@ def test_a_pull_for_a_queue_not_here_is_refused_as_not_found_whatever_its_select
     assert "does not exist" in why
     why, *_ = feds.serve(pull("orders::orders"), wire.QUEUE_RECEIVER)
     assert "does not evaluate" in why  # a queue that is here, with a selector the reference cannot honour
-
-
-def test_a_pull_for_a_queue_on_another_address_is_refused_as_not_found():
-    # A fully qualified name (address::queue) names both: a queue of that name on another address is not the one
-    broker = fake_broker("H")
-    broker.queues = {"orders": SimpleNamespace(address="orders")}
-    feds = federation.Federation(broker)
-    connection = object()
-    feds.sides.append(federation.Side(feds, connection, [], "s1-h", "S1"))
-
-    def pull(address):
-        return SimpleNamespace(connection=connection, remote_source=SimpleNamespace(address=address, filter=Data()))
+    # a fully qualified name (address::queue) names both: a queue of that name on another address is not the one
     why, *_ = feds.serve(pull("other::orders"), wire.QUEUE_RECEIVER)
     assert why == "Queue: 'orders' does not exist on address 'other'"
 
@@ -397,17 +386,22 @@ def test_the_control_and_event_links_keep_their_credit_however_many_messages_com
     assert sent == messages and event_end.credit > 0, f"the event link ran dry after {sent} events"
 
 
-def _pulling_side(kind: str):
-    """B2's side of a federation with B1 over joined engines, and the one pull it opened for `kind` ("queue":
-    orders, "address": prices); returns (client, server, side, pull link, B1's end of it)."""
+def _b2_side(policies: list, addresses: dict | None = None):
+    """B2's side of a federation with B1 (which has answered), over joined engines: (client, server, side)."""
     client, server = engines()
     client[0].container = "B2"
     client[0].open()
     broker = fake_broker("B2")
     broker.add_outgoing_producer = lambda *args: None
-    feds = federation.Federation(broker)
+    broker.addresses = addresses or {}
+    return client, server, federation.Side(federation.Federation(broker), client[0], policies, "b2-b1", "B1")
+
+
+def _pulling_side(kind: str):
+    """B2's side and the one pull it opened for `kind` ("queue": orders, "address": prices); returns (client,
+    server, side, pull link, B1's end of it)."""
     policy = QUEUES if kind == "queue" else TOPICS
-    side = federation.Side(feds, client[0], [policy], "b2-b1", "B1")
+    client, server, side = _b2_side([policy])
     side._open((kind, "orders" if kind == "queue" else "prices"), policy, "orders" if kind == "queue" else "prices",
                "orders" if kind == "queue" else "prices")
     settle(client, server)
@@ -445,16 +439,10 @@ def test_a_consumer_federated_from_a_third_broker_is_demand_only_when_hops_allow
     """B2 federates topic `prices` from B1; its only subscriber is B3's federation (a consumer whose node is B3).
     A message from B1 reaches B3 in two hops, so B2 pulls for it only when the policy's max-hops is more than one
     (or unlimited): with one hop the message could go no further than B2 (004: networks of brokers, hops)."""
-    client, server = engines()
-    client[0].container = "B2"
-    client[0].open()
-    broker = fake_broker("B2")
-    broker.add_outgoing_producer = lambda *args: None
     subscription = SimpleNamespace(routing="multicast", internal=False, consumers=[
         SimpleNamespace(closed=False, federation_node="B3")])
-    broker.addresses = {"prices": {"routings": {"multicast"}, "queues": [subscription]}}
     policy = FederationPolicy("address", "local", "b2-b1-topics", (("prices", "#"),), (), max_hops=max_hops)
-    side = federation.Side(federation.Federation(broker), client[0], [policy], "b2-b1", "B1")
+    _, _, side = _b2_side([policy], {"prices": {"routings": {"multicast"}, "queues": [subscription]}})
     side.evaluate()
     assert (("address", "prices") in side.pulls) == pulled
 
@@ -462,16 +450,10 @@ def test_a_consumer_federated_from_a_third_broker_is_demand_only_when_hops_allow
 def test_a_queue_whose_routing_was_read_at_run_time_is_pulled_for_too():
     """A queue a mirror created has its routing type from the event's text (lower-cased there: a string made at
     run time, not the module's constant); a local consumer on it is demand like any other."""
-    client, server = engines()
-    client[0].container = "B2"
-    client[0].open()
-    broker = fake_broker("B2")
-    broker.add_outgoing_producer = lambda *args: None
     routing = "ANYCAST".lower()  # as reference/broker/broker.py's mirror_create_queue reads it
     queue = SimpleNamespace(name="orders", routing=routing, internal=False,
                             consumers=[SimpleNamespace(closed=False, federation_node=None)])
-    broker.addresses = {"orders": {"routings": {routing}, "queues": [queue]}}
-    side = federation.Side(federation.Federation(broker), client[0], [QUEUES], "b2-b1", "B1")
+    _, _, side = _b2_side([QUEUES], {"orders": {"routings": {routing}, "queues": [queue]}})
     side.evaluate()
     assert ("queue", "orders") in side.pulls
 

@@ -82,6 +82,25 @@ def start_router(tmp_path):
         router.close()
 
 
+def pump_socket(sock: socket.socket, transport: Transport) -> None:
+    """Write what proton has to send on a non-blocking socket, then push what the peer sent; never blocks."""
+    while (pending := transport.pending()) > 0:
+        try:
+            sent = sock.send(transport.peek(pending))
+        except BlockingIOError:
+            break
+        transport.pop(sent)
+    while True:
+        try:
+            data = sock.recv(65536)
+        except BlockingIOError:
+            return
+        if not data:
+            transport.close_tail()
+            return
+        transport.push(data)
+
+
 class HandDrivenProducer:
     """One sending link over a plain socket, pumped only when the case waits: it never answers a drain by
     itself (proton leaves that to the application), so the case decides when the router gets the answer."""
@@ -106,22 +125,7 @@ class HandDrivenProducer:
         self.deliveries = []
 
     def pump(self) -> None:
-        """Write what proton has to send, read what the router sent; never blocks."""
-        while (pending := self.transport.pending()) > 0:
-            try:
-                sent = self.sock.send(self.transport.peek(pending))
-            except BlockingIOError:
-                break
-            self.transport.pop(sent)
-        while True:
-            try:
-                data = self.sock.recv(65536)
-            except BlockingIOError:
-                return
-            if not data:
-                self.transport.close_tail()
-                return
-            self.transport.push(data)
+        pump_socket(self.sock, self.transport)
 
     def wait(self, predicate, what: str):
         def check():

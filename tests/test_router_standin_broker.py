@@ -20,7 +20,7 @@ from proton import Collector, Condition, Connection, Endpoint, Event, Message, T
 from harness.clients import Clients
 from harness.wait import wait_for
 from tests.test_router_connectors import Silent
-from tests.test_router_credit import start_router  # noqa: F401 - a fixture
+from tests.test_router_credit import pump_socket, start_router  # noqa: F401 - start_router is a fixture
 
 TIMEOUT = 10.0
 
@@ -62,21 +62,7 @@ class StandInBroker:
 
     def pump(self) -> None:
         self._serve()
-        while (pending := self.transport.pending()) > 0:
-            try:
-                sent = self.sock.send(self.transport.peek(pending))
-            except BlockingIOError:
-                break
-            self.transport.pop(sent)
-        while True:
-            try:
-                data = self.sock.recv(65536)
-            except BlockingIOError:
-                break
-            if not data:
-                self.transport.close_tail()
-                break
-            self.transport.push(data)
+        pump_socket(self.sock, self.transport)
         self._serve()
 
     def _serve(self) -> None:
