@@ -82,6 +82,22 @@ def start_router(tmp_path):
         router.close()
 
 
+def socket_connection(url: str, container_id: str, collector=None) -> tuple[socket.socket, Transport, Connection]:
+    """A proton connection over a non-blocking socket to HOST:PORT (SASL ANONYMOUS), not opened yet; with
+    `collector`, its events are collected there. Nothing is sent until pump_socket."""
+    host, port = url.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=TIMEOUT)
+    sock.setblocking(False)
+    transport = Transport()
+    transport.sasl().allowed_mechs("ANONYMOUS")
+    connection = Connection()
+    connection.container = container_id
+    if collector is not None:
+        connection.collect(collector)
+    transport.bind(connection)
+    return sock, transport, connection
+
+
 def pump_socket(sock: socket.socket, transport: Transport) -> None:
     """Write what proton has to send on a non-blocking socket, then push what the peer sent; never blocks."""
     while (pending := transport.pending()) > 0:
@@ -106,14 +122,7 @@ class HandDrivenProducer:
     itself (proton leaves that to the application), so the case decides when the router gets the answer."""
 
     def __init__(self, url: str, address: str, capabilities: tuple[str, ...] = ()):
-        host, port = url.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=TIMEOUT)
-        self.sock.setblocking(False)
-        self.transport = Transport()
-        self.transport.sasl().allowed_mechs("ANONYMOUS")
-        self.connection = Connection()
-        self.connection.container = "hand-driven-producer"
-        self.transport.bind(self.connection)
+        self.sock, self.transport, self.connection = socket_connection(url, "hand-driven-producer")
         self.connection.open()
         session = self.connection.session()
         session.open()

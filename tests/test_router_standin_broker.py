@@ -12,15 +12,14 @@ it, records what it was asked for, and can end the session instead of answering,
 
 from __future__ import annotations
 
-import socket
 
 import pytest
-from proton import Collector, Condition, Connection, Endpoint, Event, Message, Transport
+from proton import Collector, Condition, Endpoint, Event, Message
 
 from harness.clients import Clients
 from harness.wait import wait_for
 from tests.test_router_connectors import Silent
-from tests.test_router_credit import pump_socket, start_router  # noqa: F401 - start_router is a fixture
+from tests.test_router_credit import pump_socket, socket_connection, start_router  # noqa: F401 - a fixture
 
 TIMEOUT = 10.0
 
@@ -44,16 +43,8 @@ class StandInBroker:
     session with an error."""
 
     def __init__(self, url: str, container_id: str, end_session_for: tuple[str, ...] = ()):
-        host, port = url.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=TIMEOUT)
-        self.sock.setblocking(False)
-        self.transport = Transport()
-        self.transport.sasl().allowed_mechs("ANONYMOUS")
-        self.connection = Connection()
-        self.connection.container = container_id
         self.collector = Collector()  # for the detach/close events only: a detach frame's `closed` flag
-        self.connection.collect(self.collector)
-        self.transport.bind(self.connection)
+        self.sock, self.transport, self.connection = socket_connection(url, container_id, self.collector)
         self.connection.open()
         self.end_session_for = end_session_for
         self.attaches: list[tuple[str, str]] = []  # (the router's end: "sender" or "receiver", address)
