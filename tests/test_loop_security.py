@@ -11,6 +11,7 @@ Every refusal is logged with the peer's address and nothing reaches the AMQP han
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 
 import pytest
@@ -341,3 +342,28 @@ def test_a_malformed_sasl_frame_fails_that_exchange_and_raises_nothing():
     client = SaslClient("EXTERNAL")
     client.feed(SASL_HEADER + frame(b"\xa3\x09ANONYMOUS"))  # a body that is no described type
     assert client.failed and client.failed.startswith("the server's SASL frames:")
+
+
+def test_a_sasl_frame_over_the_limit_is_refused_by_its_size():
+    from reference.sasl_guard import MAX_SASL_FRAME
+
+    server = SaslServer(SaslPolicy(("PLAIN",), True, USERS))
+    server.feed(SASL_HEADER + struct.pack(">IBBH", MAX_SASL_FRAME + 1, 2, 1, 0))
+    assert server.failed and str(MAX_SASL_FRAME + 1) in server.failed, server.failed
+
+
+def test_a_server_outcome_whose_code_is_not_a_ubyte_is_a_failed_authentication():
+    """sasl-outcome's code is a ubyte (AMQP 1.0 §5.3.3.6); a null there, or any other type, has not said ok."""
+    for code in (b"\x40", b"\x52\x00", b"\xa1\x02ok"):
+        client = SaslClient("EXTERNAL")
+        client.feed(SASL_HEADER + mechanisms_frame(("EXTERNAL",)) + frame(b"\x00\x53\x44\xc0" + bytes(
+            [len(code) + 1, 1]) + code))
+        assert client.failed == "SASL outcome 1 (authentication failed)", (code, client.failed)
+
+
+def test_a_challenge_before_the_outcome_is_passed_over_by_a_single_step_client():
+    """EXTERNAL has nothing to answer to a sasl-challenge (AMQP 1.0 §5.3.3.4): the outcome that follows decides."""
+    client = SaslClient("EXTERNAL")
+    challenge = frame(b"\x00\x53\x42\xc0\x03\x01\xa0\x00")
+    client.feed(SASL_HEADER + mechanisms_frame(("EXTERNAL",)) + challenge + outcome_frame(0))
+    assert client.done and client.failed is None
