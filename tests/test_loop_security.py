@@ -367,3 +367,9 @@ def test_a_challenge_before_the_outcome_is_passed_over_by_a_single_step_client()
     challenge = frame(b"\x00\x53\x42\xc0\x03\x01\xa0\x00")
     client.feed(SASL_HEADER + mechanisms_frame(("EXTERNAL",)) + challenge + outcome_frame(0))
     assert client.done and client.failed is None
+
+
+def test_a_second_mechanisms_frame_in_place_of_the_outcome_is_refused():
+    client = SaslClient("EXTERNAL")
+    client.feed(SASL_HEADER + mechanisms_frame(("EXTERNAL",)) + mechanisms_frame(("EXTERNAL",)))
+    assert client.failed == "the server's SASL frames: unexpected SASL performative 0x40 in state outcome"
