@@ -283,3 +283,24 @@ def test_the_waypoint_ordinal_is_read_from_qd_waypoint_capabilities_only(capabil
         data.put_symbol(symbol(capability))
     data.exit()
     assert _waypoint_ordinal(data) == ordinal
+
+
+# ---- link routes another router advertises ----------------------------------------------------------------------
+# A router that holds a broker connection advertises its link routes per direction (in: client senders, out: client
+# receivers, 003 §12.2.1); an attach follows an advertised route of its own direction only.
+
+
+def test_an_advertised_link_route_matches_attaches_of_its_direction_only():
+    from types import SimpleNamespace
+
+    from reference.router.addressing import prefix_to_pattern
+    from reference.router.linkroutes import LinkRouter
+
+    b2, b3 = prefix_to_pattern("b2"), prefix_to_pattern("b3")  # as route_key writes a prefix
+    state = SimpleNamespace(link_routes={"R2": (5, frozenset({f"out:{b2}"})), "R3": (7, frozenset({f"in:{b3}"}))})
+    router = SimpleNamespace(mesh=SimpleNamespace(state=state))
+    routes = LinkRouter(router, [])
+    assert routes._advertised_match("out", "b2.orders") == f"out:{b2}"
+    assert routes._advertised_match("in", "b2.orders") is None  # R2 serves receivers of b2 only
+    assert routes._advertised_match("in", "b3.orders") == f"in:{b3}"
+    assert routes._advertised_match("out", "b3.orders") is None
