@@ -14,12 +14,12 @@ from __future__ import annotations
 
 
 import pytest
-from proton import Collector, Condition, Endpoint, Event, Message
+from proton import Collector, Condition, Delivery, Endpoint, Event, Message
 
 from harness.clients import Clients
 from harness.wait import wait_for
 from tests.test_router_connectors import Silent
-from tests.test_router_credit import pump_socket, socket_connection, start_router  # noqa: F401 - a fixture
+from tests.test_router_credit import HandDrivenProducer, pump_socket, socket_connection, start_router  # noqa: F401
 
 TIMEOUT = 10.0
 
@@ -42,11 +42,14 @@ class StandInBroker:
     the links it receives on), except that an attach to an address in `end_session_for` is answered by ending its
     session with an error."""
 
-    def __init__(self, url: str, container_id: str, end_session_for: tuple[str, ...] = ()):
+    def __init__(self, url: str, container_id: str, end_session_for: tuple[str, ...] = (),
+                 hold_as_received: tuple[int, int] | None = None):
         self.collector = Collector()  # for the detach/close events only: a detach frame's `closed` flag
         self.sock, self.transport, self.connection = socket_connection(url, container_id, self.collector)
         self.connection.open()
         self.end_session_for = end_session_for
+        # (section number, offset): each message is answered with that non-terminal `received` state and held
+        self.hold_as_received = hold_as_received
         self.attaches: list[tuple[str, str]] = []  # (the router's end: "sender" or "receiver", address)
         self.messages: list[tuple[str, object]] = []  # (address, body)
         self.ends: list[tuple[str, str]] = []  # ("detach" or "close", address): how the router ended each link
@@ -94,8 +97,12 @@ class StandInBroker:
                 message.decode(link.recv(delivery.pending))
                 link.advance()
                 self.messages.append((link.remote_target.address, message.body))
-                delivery.update(delivery.ACCEPTED)
-                delivery.settle()
+                if self.hold_as_received is not None:
+                    delivery.local.section_number, delivery.local.section_offset = self.hold_as_received
+                    delivery.update(delivery.RECEIVED)
+                else:
+                    delivery.update(delivery.ACCEPTED)
+                    delivery.settle()
                 link.flow(1)
                 delivery = link.current
             link = link.next(Endpoint.LOCAL_ACTIVE)
@@ -231,3 +238,27 @@ def test_a_broker_connection_that_never_opened_is_no_route(start_router, clients
         assert not sender.attached.is_set() and "qd:no-route-to-dest" in (sender.condition or ""), sender.condition
     finally:
         silent.close()
+
+
+def test_a_received_state_crosses_the_link_route_with_its_section_and_offset(router, brokers):
+    """A link route relays delivery states as they are (003 §12.2.1): the non-terminal `received` state (AMQP 1.0
+    §3.4.1), with which a receiver says how much of a message it has, reaches the sender with its section number
+    and offset."""
+    b1 = brokers("broker-b1", hold_as_received=(2, 17))
+    producer = HandDrivenProducer(router.url(), "b1.orders")
+    try:
+        def pumped(check):
+            def both():
+                producer.pump()
+                b1.pump()
+                return check()
+            return both
+        wait_for(pumped(lambda: producer.link.credit > 0), TIMEOUT, "credit from the broker through the route")
+        delivery = producer.send("held")
+        wait_for(pumped(lambda: delivery.remote_state == Delivery.RECEIVED), TIMEOUT,
+                 "the broker's received state at the producer", describe=lambda: str(delivery.remote_state))
+        assert (delivery.remote.section_number, delivery.remote.section_offset) == (2, 17)
+        assert not delivery.settled and b1.messages == [("b1.orders", "held")]
+    finally:
+        producer.close()
+
