@@ -83,6 +83,7 @@ def test_properties_files(tmp_path):
 
 @pytest.mark.parametrize("users, roles, line, message", [
     ("a=1\nENC(x)\n", None, 2, "expected key = value, got 'ENC(x)'"),
+    ("a=1\n=x:y\n", None, 2, "expected key = value, got '=x:y'"),  # a separator first: no key
     ("a=ENC(abc)\n", None, 1, "user 'a': hashed passwords (ENC(...)) are not supported by the reference broker "
      "(expected the password in plain text)"),
     ("a=1\na=2\n", None, 2, "user 'a' is listed twice"),

@@ -79,6 +79,7 @@ def test_a_stream_without_sasl_is_left_to_proton():
     (sasl_frame(b"\x00\x53\x43" + list8(b"\x40")), "sasl-response: mandatory field response is null"),
     (sasl_frame(b"\x00\x53\x44" + list8(b"\x50\x00")), "a client may not send sasl-outcome"),
     (sasl_frame(b"\x00\x53\x41\xc0\x10\x01\xa3\x09ANONYMOUS"), "list size 16 does not fit the frame"),
+    (sasl_frame(b"\x00\x53\x41\x40"), "sasl-init: body is type code 0x40, expected a list"),
     (sasl_frame(b"\x00\x53\x41" + list8(b"\xa3\x20ANONYMOUS")), "ends inside a value"),
     (sasl_frame(b"\xa3\x09ANONYMOUS"), "not a described type"),
     (struct.pack(">IBBH", 8, 2, 0, 0), "frame type 0 during SASL negotiation"),
