@@ -503,18 +503,23 @@ def _bind_reserved(host: str, port: int) -> socket.socket:
         family, host = (socket.AF_INET6, "::") if socket.has_ipv6 else (socket.AF_INET, "0.0.0.0")
     else:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if family == socket.AF_INET6 and host == "::":
-        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    def new_socket() -> socket.socket:
+        made = socket.socket(family, socket.SOCK_STREAM)
+        made.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6 and host == "::":
+            made.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        return made
+
+    sock = new_socket()
     sock.setblocking(False)
     try:
         if port:
             sock.bind((host, port))
             return sock
-        helper = socket.socket(family, socket.SOCK_STREAM)
+        # the helper is dual-stack too, so that the port the kernel picks is free for IPv4 as well (an IPv6-only
+        # helper on a bindv6only=1 host got ports whose IPv4 side another socket held: EADDRINUSE below)
+        helper = new_socket()
         try:
-            helper.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             helper.bind((host, 0))
             sock.bind((host, helper.getsockname()[1]))
         finally:
