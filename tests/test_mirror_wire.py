@@ -78,17 +78,23 @@ def test_an_address_event_carries_its_creation_time_in_milliseconds():
 
 
 class _RecordingBroker:
-    """What a MirrorSource needs of its broker: the store-and-forward queue it appends its events to."""
+    """What a MirrorSource needs of its broker: its addresses, and the store-and-forward queue it appends its
+    events to."""
 
-    def __init__(self):
+    def __init__(self, addresses: dict | None = None):
         self.appended: list[bytes] = []
+        self.addresses = addresses or {}
+
+    def internal_queue(self, name: str):
+        return SimpleNamespace(name=name)
 
     def append_internal(self, queue, data: bytes) -> None:
         self.appended.append(data)
 
 
-def _source(queue_creation: bool = True, target: str | None = "node-c") -> tuple[mirror.MirrorSource, list[bytes]]:
-    broker = _RecordingBroker()
+def _source(queue_creation: bool = True, target: str | None = "node-c",
+            addresses: dict | None = None) -> tuple[mirror.MirrorSource, list[bytes]]:
+    broker = _RecordingBroker(addresses)
     element = SimpleNamespace(queue_creation=queue_creation, queue_removal=True, message_acknowledgements=True)
     source = mirror.MirrorSource(broker, "to-c", element)
     source.remote_id = target
@@ -121,3 +127,16 @@ def test_a_message_that_came_from_another_mirror_is_mirrored_on_with_its_origin_
     assert own.instructions[mirror.INTERNAL_ID] == 8 and mirror.BROKER_ID not in own.instructions
     source.sent("orders", 9, body, ("node-c", 5), None)  # node-c's own message, back: never echoed
     assert len(appended) == 2
+
+
+def test_a_mirror_that_starts_announces_the_addresses_there_are_but_not_the_brokers_own():
+    """002 "Mirroring": a mirror created on a broker that has addresses already sends their creation first; its own
+    store-and-forward queue and the management address are the broker's business, never mirrored."""
+    addresses = {name: {"routings": {"anycast"}, "queues": []}
+                 for name in ("orders", mirror.snf_name("to-c"), "activemq.management.1234")}
+    source, appended = _source(addresses=addresses)
+    source.start()
+    announced = [decoded(data) for data in appended]
+    assert [(e.annotations[mirror.EVENT_TYPE], json.loads(e.body)["name"]) for e in announced] == [
+        (mirror.ADD_ADDRESS, "orders")]
+
