@@ -1012,3 +1012,21 @@ def test_a_body_whose_size_cannot_be_read_is_a_bad_request(server, head, body):
         status_line = conn.recv(4096).split(b"\r\n", 1)[0]
     assert status_line.startswith(b"HTTP/1.1 400"), status_line
 
+
+
+def test_updating_one_toxic_leaves_the_others_of_the_link_as_they_are(client, server, upstreams):
+    """Toxiproxy's UpdateToxic replaces the toxic of that name alone, on the connections already open too: a
+    limit_data beside an updated latency still cuts the stream where it did."""
+    proxy = client.create(upstream=upstreams(echo()).address, name="two")
+    proxy.add_toxic(type="limit_data", name="a_cap", attributes={"bytes": 1234})
+    proxy.add_toxic(type="latency", name="z_latency", attributes={"latency": 0})
+    with connect(proxy) as conn:
+        conn.sendall(b"x" * 10)
+        assert recv_exactly(conn, 10) == b"x" * 10  # the connection is up, its toxics in place
+        status, body = http(server, "POST", "/proxies/two/toxics/z_latency", {"attributes": {"latency": 1}})
+        assert status == 200 and body["attributes"]["latency"] == 1, body
+        try:
+            conn.sendall(b"y" * 5000)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert recv_all(conn) == b"y" * 1224  # 1234 bytes in all came back, then the link was cut
