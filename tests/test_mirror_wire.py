@@ -140,3 +140,17 @@ def test_a_mirror_that_starts_announces_the_addresses_there_are_but_not_the_brok
     assert [(e.annotations[mirror.EVENT_TYPE], json.loads(e.body)["name"]) for e in announced] == [
         (mirror.ADD_ADDRESS, "orders")]
 
+
+
+def test_a_mirror_event_of_an_unknown_type_is_refused_not_applied_as_another():
+    """An event this target does not know (a newer Artemis's, say) is refused with its name; the delivery loop
+    rejects it and the mirror goes on. It must not be taken for an acknowledgement."""
+    applied = []
+    broker = SimpleNamespace(mirror_ack=lambda *args: applied.append(args),
+                             mirror_delete_queue=lambda *args: applied.append(args))
+    target = mirror.MirrorTarget.__new__(mirror.MirrorTarget)  # no link: _apply is judged alone
+    target.broker, target.remote_id = broker, "node-a"
+    event = mirror.control_event("renameQueue", "orders", "orders", 42, "node-a")
+    with pytest.raises(ValueError, match="unknown mirror event 'renameQueue'"):
+        target._apply(None, event)
+    assert applied == []
