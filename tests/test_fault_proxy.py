@@ -1014,19 +1014,37 @@ def test_a_body_whose_size_cannot_be_read_is_a_bad_request(server, head, body):
 
 
 
-def test_updating_one_toxic_leaves_the_others_of_the_link_as_they_are(client, server, upstreams):
+@pytest.mark.parametrize("capped, updated", [("a_cap", "z_latency"), ("z_cap", "a_latency")])
+def test_updating_one_toxic_leaves_the_others_of_the_link_as_they_are(client, server, upstreams, capped, updated):
     """Toxiproxy's UpdateToxic replaces the toxic of that name alone, on the connections already open too: a
-    limit_data beside an updated latency still cuts the stream where it did."""
+    limit_data beside an updated latency still cuts the stream where it did, whichever name sorts first."""
     proxy = client.create(upstream=upstreams(echo()).address, name="two")
-    proxy.add_toxic(type="limit_data", name="a_cap", attributes={"bytes": 1234})
-    proxy.add_toxic(type="latency", name="z_latency", attributes={"latency": 0})
+    proxy.add_toxic(type="limit_data", name=capped, attributes={"bytes": 1234})
+    proxy.add_toxic(type="latency", name=updated, attributes={"latency": 0})
     with connect(proxy) as conn:
         conn.sendall(b"x" * 10)
         assert recv_exactly(conn, 10) == b"x" * 10  # the connection is up, its toxics in place
-        status, body = http(server, "POST", "/proxies/two/toxics/z_latency", {"attributes": {"latency": 1}})
+        status, body = http(server, "POST", f"/proxies/two/toxics/{updated}", {"attributes": {"latency": 1}})
         assert status == 200 and body["attributes"]["latency"] == 1, body
         try:
             conn.sendall(b"y" * 5000)
         except (BrokenPipeError, ConnectionResetError):
             pass
         assert recv_all(conn) == b"y" * 1224  # 1234 bytes in all came back, then the link was cut
+
+
+def test_http_1_1_requests_share_one_connection(server):
+    """Without `Connection: close` an HTTP/1.1 connection stays open for the next request (RFC 9112 §9.3), as
+    Go's server keeps it: two requests on one socket get two answers."""
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=IO_TIMEOUT) as conn:
+        answers = b""
+        for _ in range(2):
+            conn.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+            deadline = time.monotonic() + IO_TIMEOUT
+            while answers.count(b"HTTP/1.1 200") < _ + 1 and time.monotonic() < deadline:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                answers += chunk
+    assert answers.count(b"HTTP/1.1 200") == 2, answers
