@@ -154,3 +154,15 @@ def test_a_mirror_event_of_an_unknown_type_is_refused_not_applied_as_another():
     with pytest.raises(ValueError, match="unknown mirror event 'renameQueue'"):
         target._apply(None, event)
     assert applied == []
+
+
+def test_an_address_event_from_artemis_is_applied_with_its_routing_types():
+    """The body of an addAddress event is Artemis's AddressInfo JSON, read for its routing types: a multicast
+    address from an Artemis source is declared multicast here, not as the anycast default."""
+    declared = []
+    broker = SimpleNamespace(mirror_add_address=lambda name, routings, via: declared.append((name, routings)),
+                             accept_when_durable=lambda dlv, durable: None)
+    target = mirror.MirrorTarget.__new__(mirror.MirrorTarget)  # no link: _apply is judged alone
+    target.broker, target.remote_id = broker, "node-a"
+    target._apply(None, mirror.control_event(mirror.ADD_ADDRESS, "events", None, ARTEMIS_EVENTS))
+    assert declared == [("events", {"multicast"})]
