@@ -1048,3 +1048,11 @@ def test_http_1_1_requests_share_one_connection(server):
                     break
                 answers += chunk
     assert answers.count(b"HTTP/1.1 200") == 2, answers
+
+
+@pytest.mark.parametrize("path", ["/proxies/", "/nothing/here"])
+def test_a_path_no_route_takes_is_go_s_plain_404(server, path):
+    """An empty proxy name matches no route of Toxiproxy's router: the answer is the mux's own plain-text 404,
+    not the API's "proxy not found"."""
+    status, body = http(server, "GET", path)
+    assert (status, body) == (404, "404 page not found\n"), (status, body)
