@@ -166,3 +166,23 @@ def test_an_address_event_from_artemis_is_applied_with_its_routing_types():
     target.broker, target.remote_id = broker, "node-a"
     target._apply(None, mirror.control_event(mirror.ADD_ADDRESS, "events", None, ARTEMIS_EVENTS))
     assert declared == [("events", {"multicast"})]
+
+
+def test_before_its_target_is_known_a_mirror_echoes_nothing_applied_from_elsewhere():
+    """Until the target has connected once, its node id is unknown: an event applied from a mirror link (via
+    someone) counts as an echo and is not sent on, as in Artemis; one of this broker's own (via None) is sent."""
+    source, appended = _source(target=None)
+    source.address_added("from-a-link", {"anycast"}, "node-x")
+    assert appended == []
+    source.address_added("local", {"anycast"}, None)
+    assert [json.loads(decoded(data).body)["name"] for data in appended] == ["local"]
+
+
+def test_a_create_queue_event_whose_body_names_no_queue_takes_the_annotation_s():
+    created = []
+    broker = SimpleNamespace(mirror_create_queue=lambda name, address, routing, durable, via: created.append(
+        (name, address)), accept_when_durable=lambda dlv, durable: None)
+    target = mirror.MirrorTarget.__new__(mirror.MirrorTarget)  # no link: _apply is judged alone
+    target.broker, target.remote_id = broker, "node-a"
+    target._apply(None, mirror.control_event(mirror.CREATE_QUEUE, "orders", "orders.q", '{"address": "orders"}'))
+    assert created == [("orders.q", "orders")]
