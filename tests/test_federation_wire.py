@@ -241,6 +241,17 @@ def attach_bytes(client, server) -> list[bytes]:
     return seen
 
 
+def _answer_as_b2(client, server, remote):
+    """The server engine opens as broker B2 and its federation answers the control link `remote`; B2's federation."""
+    server[0].container = "B2"
+    server[0].open()
+    server[0].session_head(0).open()
+    dialled = federation.Federation(fake_broker("B2"))
+    assert dialled.control_attach(remote) is None
+    settle(server, client)
+    return dialled
+
+
 def test_the_control_link_attach_is_one_artemis_recognises_and_the_answer_is_read_back():
     client, server, session, dialling = dialling_broker("B1")
     element = ConnectionElement("federation", policies=(QUEUES, TOPICS))
@@ -261,12 +272,7 @@ def test_the_control_link_attach_is_one_artemis_recognises_and_the_answer_is_rea
     assert properties[symbol("federationName")] == "b1-b2"
     assert properties[symbol("federation-configuration")]["amqpCredits"] == 1000
 
-    server[0].container = "B2"
-    server[0].open()
-    server[0].session_head(0).open()
-    dialled = federation.Federation(fake_broker("B2"))
-    assert dialled.control_attach(remote) is None
-    settle(server, client)
+    dialled = _answer_as_b2(client, server, remote)
     assert remote.target.address == remote.name  # the dynamic node, named after the link as Artemis does
     assert link.remote_target.address == remote.name
     assert dialling.control_answered(link) is None  # the offered capability came back
@@ -334,13 +340,7 @@ def _federated_pair():
     link = dialling.dialled(client[0], ConnectionElement("federation", policies=(QUEUES,)), session, "b1-b2")
     settle(client, server)
     remote = server[0].link_head(0)
-    server[0].container = "B2"
-    server[0].open()
-    server[0].session_head(0).open()
-    dialled = federation.Federation(fake_broker("B2"))
-    assert dialled.control_attach(remote) is None
-    settle(server, client)
-    return client, server, session, link, remote, dialled
+    return client, server, session, link, remote, _answer_as_b2(client, server, remote)
 
 
 def _deliver_all(client, server, remote):
