@@ -502,7 +502,9 @@ def test_bandwidth_limits_the_rate(client, upstreams):
         elapsed = time.monotonic() - t0
     assert data == payload
     assert 0.4 <= elapsed < 3.0, elapsed
-    assert 60 <= len(payload) / elapsed / 1000 <= 130, f"{len(payload) / elapsed / 1000:.0f} KB/s"
+    # Never faster than the rate allows; how much slower a loaded machine makes it is bounded only loosely
+    # above (3 s, about six times the nominal 0.51 s).
+    assert len(payload) / elapsed / 1000 <= 130, f"{len(payload) / elapsed / 1000:.0f} KB/s"
 
 
 def test_bandwidth_upstream(client, upstreams):

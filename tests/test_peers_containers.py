@@ -51,7 +51,9 @@ def test_no_docker_engine_is_reported_at_once(no_engine, node, choice):
     t0 = time.monotonic()
     with pytest.raises(PeerUnavailable, match=r"^no Docker engine: DOCKER_HOST=unix:///nonexistent/") as info:
         make_peer(TOPOLOGY, node, choice)
-    assert time.monotonic() - t0 < 0.5
+    # At once means without sitting out the engine's ping timeout (a looser bound than a figure in ms,
+    # which a loaded CI machine can stretch).
+    assert time.monotonic() - t0 < containers.DOCKER_TIMEOUT
     assert "\n" not in str(info.value)
 
 
@@ -59,11 +61,9 @@ def test_the_answer_is_cached_per_process(no_engine, monkeypatch):
     with pytest.raises(PeerUnavailable):
         docker_engine()
     monkeypatch.setattr(containers, "_connect", lambda: pytest.fail("asked the engine twice"))
-    t0 = time.monotonic()
     for _ in range(100):
         with pytest.raises(PeerUnavailable, match="^no Docker engine"):
             ContainerPeer("B1", container_spec("artemis", TOPOLOGY, "B1"), frozenset())
-    assert time.monotonic() - t0 < 0.5
 
 
 def test_an_engine_that_does_not_answer_is_no_engine(monkeypatch):
@@ -91,7 +91,7 @@ def test_this_machine(monkeypatch):
             docker_engine()
         except PeerUnavailable as exc:
             assert str(exc).startswith("no Docker engine: ")
-            assert time.monotonic() - t0 < 0.5
+            assert time.monotonic() - t0 < containers.DOCKER_TIMEOUT
     finally:
         reset_docker_engine_cache()
 
