@@ -1339,7 +1339,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
         "mutation": mutation(small("run_mutation"), runs),
     }
     tables["fault_checks"], tables["checkers"] = fault_checks(fine_cases)
-    data = _write_and_collect(tables, rejects, tables_dir, timings, log)
+    data = _write_and_collect(tables, rejects, tables_dir, timings, log, here=_writes_here(spark, tables_dir))
     stage("aggregates (-> Parquet tables, collected for the report)", t)
     data["totals"] = [{"records": sum(r["cases"] + r["fuzz_records"] + r["bench_records"] for r in data["runs"]),
                        "rejects": data["reject_count"][0]["n"],
@@ -1382,21 +1382,31 @@ def _report_order() -> dict[str, tuple[list[str], int | None]]:
 
 
 def _write_and_collect(tables: dict, rejects, tables_dir: str, timings: dict[str, float],
-                       log: Callable[[str], None]) -> dict[str, list[dict]]:
-    """Write each aggregate as a Parquet table and collect its rows for the report (from memory: it is written
-    once, from a cache); the rejected lines' reasons and first lines too."""
+                       log: Callable[[str], None], here: bool = False) -> dict[str, list[dict]]:
+    """Write each aggregate as a Parquet table and collect its rows for the report; the rejected lines' reasons and
+    first lines too.
+
+    `here` (the store is a folder of this machine and Spark runs on it too, see _writes_here): each table is
+    collected once, as Arrow, and this process writes its Parquet file. Otherwise Spark writes it from a cache and
+    the rows are collected from that cache: two jobs per table instead of one. The aggregates are small (a few
+    rows per target and clause, case or run), and a small job costs Spark a fixed 0.2-0.5 s whatever its size."""
     from concurrent.futures import ThreadPoolExecutor
 
     order = _report_order()
 
     def one(name: str) -> list[dict]:
         t0 = time.monotonic()
-        shared = tables[name].is_cached  # cached by the caller for other tables too: the caller uncaches it
-        df = tables[name].cache()
-        df.write.mode("overwrite").parquet(f"{tables_dir}/{name}")
-        rows = _rows(df, *order[name])
-        if not shared:
-            df.unpersist()
+        if here:
+            table = tables[name].toArrow()
+            write_parquet_here(table, f"{tables_dir}/{name}")
+            rows = arrow_rows(table, *order[name])
+        else:
+            shared = tables[name].is_cached  # cached by the caller for other tables too: the caller uncaches it
+            df = tables[name].cache()
+            df.write.mode("overwrite").parquet(f"{tables_dir}/{name}")
+            rows = _rows(df, *order[name])
+            if not shared:
+                df.unpersist()
         timings[f"  {name}"] = round(time.monotonic() - t0, 3)
         log(f"  {name}: {timings[f'  {name}']:.2f}s")
         return rows
@@ -1415,6 +1425,68 @@ def _write_and_collect(tables: dict, rejects, tables_dir: str, timings: dict[str
     return data
 
 
+def _writes_here(spark, tables_dir: str) -> bool:
+    """Whether this process may write the store's aggregate tables itself: the store is a folder of this machine
+    (file:) and Spark runs here too, in this process or as a Spark Connect server on this machine (its file: is
+    this machine's). A server elsewhere writes them, as it writes the rest of the store."""
+    if not tables_dir.startswith("file:"):
+        return False
+    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        # a classic session: here unless a cluster manager runs its executors
+        return spark.sparkContext.master.startswith("local")
+    try:
+        host = spark.client._builder.host  # Spark Connect: the server's address (sc://HOST:PORT)
+    except AttributeError:
+        return False
+    return host in ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def write_parquet_here(table, uri: str) -> None:
+    """Write an Arrow table as a Parquet table folder Spark reads (part file and _SUCCESS), replacing what was there:
+    written beside it first and swapped in, so a reader finds the old table or the new one."""
+    import shutil
+    import uuid
+
+    import pyarrow.parquet as pq
+
+    folder = Path(uri.removeprefix("file://") if uri.startswith("file://") else uri.removeprefix("file:"))
+    fresh = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.new")
+    fresh.mkdir(parents=True)
+    pq.write_table(table, fresh / "part-00000.parquet", compression="snappy")
+    (fresh / "_SUCCESS").touch()
+    old = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.old")
+    if folder.exists():
+        folder.rename(old)
+    fresh.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def arrow_rows(table, order: list[str], limit: int | None = None) -> list[dict]:
+    """An Arrow table's rows as _rows gives a DataFrame's (dicts; timestamps as naive UTC datetimes, as a UTC
+    session's Row gives them), sorted the same way, the first `limit` of them."""
+    from datetime import UTC, datetime
+
+    def plain(value):
+        if isinstance(value, datetime) and value.tzinfo is not None:
+            return value.astimezone(UTC).replace(tzinfo=None)
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    rows = [plain(row) for row in table.to_pylist()]
+    _sort_rows(rows, order)
+    return rows[:limit] if limit else rows
+
+
+def _sort_rows(rows: list[dict], order: list[str]) -> None:
+    """Sort in place as Spark's orderBy does: nulls first ascending, last descending."""
+    for key in reversed(order):  # stable sorts, the last key first
+        name, descending = key.lstrip("-"), key.startswith("-")
+        rows.sort(key=lambda r: (r[name] is not None, r[name]), reverse=descending)
+
+
 def _rows(df, order: list[str], limit: int | None = None) -> list[dict]:
     """The rows of a small table, in `order` (Spark's: nulls first ascending, last descending). Without a limit
     they are sorted here: a Spark sort is two more jobs (sampling the range bounds, then sorting), each costing
@@ -1425,9 +1497,7 @@ def _rows(df, order: list[str], limit: int | None = None) -> list[dict]:
         keys = [F.desc(k[1:]) if k.startswith("-") else F.col(k) for k in order]
         return [row.asDict(recursive=True) for row in df.orderBy(*keys).limit(limit).collect()]
     rows = [row.asDict(recursive=True) for row in df.collect()]
-    for key in reversed(order):  # stable sorts, the last key first
-        name, descending = key.lstrip("-"), key.startswith("-")
-        rows.sort(key=lambda r: (r[name] is not None, r[name]), reverse=descending)
+    _sort_rows(rows, order)
     return rows
 
 
