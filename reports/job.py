@@ -1464,18 +1464,26 @@ def write_parquet_here(table, uri: str) -> None:
 def arrow_rows(table, order: list[str], limit: int | None = None) -> list[dict]:
     """An Arrow table's rows as _rows gives a DataFrame's (dicts; timestamps as naive UTC datetimes, as a UTC
     session's Row gives them), sorted the same way, the first `limit` of them."""
-    from datetime import UTC, datetime
+    from datetime import UTC
 
-    def plain(value):
-        if isinstance(value, datetime) and value.tzinfo is not None:
+    import pyarrow as pa
+
+    def plain(value, kind):
+        """A value as Row.asDict(recursive=True) gives it, by its Arrow type (a map's pylist is a list of pairs)."""
+        if value is None:
+            return None
+        if pa.types.is_timestamp(kind) and kind.tz is not None:
             return value.astimezone(UTC).replace(tzinfo=None)
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [plain(v) for v in value]
+        if pa.types.is_map(kind):
+            return {plain(k, kind.key_type): plain(v, kind.item_type) for k, v in value}
+        if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            return [plain(v, kind.value_type) for v in value]
+        if pa.types.is_struct(kind):
+            return {field.name: plain(value[field.name], field.type) for field in kind}
         return value
 
-    rows = [plain(row) for row in table.to_pylist()]
+    row_type = pa.struct(list(table.schema))
+    rows = [plain(row, row_type) for row in table.to_pylist()]
     _sort_rows(rows, order)
     return rows[:limit] if limit else rows
 

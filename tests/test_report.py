@@ -812,3 +812,35 @@ def test_bar_labels_get_the_room_the_longest_one_needs():
     label_x = float(re.search(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="end"', svg).group(1))
     label = "broker=activemq-classic + router=reference · brokerconnections"
     assert label_x >= html.LABEL_PX_PER_CHAR * len(label), (label_x, len(label))
+
+
+def test_tables_written_here_are_the_tables_spark_writes(spark, tmp_path):
+    """Where the store is on this machine the report writes its aggregate tables from Arrow itself
+    (reports.job.write_parquet_here); Spark must read back what it would have written, and the page's rows must be
+    the ones collected through Spark: timestamps as naive UTC, nulls ordered as Spark orders them, arrays, structs
+    and maps as Row.asDict gives them, and a row limit after the sort."""
+    from datetime import datetime
+
+    from reports import job
+
+    df = spark.createDataFrame(
+        [("b", 2, datetime(2026, 12, 5, 3, 4, 5), ["x", "y"], {"k": "v"}, ("n", 1)),
+         (None, 1, None, [], {}, None),
+         ("a", None, datetime(2025, 1, 1), None, None, ("m", None))],
+        "name string, n bigint, at timestamp, tags array<string>, props map<string,string>, "
+        "inner struct<s: string, i: int>")
+    for order, limit in ((["name"], None), (["-n", "name"], 2)):
+        spark_rows = job._rows(df, order, limit)
+        arrow = df.toArrow()
+        assert job.arrow_rows(arrow, order, limit) == spark_rows
+    spark_folder, here_folder = tmp_path / "spark", tmp_path / "here"
+    df.write.parquet(str(spark_folder))
+    here_folder.mkdir()
+    (here_folder / "stale.parquet").write_text("an earlier table, replaced whole")
+    job.write_parquet_here(df.toArrow(), f"file://{here_folder}")
+    assert sorted(p.name for p in here_folder.iterdir()) == ["_SUCCESS", "part-00000.parquet"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing left beside it
+    written, expected = spark.read.parquet(str(here_folder)), spark.read.parquet(str(spark_folder))
+    assert written.schema.simpleString() == expected.schema.simpleString()
+    assert job._rows(written, ["name"]) == job._rows(expected, ["name"])
+    assert job._writes_here(spark, f"file://{tmp_path}") and not job._writes_here(spark, "hdfs://nn/store")
