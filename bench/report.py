@@ -143,7 +143,7 @@ def main() -> int:
         # the server is warmed up on its own copy, before anything is timed: (d) is "a server that has run before"
         warm = work / "warm-up"
         shutil.rmtree(warm, ignore_errors=True)
-        timed([*report_cmd[:4], str(warm), "--no-allure", "--remote", server.url], "server warm-up",
+        timed([*report_cmd[:4], "--out", str(warm), "--no-allure", "--remote", server.url], "server warm-up",
               logs / "warm-up.log")
         for repeat in range(args.repeats):
             if (runs_dir / new_id).exists():  # (a) and (b) read the stored runs only
