@@ -1195,15 +1195,23 @@ def ingest_runs(spark, tables_dir: str, plan: Plan, schemas: dict, log: Callable
     for df in (counted, decoded):
         df.count()
     per_run = {name: make(decoded if name in DECODED_TABLES else counted) for name, make in PER_RUN_TABLES.items()}
+    here = _writes_here(spark, tables_dir)
+
+    def write(df, path: str) -> None:
+        # a few rows per run: collected (one Spark job) and written here, else written by Spark
+        if here:
+            store.write_per_run_here(df.coalesce(1).toArrow(), path, plan.fresh)
+        else:
+            store.write_per_run(df, path, plan.fresh)
+
     with ThreadPoolExecutor(WRITERS, thread_name_prefix="report-store") as pool:
-        for future in [pool.submit(store.write_per_run, df, f"{tables_dir}/{name}", plan.fresh)
-                       for name, df in per_run.items()]:
+        for future in [pool.submit(write, df, f"{tables_dir}/{name}") for name, df in per_run.items()]:
             future.result()
     for df in (counted, decoded):
         df.unpersist()
     log(f"  store: per-run tables ({', '.join(per_run)}): {time.monotonic() - t:.2f}s")
     t = time.monotonic()
-    store.write_per_run(store.manifest_rows(spark, runs), f"{tables_dir}/manifest", plan.fresh)
+    write(store.manifest_rows(spark, runs), f"{tables_dir}/manifest")
     log(f"  store: manifest: {time.monotonic() - t:.2f}s")
 
 
@@ -1313,10 +1321,10 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
     # the findings are the cases behind the conformance cells: cached, or the findings' query would run the
     # conformance query again inside it (measured on the 1M-row benchmark: findings 8-11 s before, under 1 s after)
     conformance_cells = conformance(fine_cases, runs, catalog_ids).cache()
-    for df in (cubed, versions, runs, truns, fuzz, conformance_cells):
-        df.count()  # materialised here, one after another, before the tables built on them run side by side
     # the runs regressions compare, known before its query is planned: a filter on them skips the other runs'
-    # records where they are read
+    # records where they are read. Collecting them fills the caches of cubed, versions, runs and truns, one after
+    # another, before the tables built on them run side by side; fuzz and the conformance cells fill theirs as the
+    # first tables written (a count of each first would be a Spark job more, for nothing shown).
     compared = sorted({r[k] for r in latest_pairs(truns).collect() for k in ("run_id", "prev_run_id")})
     flaky_cases = flaky_state(spark, tables_dir, plan, records, versions, log)
     t = stage("shared aggregates (from the per-run counts)", t)
@@ -1356,6 +1364,8 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
 # benchmark, paired runs: 2 threads 4% faster end to end than 3 (which had beaten 1 by 2-5 s before the tables got
 # lighter).
 WRITERS = 2
+# tables built on a cache that other tables read too (findings on the conformance cells): written before the others
+FIRST_TABLES = ("conformance", "fuzz_sessions")
 
 
 def _report_order() -> dict[str, tuple[list[str], int | None]]:
@@ -1412,7 +1422,11 @@ def _write_and_collect(tables: dict, rejects, tables_dir: str, timings: dict[str
         return rows
 
     with ThreadPoolExecutor(WRITERS, thread_name_prefix="report-table") as pool:
-        futures = {name: pool.submit(one, name) for name in tables}
+        # the tables whose caches others read go first, one per writer: each fills its cache as it is written
+        futures = {name: pool.submit(one, name) for name in FIRST_TABLES}
+        for name in FIRST_TABLES:
+            futures[name].result()
+        futures.update({name: pool.submit(one, name) for name in tables if name not in futures})
         futures["reject_reasons"] = pool.submit(_rows, rejects.groupBy("reason").count(), ["-count", "reason"])
         futures["rejects"] = pool.submit(_rows, rejects, ["source_file"], 50)
         data = {name: future.result() for name, future in futures.items()}
