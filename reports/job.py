@@ -1211,7 +1211,11 @@ def ingest_runs(spark, tables_dir: str, plan: Plan, schemas: dict, log: Callable
         df.unpersist()
     log(f"  store: per-run tables ({', '.join(per_run)}): {time.monotonic() - t:.2f}s")
     t = time.monotonic()
-    write(store.manifest_rows(spark, runs), f"{tables_dir}/manifest")
+    manifest = store.manifest_table_here(runs) if here else None
+    if manifest is not None:
+        store.write_per_run_here(manifest, f"{tables_dir}/manifest", plan.fresh)
+    else:
+        write(store.manifest_rows(spark, runs), f"{tables_dir}/manifest")
     log(f"  store: manifest: {time.monotonic() - t:.2f}s")
 
 
