@@ -27,11 +27,11 @@ def setup_for(node: str = "B1") -> NodeSetup:
 
 
 def fake_install(tmp_path: Path) -> amq.ActiveMQInstall:
-    """An install whose launcher folder already holds a class file, so that no javac runs."""
+    """An install whose launcher folder already holds the launcher's jar, so that no javac runs."""
     parent = tmp_path / "launcher"
-    compiled = parent / hashlib.sha256(amq.LAUNCHER_SOURCE.read_bytes()).hexdigest()[:12]
+    compiled = parent / f"{hashlib.sha256(amq.LAUNCHER_SOURCE.read_bytes()).hexdigest()[:12]}-jar"
     compiled.mkdir(parents=True)
-    (compiled / f"{amq.LAUNCHER_CLASS}.class").write_bytes(b"")
+    (compiled / amq.LAUNCHER_JAR).write_bytes(b"")
     return amq.ActiveMQInstall("6.3.1", (str(tmp_path / "lib" / "*"),), parent, str(tmp_path))
 
 

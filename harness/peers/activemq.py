@@ -32,12 +32,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..render.activemq import TlsStores, render_activemq_xml
 from ..render.qdrouterd import RenderError
 from .base import START_FLOOR_S, ManagementError, Peer, PeerInfo, PeerStartError, PeerUnavailable
+from .class_archive import ClassArchive
 from .process import ProcessPeer
 from .provider import NodeSetup, Provider
 
@@ -62,6 +64,7 @@ ARTIFACTS = (
 )
 LAUNCHER_SOURCE = Path(__file__).resolve().parent / "activemq_launcher" / "InteropActiveMQLauncher.java"
 LAUNCHER_CLASS = "InteropActiveMQLauncher"
+LAUNCHER_JAR = "launcher.jar"
 MANIFEST = "MANIFEST.sha256"
 # Several brokers share two cores here: a small heap, the serial collector and the C1 compiler only (a quicker
 # start and no C2 compiler threads competing with the peers under test; these brokers carry test loads).
@@ -73,6 +76,8 @@ _LISTENING = re.compile(r"^Listening on (\S+):(\d+) \(connector '([^']*)'\)")
 _STATISTICS = re.compile(r"^Statistics on (\S+):(\d+)")
 _READY = re.compile(r"^Broker \S+ started; ready \(ActiveMQ (\S+)\)")
 _JAR_VERSION = re.compile(r"^activemq-broker-(\d[\w.-]*)\.jar$")
+# the broker that makes the class archive (make_class_archive): one plain node
+SINGLE_BROKER = Path(__file__).resolve().parents[2] / "topologies" / "single-broker.yaml"
 CLIENT_CONNECTOR = "amqp"  # the renderer names the clients listener's transport connector so
 
 
@@ -143,7 +148,7 @@ def fetch(mvn: str | None = None) -> str:
     folder = install_dir()
     if check_cache(folder) is None:
         launcher = ensure_launcher(folder / "launcher", _cache_classpath(folder))
-        return f"ActiveMQ Classic {VERSION}: ready in {folder} (jars checked, launcher {launcher.name})"
+        return f"ActiveMQ Classic {VERSION}: ready in {folder} (jars checked, launcher {launcher.parent.name})"
     mvn = mvn or shutil.which("mvn")
     if mvn is None:
         raise PeerUnavailable("mvn is not on PATH: Maven is needed once to fetch ActiveMQ Classic's jars "
@@ -173,30 +178,36 @@ def fetch(mvn: str | None = None) -> str:
 
 
 def ensure_launcher(parent: Path, classpath: list[str]) -> Path:
-    """The folder holding the launcher compiled from the current source against `classpath`: parent/<sha12 of
-    the source>, compiled now if missing (into a temporary folder renamed at the end, so that two harness
-    processes compiling at once both end with a whole one)."""
+    """The jar of the launcher compiled from the current source against `classpath`: parent/<sha12 of the
+    source>-jar/launcher.jar, compiled now if missing (in a temporary folder renamed at the end, so that two harness
+    processes compiling at once both end with a whole one). A jar, not a folder of classes: the JVM writes a class
+    archive (harness/peers/class_archive.py) only for a class path without non-empty folders."""
     source = LAUNCHER_SOURCE.read_bytes()
-    target = parent / hashlib.sha256(source).hexdigest()[:12]
-    if (target / f"{LAUNCHER_CLASS}.class").is_file():
-        return target
+    target = parent / f"{hashlib.sha256(source).hexdigest()[:12]}-jar"
+    if (target / LAUNCHER_JAR).is_file():
+        return target / LAUNCHER_JAR
     javac = shutil.which("javac")
     if javac is None:
         raise PeerUnavailable("javac is not on PATH: a JDK 17 is needed to compile the ActiveMQ launcher "
                               "(Debian package openjdk-17-jdk-headless)")
     parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="compiling-", dir=parent))
-    result = subprocess.run([javac, "-nowarn", "-cp", os.pathsep.join(classpath), "-d", str(scratch),
+    classes = scratch / "classes"
+    result = subprocess.run([javac, "-nowarn", "-cp", os.pathsep.join(classpath), "-d", str(classes),
                              str(LAUNCHER_SOURCE)], capture_output=True, text=True)
     if result.returncode != 0:
         shutil.rmtree(scratch, ignore_errors=True)
         first = next((ln for ln in result.stderr.splitlines() if "error" in ln), result.stderr.strip())
         raise PeerUnavailable(f"compiling {LAUNCHER_SOURCE.name} failed: {first}")
+    with zipfile.ZipFile(scratch / LAUNCHER_JAR, "w") as jar:  # a jar is a zip; -cp needs no manifest
+        for compiled in sorted(classes.rglob("*.class")):
+            jar.write(compiled, compiled.relative_to(classes).as_posix())
+    shutil.rmtree(classes)
     try:
         scratch.rename(target)
     except OSError:  # another process got there first: its copy is as good
         shutil.rmtree(scratch, ignore_errors=True)
-    return target
+    return target / LAUNCHER_JAR
 
 
 def _cache_classpath(folder: Path) -> list[str]:
@@ -265,6 +276,32 @@ def probe_reason() -> str | None:
 # ---- the peer -------------------------------------------------------------------------------------------------
 
 
+def class_archive(install: ActiveMQInstall) -> ClassArchive:
+    """The AppCDS archive of this install's brokers (harness/peers/class_archive.py), made by `--fetch`."""
+    return ClassArchive(cache_root() / "class-archives", "activemq-classic", shutil.which("java") or "java",
+                        (*install.classpath, str(install.launcher_parent), *JVM_OPTIONS))
+
+
+def make_class_archive(say=print) -> None:
+    """Start one broker with the option that writes the archive, and stop it: once per install."""
+    if class_archive(find_install()).path.is_file():
+        return
+
+    def run_once(extra: list[str]) -> None:
+        from ..topology import load_topology
+        from .launch import make_peer
+
+        peer = make_peer(load_topology(SINGLE_BROKER), "B1", "activemq-classic@native")
+        peer.extra_jvm_options = extra
+        try:
+            peer.start()
+        finally:
+            peer.stop()
+            peer.cleanup()
+
+    class_archive(find_install()).make(run_once, say)
+
+
 class ActiveMQPeer(ProcessPeer):
     """One ActiveMQ Classic broker for node `setup.node_name`."""
 
@@ -281,6 +318,7 @@ class ActiveMQPeer(ProcessPeer):
         self.config_path.write_text(self.render({}))  # a RenderError here is the topology's, said before start
         self.statistics: tuple[str, int] | None = None
         self.start_seconds: float | None = None
+        self.extra_jvm_options: list[str] = []  # class_archive's, when it is being made
 
     def render(self, ports: dict[str, int]) -> str:
         """activemq.xml with the wiring's ports, `ports` over them (the learned ones on restart)."""
@@ -291,7 +329,8 @@ class ActiveMQPeer(ProcessPeer):
     def command(self) -> list[str]:
         java = shutil.which("java") or "java"
         classpath = os.pathsep.join([*self.install.classpath, str(self.launcher)])
-        return [java, *JVM_OPTIONS, "-cp", classpath, LAUNCHER_CLASS, f"xbean:file:{self.config_path}", "0"]
+        return [java, *JVM_OPTIONS, *class_archive(self.install).options(), *self.extra_jvm_options,
+                "-cp", classpath, LAUNCHER_CLASS, f"xbean:file:{self.config_path}", "0"]
 
     def start(self, timeout: float = 60.0) -> None:
         started = time.monotonic()
@@ -414,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"ActiveMQ Classic {install.version}: {install.origin} usable (launcher in {launcher})")
         else:
             print(fetch())
+        make_class_archive()
     except PeerUnavailable as exc:
         print(f"activemq: {exc}", file=sys.stderr)
         return 1

@@ -43,6 +43,7 @@ from ..ports import free_port, release_ports
 from ..wait import WaitTimeout, accepts, wait_for
 from .base import (START_FLOOR_S, Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable,
                    describe_exit)
+from .class_archive import ClassArchive
 from .process import ProcessPeer
 from .provider import NodeSetup, Provider
 
@@ -55,6 +56,8 @@ DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 # and the client compiler alone (C1) spends less CPU while the broker starts. The profile's G1 collector stays:
 # the JVM refuses a second collector flag. Start measured here: 6.4-7.2 s with the machine moderately busy.
 JAVA_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:TieredStopAtLevel=1")
+# the broker that makes the class archive (make_class_archive): one plain node
+SINGLE_BROKER = Path(__file__).resolve().parents[2] / "topologies" / "single-broker.yaml"
 
 MANAGEMENT_USER = "interop-management"  # also its role: the one that may manage, on nodes that authenticate
 
@@ -136,12 +139,14 @@ def fetch(say=print) -> ArtemisInstall:
         install = find_artemis()
         instance_template(install)
         say(f"artemis: using ARTEMIS_HOME {install.home} (Artemis {install.version}, checked); nothing fetched")
+        make_class_archive(install, say)
         return install
     home = cached_home()
     if check_install(home, ARTEMIS_VERSION) is None:
         install = ArtemisInstall(home, ARTEMIS_VERSION)
         instance_template(install)
         say(f"artemis: {ARTEMIS_VERSION} already in {home.parent} (checked)")
+        make_class_archive(install, say)
         return install
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -166,6 +171,7 @@ def fetch(say=print) -> ArtemisInstall:
     install = ArtemisInstall(home, ARTEMIS_VERSION)
     instance_template(install)
     say(f"artemis: fetched {ARTEMIS_VERSION} into {home.parent}")
+    make_class_archive(install, say)
     return install
 
 
@@ -197,6 +203,33 @@ def instance_template(install: ArtemisInstall) -> Path:
             (staging / scratch).mkdir()
         staging.rename(template)
     return template
+
+
+def class_archive(install: ArtemisInstall) -> ClassArchive:
+    """The AppCDS archive of this install's brokers (harness/peers/class_archive.py), made by fetch()."""
+    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
+    return ClassArchive(cache_dir() / "class-archives", "artemis", java, (str(install.home), *JAVA_OPTIONS))
+
+
+def make_class_archive(install: ArtemisInstall, say=print) -> None:
+    """Start one broker of the install with the option that writes the archive, and stop it: once per install."""
+    archive = class_archive(install)
+    if archive.path.is_file():
+        return
+
+    def run_once(extra: list[str]) -> None:
+        from ..topology import load_topology
+        from .launch import make_peer
+
+        peer = make_peer(load_topology(SINGLE_BROKER), "B1", "artemis@native")
+        peer.extra_jvm_options = extra
+        try:
+            peer.start()
+        finally:
+            peer.stop()
+            peer.cleanup()
+
+    archive.make(run_once, say)
 
 
 def _artemis_env(install: ArtemisInstall) -> dict[str, str]:
@@ -405,6 +438,7 @@ class ArtemisPeer(ProcessPeer):
         workdir = workdir or Path(tempfile.mkdtemp(prefix=f"interop-{name}-artemis-"))
         super().__init__(name, "broker", PeerInfo("artemis", install.version, "native"), setup.capabilities, workdir)
         self.install, self.setup = install, setup
+        self.extra_jvm_options: list[str] = []  # class_archive's, when it is being made
         try:
             self._make(workdir)
         except BaseException:  # a node that cannot be made leaves no instance behind
@@ -446,7 +480,8 @@ class ArtemisPeer(ProcessPeer):
 
     def environment(self) -> dict[str, str]:
         env = _artemis_env(self.install)
-        env["JAVA_ARGS_APPEND"] = " ".join(JAVA_OPTIONS)
+        env["JAVA_ARGS_APPEND"] = " ".join([*JAVA_OPTIONS, *class_archive(self.install).options(),
+                                            *self.extra_jvm_options])
         return env
 
     def start(self, timeout: float = 60.0) -> None:
