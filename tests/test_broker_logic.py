@@ -316,3 +316,14 @@ def test_a_durable_subscription_that_exists_creates_nothing():
     source = SimpleNamespace(durability=Terminus.DELIVERIES, expiry_policy=Terminus.EXPIRE_NEVER)
     assert broker._new_subscription(link, "news", source) is None
     assert broker._new_subscription(link, "other-topic", source) == "durable"  # same name, another address
+
+
+def test_a_deleted_queue_leaves_the_management_snapshot_at_once():
+    """The management endpoint answers DELETE /queues/NAME when delete_queue returns and serves GETs from the
+    snapshot: a GET right after must not find the queue (seen under load before the snapshot was refreshed here:
+    200 for a queue just deleted, tests/test_broker_process.py::test_management_endpoint)."""
+    broker = broker_with()
+    broker._publish_stats()
+    assert "orders" in {row["name"] for row in broker.stats()}
+    broker.delete_queue(broker.queues["orders"])
+    assert {row["name"] for row in broker.stats()} == {"DLQ"}

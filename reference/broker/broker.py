@@ -839,6 +839,10 @@ class Broker(ServedConnections):
             self.close_link(consumer.link, "amqp:resource-deleted", f"queue {queue.name!r} was deleted")
         if queue.name in self.queues:
             self._delete_queue(queue)
+        # Now, not at the end of this turn of the loop: the management endpoint answers a DELETE as soon as this
+        # returns, and a GET right after it must not find the queue in the snapshot (Artemis's destroyQueue is
+        # as synchronous). Seen under load: GET /queues/NAME 200 just after DELETE /queues/NAME 200.
+        self._publish_stats()
         log.info("Queue %r deleted", queue.name)
 
     # ---- calls from other threads (the management endpoint) ------------------------------------------------------
