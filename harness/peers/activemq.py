@@ -39,7 +39,7 @@ from pathlib import Path
 from ..render.activemq import TlsStores, render_activemq_xml
 from ..render.qdrouterd import RenderError
 from .base import START_FLOOR_S, ManagementError, Peer, PeerInfo, PeerStartError, PeerUnavailable
-from .class_archive import ClassArchive
+from .class_archive import ClassArchive, make_by_starting
 from .process import ProcessPeer
 from .provider import NodeSetup, Provider
 
@@ -76,8 +76,6 @@ _LISTENING = re.compile(r"^Listening on (\S+):(\d+) \(connector '([^']*)'\)")
 _STATISTICS = re.compile(r"^Statistics on (\S+):(\d+)")
 _READY = re.compile(r"^Broker \S+ started; ready \(ActiveMQ (\S+)\)")
 _JAR_VERSION = re.compile(r"^activemq-broker-(\d[\w.-]*)\.jar$")
-# the broker that makes the class archive (make_class_archive): one plain node
-SINGLE_BROKER = Path(__file__).resolve().parents[2] / "topologies" / "single-broker.yaml"
 CLIENT_CONNECTOR = "amqp"  # the renderer names the clients listener's transport connector so
 
 
@@ -284,22 +282,7 @@ def class_archive(install: ActiveMQInstall) -> ClassArchive:
 
 def make_class_archive(say=print) -> None:
     """Start one broker with the option that writes the archive, and stop it: once per install."""
-    if class_archive(find_install()).path.is_file():
-        return
-
-    def run_once(extra: list[str]) -> None:
-        from ..topology import load_topology
-        from .launch import make_peer
-
-        peer = make_peer(load_topology(SINGLE_BROKER), "B1", "activemq-classic@native")
-        peer.extra_jvm_options = extra
-        try:
-            peer.start()
-        finally:
-            peer.stop()
-            peer.cleanup()
-
-    class_archive(find_install()).make(run_once, say)
+    make_by_starting(class_archive(find_install()), "activemq-classic@native", say)
 
 
 class ActiveMQPeer(ProcessPeer):

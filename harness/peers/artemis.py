@@ -43,7 +43,7 @@ from ..ports import free_port, release_ports
 from ..wait import WaitTimeout, accepts, wait_for
 from .base import (START_FLOOR_S, Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable,
                    describe_exit)
-from .class_archive import ClassArchive
+from .class_archive import ClassArchive, make_by_starting
 from .process import ProcessPeer
 from .provider import NodeSetup, Provider
 
@@ -56,8 +56,6 @@ DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 # and the client compiler alone (C1) spends less CPU while the broker starts. The profile's G1 collector stays:
 # the JVM refuses a second collector flag. Start measured here: 6.4-7.2 s with the machine moderately busy.
 JAVA_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:TieredStopAtLevel=1")
-# the broker that makes the class archive (make_class_archive): one plain node
-SINGLE_BROKER = Path(__file__).resolve().parents[2] / "topologies" / "single-broker.yaml"
 
 MANAGEMENT_USER = "interop-management"  # also its role: the one that may manage, on nodes that authenticate
 
@@ -213,23 +211,7 @@ def class_archive(install: ArtemisInstall) -> ClassArchive:
 
 def make_class_archive(install: ArtemisInstall, say=print) -> None:
     """Start one broker of the install with the option that writes the archive, and stop it: once per install."""
-    archive = class_archive(install)
-    if archive.path.is_file():
-        return
-
-    def run_once(extra: list[str]) -> None:
-        from ..topology import load_topology
-        from .launch import make_peer
-
-        peer = make_peer(load_topology(SINGLE_BROKER), "B1", "artemis@native")
-        peer.extra_jvm_options = extra
-        try:
-            peer.start()
-        finally:
-            peer.stop()
-            peer.cleanup()
-
-    archive.make(run_once, say)
+    make_by_starting(class_archive(install), "artemis@native", say)
 
 
 def _artemis_env(install: ArtemisInstall) -> dict[str, str]:

@@ -9,8 +9,8 @@ The archive is made once, when the broker is fetched (`make artemis`, `make acti
 -XX:ArchiveClassesAtExit and stopped cleanly writes it (the JVM writes it as it exits). Peers then start with
 -XX:SharedArchiveFile when the file is there. The JVM checks the archive against its own version and class path
 and runs without it (as before, only slower) when they differ, so a stale archive costs speed, never correctness.
-Its name carries a digest of what it was made for (the install, the java binary and the JVM options), so a new JDK or new
-options get a new archive at the next fetch.
+Its name carries a digest of what it was made for (the install, the java binary and the JVM options), so a new
+JDK or new options get a new archive at the next fetch.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ import os
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+# the broker that makes an archive (make_by_starting): one plain node
+SINGLE_BROKER = Path(__file__).resolve().parents[2] / "topologies" / "single-broker.yaml"
 
 
 class ClassArchive:
@@ -60,3 +63,21 @@ class ClassArchive:
         else:
             partial.unlink(missing_ok=True)
             say("class archive: the broker exited without writing one; brokers start without it")
+
+
+def make_by_starting(archive: ClassArchive, choice: str, say: Callable[[str], None] = print) -> None:
+    """Make `archive` by starting one broker of the `--peer` choice (e.g. "artemis@native") on a single-broker
+    topology with the option that writes it, and stopping it cleanly."""
+    def run_once(extra: list[str]) -> None:
+        from ..topology import load_topology
+        from .launch import make_peer
+
+        peer = make_peer(load_topology(SINGLE_BROKER), "B1", choice)
+        peer.extra_jvm_options = extra
+        try:
+            peer.start()
+        finally:
+            peer.stop()
+            peer.cleanup()
+
+    archive.make(run_once, say)
