@@ -1467,7 +1467,9 @@ def write_parquet_here(table, uri: str) -> None:
 
     import pyarrow.parquet as pq
 
-    folder = Path(uri.removeprefix("file://") if uri.startswith("file://") else uri.removeprefix("file:"))
+    from reports import store
+
+    folder = Path(store.local_path(uri))
     fresh = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.new")
     fresh.mkdir(parents=True)
     pq.write_table(table, fresh / "part-00000.parquet", compression="snappy")

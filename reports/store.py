@@ -102,7 +102,7 @@ def _is_local(text: str) -> bool:
     return "://" not in text and not text.startswith("file:")
 
 
-def _local_path(uri: str) -> str:
+def local_path(uri: str) -> str:
     return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
 
 
@@ -187,7 +187,7 @@ def find_runs(spark, inputs: list[str]) -> Found:
     seen: dict[str, RunFiles] = {}
     for given in inputs:
         runs = _find_local(given) if _is_local(given) else (
-            _find_local(_local_path(given)) if given.startswith("file:") else _find_remote(spark, given))
+            _find_local(local_path(given)) if given.startswith("file:") else _find_remote(spark, given))
         if not runs:
             found.empty.append(given)
         for run in runs:
@@ -313,7 +313,7 @@ def write_per_run_here(table, path: str, fresh: bool) -> None:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    root = _local_path(path)
+    root = local_path(path)
     if fresh:
         shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root, exist_ok=True)
@@ -341,7 +341,7 @@ def drop_local_partitions(tables_dir: str, tables: tuple[str, ...], folders: lis
     for whoever reads the tables directly."""
     if not tables_dir.startswith("file:") and "://" in tables_dir:
         return
-    root = _local_path(tables_dir)
+    root = local_path(tables_dir)
     for table in tables:
         for folder in folders:
             target = os.path.join(root, table, f"run_folder={escape_partition_value(folder)}")
@@ -356,7 +356,7 @@ def drop_local_folders(tables_dir: str, table: str, keep: str) -> None:
     only the newest folder is read: the flaky fold); elsewhere they stay."""
     if not tables_dir.startswith("file:") and "://" in tables_dir:
         return
-    root = os.path.join(_local_path(tables_dir), table)
+    root = os.path.join(local_path(tables_dir), table)
     for name in os.listdir(root) if os.path.isdir(root) else ():
         if name != keep and not name.startswith((".", "_")):
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
@@ -371,7 +371,7 @@ def escape_partition_value(value: str) -> str:
 def remove_old_layout(tables_dir: str, tables: tuple[str, ...]) -> None:
     if "://" in tables_dir and not tables_dir.startswith("file:"):
         return
-    root = _local_path(tables_dir)
+    root = local_path(tables_dir)
     for name in OLD_TABLES + tables:
         shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
@@ -397,7 +397,7 @@ def _local_facts(run: RunFiles) -> dict | None:
     if not run.meta:
         return None
     try:
-        data = json.loads(open(_local_path(run.meta), encoding="utf-8").read())
+        data = json.loads(open(local_path(run.meta), encoding="utf-8").read())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("run_id"), str):
