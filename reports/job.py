@@ -1150,7 +1150,7 @@ def _empty_metadata():
 
 
 def store_tables() -> tuple[str, ...]:
-    """Every table of the store, one partition per run (reports/store.py)."""
+    """Every table of the store, each row of which belongs to one run (reports/store.py)."""
     return ("lines", *PER_RUN_TABLES, "manifest")
 
 
@@ -1197,15 +1197,17 @@ def ingest_runs(spark, tables_dir: str, plan: Plan, schemas: dict, log: Callable
     per_run = {name: make(decoded if name in DECODED_TABLES else counted) for name, make in PER_RUN_TABLES.items()}
     here = _writes_here(spark, tables_dir)
 
-    def write(df, path: str) -> None:
+    replaced = list(ids)
+
+    def write(df, name: str) -> None:
         # a few rows per run: collected (one Spark job) and written here, else written by Spark
         if here:
-            store.write_per_run_here(df.coalesce(1).toArrow(), path, plan.fresh)
+            store.write_per_run_here(df.coalesce(1).toArrow(), f"{tables_dir}/{name}", plan.fresh, replaced)
         else:
-            store.write_per_run(df, path, plan.fresh)
+            store.write_per_run(df, f"{tables_dir}/{name}", plan.fresh, schemas[name], replaced)
 
     with ThreadPoolExecutor(WRITERS, thread_name_prefix="report-store") as pool:
-        for future in [pool.submit(write, df, f"{tables_dir}/{name}") for name, df in per_run.items()]:
+        for future in [pool.submit(write, df, name) for name, df in per_run.items()]:
             future.result()
     for df in (counted, decoded):
         df.unpersist()
@@ -1213,9 +1215,9 @@ def ingest_runs(spark, tables_dir: str, plan: Plan, schemas: dict, log: Callable
     t = time.monotonic()
     manifest = store.manifest_table_here(runs) if here else None
     if manifest is not None:
-        store.write_per_run_here(manifest, f"{tables_dir}/manifest", plan.fresh)
+        store.write_per_run_here(manifest, f"{tables_dir}/manifest", plan.fresh, replaced)
     else:
-        write(store.manifest_rows(spark, runs), f"{tables_dir}/manifest")
+        write(store.manifest_rows(spark, runs), "manifest")
     log(f"  store: manifest: {time.monotonic() - t:.2f}s")
 
 
@@ -1406,13 +1408,15 @@ def _write_and_collect(tables: dict, rejects, tables_dir: str, timings: dict[str
     rows per target and clause, case or run), and a small job costs Spark a fixed 0.2-0.5 s whatever its size."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from reports import store
+
     order = _report_order()
 
     def one(name: str) -> list[dict]:
         t0 = time.monotonic()
         if here:
             table = tables[name].toArrow()
-            write_parquet_here(table, f"{tables_dir}/{name}")
+            store.write_parquet_here(table, f"{tables_dir}/{name}")
             rows = arrow_rows(table, *order[name])
         else:
             shared = tables[name].is_cached  # cached by the caller for other tables too: the caller uncaches it
@@ -1457,28 +1461,6 @@ def _writes_here(spark, tables_dir: str) -> bool:
     except AttributeError:
         return False
     return host in ("localhost", "127.0.0.1", "::1", "[::1]")
-
-
-def write_parquet_here(table, uri: str) -> None:
-    """Write an Arrow table as a Parquet table folder Spark reads (part file and _SUCCESS), replacing what was there:
-    written beside it first and swapped in, so a reader finds the old table or the new one."""
-    import shutil
-    import uuid
-
-    import pyarrow.parquet as pq
-
-    from reports import store
-
-    folder = Path(store.local_path(uri))
-    fresh = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.new")
-    fresh.mkdir(parents=True)
-    pq.write_table(table, fresh / "part-00000.parquet", compression="snappy")
-    (fresh / "_SUCCESS").touch()
-    old = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.old")
-    if folder.exists():
-        folder.rename(old)
-    fresh.rename(folder)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def arrow_rows(table, order: list[str], limit: int | None = None) -> list[dict]:

@@ -1,9 +1,13 @@
-"""The report's store: every run read once into Parquet, one partition per run, and what depends on one run alone.
+"""The report's store: every run read once into Parquet, each row with its run, and what depends on one run alone.
 
 A nightly matrix adds one run a night. Re-reading every run's JSON lines each night would make a year's report cost
 365 runs of work to add one, so `interop report` keeps what it has read under `<out>/tables/` and reads a run again
-only when it changed. Each table below is partitioned by `run_folder` (the name of the folder that holds the run's
-results.jsonl: the harness names it by run id), so that one run is one unit, written and replaced as a whole:
+only when it changed. Every row of the tables below carries its `run_folder` (the name of the folder that holds the
+run's results.jsonl: the harness names it by run id), and one run is one unit, written and replaced as a whole.
+`lines` is partitioned by it (a partition per run and kind), so that adding a run writes that run alone and a query
+of a few runs reads their files alone. The small per-run tables are one Parquet file each where this machine writes
+the store (a folder of this machine, Spark running here: see write_per_run_here for why), and a partition per run
+where Spark writes it (a cluster, a remote Spark Connect server); a reader finds the same rows in either layout:
 
   lines         every line of a run's results.jsonl, in partitions `kind=records` (the records, with the columns
                 the aggregates group by) and `kind=rejects` (lines set aside, with the reason)
@@ -20,12 +24,12 @@ results.jsonl: the harness names it by run id), so that one run is one unit, wri
                 format version
 
 A run is read when it is not in the manifest yet, or when its results.jsonl or run.json has another size or time
-than the manifest says (a run interrupted and resumed). Reading it again replaces its partitions (Spark's dynamic
-partition overwrite): the store is idempotent by run. Every row carries the `ingest_id` of the files it was read
-from, and only rows whose ingest_id is the manifest's are read back, so a report killed between writing a run's
-tables and its manifest row leaves no half-replaced run behind: the next report sees the files differ from the
-manifest and reads the run again. Runs stay in the store when their folders are deleted from results/: the store
-is the history. `--rebuild` starts it anew from the inputs given.
+than the manifest says (a run interrupted and resumed). Reading it again replaces its rows (its partitions, by
+Spark's dynamic partition overwrite, or its rows of a table's one file): the store is idempotent by run. Every
+row carries the `ingest_id` of the files it was read from, and only rows whose ingest_id is the manifest's are read
+back, so a report killed between writing a run's tables and its manifest row leaves no half-replaced run behind:
+the next report sees the files differ from the manifest and reads the run again. Runs stay in the store when
+their folders are deleted from results/: the store is the history. `--rebuild` starts it anew from the inputs given.
 
 Everything here goes through Spark's DataFrame API only (no SparkContext, no JVM gateway), so it runs the same in
 a local session, under spark-submit on a cluster, and through Spark Connect (`interop report --remote`).
@@ -42,7 +46,12 @@ from urllib.parse import unquote, urlparse
 
 # Bumped when the layout or the meaning of a stored column changes: a store of another version is refused with a
 # request for --rebuild rather than read wrongly (its raw runs may be gone, so it is never dropped silently).
-STORE_VERSION = 4  # 2: run_network; 3: run_mutation; 4: run_findings, difference_of, client_xfail
+STORE_VERSION = 5  # 2: run_network; 3: run_mutation; 4: run_findings, difference_of, client_xfail; 5: per-run
+# tables in one file each where this machine writes them
+# versions this one reads as they are: 4 differs only in the per-run tables' layout (a partition per run), which is
+# read as well and replaced table by table as runs are added (write_per_run_here). A report of version 4 refuses a
+# store that has version 5 rows: it would add partition folders beside a table's one file.
+READS_ALSO = (4,)
 RESULTS_FILE = "results.jsonl"
 RUN_META_FILE = "run.json"
 # tables no longer written (the layout before the store, where one report was one full read; run_bad_cases, the flaky
@@ -241,7 +250,7 @@ def read_manifest(spark, tables_dir: str) -> dict[str, dict] | None:
             return None
         raise
     versions = {r["store_version"] for r in rows}
-    if versions - {STORE_VERSION}:
+    if versions - {STORE_VERSION, *READS_ALSO}:
         raise StoreError(f"{tables_dir}: a store of format version {max(v or 0 for v in versions)}, this report "
                          f"reads version {STORE_VERSION}: run `interop report --rebuild` (it reads the runs again "
                          "from the inputs; runs whose folders are gone are then dropped)")
@@ -291,46 +300,102 @@ def literal_rows(spark, rows: list[dict], fields: list[tuple[str, object]]):
     return spark.range(1).select(F.inline(F.array(*structs)))
 
 
-def write_per_run(df, path: str, fresh: bool) -> None:
-    """Write the runs' partitions of a per-run table: a fresh store replaces the whole table, otherwise only the
-    partitions of the runs in `df` are replaced (dynamic partition overwrite: idempotent by run)."""
+def write_per_run(df, path: str, fresh: bool, schema, replaced: list[str]) -> None:
+    """Write the runs' partitions of a per-run table where Spark writes the store (a cluster, a remote server): a
+    fresh store replaces the whole table, otherwise only the partitions of the runs in `df` are replaced (dynamic
+    partition overwrite: idempotent by run).
+
+    A table this machine wrote as one file (write_per_run_here) has no partitions to replace: it is rewritten whole,
+    partitioned, from its rows of the other runs and `df` (read in full first: Spark cannot overwrite a folder it
+    is reading from)."""
+    from pyspark.sql import functions as F
+
+    if not fresh and _written_as_one_file(df.sparkSession, path):
+        others = df.sparkSession.read.schema(schema).parquet(path).where(~F.col("run_folder").isin(*replaced))
+        df, fresh = others.unionByName(df).localCheckpoint(), True
     # one task writes them: a per-run table has a few rows per run, and a file per run and writing task (up to one
     # per shuffle partition) is mostly Parquet's fixed cost per file
     (df.coalesce(1).write.mode("overwrite").option("partitionOverwriteMode", "static" if fresh else "dynamic")
      .partitionBy("run_folder").parquet(path))
 
 
-def write_per_run_here(table, path: str, fresh: bool) -> None:
-    """write_per_run for a store on this machine, from the Arrow table of the rows (run_folder among its columns):
-    this process writes a Parquet file per run, in the folder Spark would (run_folder=<escaped value>), which
-    replaces that run's folder (a fresh store: the whole table). Spark's own write pays a fixed cost per file
-    (its writer and commit protocol), which is most of the cost of a table of a few rows per run: a full rebuild
-    of a hundred runs wrote a thousand such files.
+def _written_as_one_file(spark, path: str) -> bool:
+    """Whether a per-run table holds files outside run_folder= partitions (the layout write_per_run_here writes)."""
+    from pyspark.errors import PySparkException
 
-    Each folder is written beside its place and swapped in, so a reader finds a run's old rows or its new ones."""
-    import uuid
+    try:
+        files = spark.read.parquet(path).inputFiles()
+    except PySparkException:  # no table there yet (or no file in it)
+        return False
+    return any(not f.rsplit("/", 2)[-2].startswith("run_folder=") for f in files)
 
+
+def write_per_run_here(table, path: str, fresh: bool, replaced: list[str]) -> None:
+    """write_per_run for a store on this machine, from the Arrow table of the rows of the runs read now
+    (run_folder among its columns): the table is one Parquet file of every run's rows, the runs in `replaced`
+    taking their rows from `table` (a run read again with no row here any more loses its old ones), and it is
+    swapped in whole (write_parquet_here).
+
+    One file, not a partition per run as Spark writes it: Spark opens every file of a table for each query that
+    reads it, and with a hundred runs that fixed cost (0.3-0.5 s a table on a warm Spark Connect server, measured)
+    was most of a nightly report's time. The per-run tables are small (the largest, run_durations, is about 50 KB
+    a run), so rewriting one costs this process milliseconds. A table in the other layout (an older store, or one
+    Spark wrote) is read in either layout and written in this one."""
+    import pyarrow as pa
     import pyarrow.compute as pc
+
+    old = None if fresh else read_table_here(path)
+    if old is not None and old.num_rows:
+        kept = old.filter(pc.invert(pc.is_in(old.column("run_folder"), value_set=pa.array(replaced, pa.string()))))
+        table = pa.concat_tables([kept.select(table.schema.names).cast(table.schema), table])
+    write_parquet_here(table, path)
+
+
+def read_table_here(path: str):
+    """A per-run table of this machine's store as one Arrow table, from either layout: Parquet files in its folder
+    (run_folder a column) and run_folder=<escaped> partition folders (run_folder from the folder's name, as Spark
+    reads it). None when there is no such folder."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     root = local_path(path)
-    if fresh:
-        shutil.rmtree(root, ignore_errors=True)
-    os.makedirs(root, exist_ok=True)
-    folders = table.column("run_folder")
-    rows = table.drop_columns(["run_folder"])
-    for folder in pc.unique(folders).to_pylist():
-        part = os.path.join(root, f"run_folder={escape_partition_value(folder)}")
-        tag = uuid.uuid4().hex[:8]
-        # hidden names: Spark's listing skips folders whose name starts with a dot
-        fresh_part, old_part = os.path.join(root, f".{tag}.new"), os.path.join(root, f".{tag}.old")
-        os.makedirs(fresh_part)
-        pq.write_table(rows.filter(pc.equal(folders, folder)), os.path.join(fresh_part, f"part-{tag}.snappy.parquet"))
-        if os.path.isdir(part):
-            os.rename(part, old_part)
-        os.rename(fresh_part, part)
-        shutil.rmtree(old_part, ignore_errors=True)
-    open(os.path.join(root, "_SUCCESS"), "w").close()
+    if not os.path.isdir(root):
+        return None
+    pieces = []
+    for name in sorted(os.listdir(root)):
+        if name.startswith((".", "_")):  # hidden or marker files (_SUCCESS), as Spark skips them
+            continue
+        where = os.path.join(root, name)
+        if name.startswith("run_folder=") and os.path.isdir(where):
+            part = pq.read_table(where)
+            folder = unquote(name.removeprefix("run_folder="))
+            pieces.append(part.append_column("run_folder", pa.array([folder] * part.num_rows, pa.string())))
+        elif name.endswith(".parquet"):
+            pieces.append(pq.read_table(where))
+    if not pieces:
+        return None
+    names = pieces[0].schema.names
+    return pa.concat_tables([p.select(names) for p in pieces], promote_options="permissive")
+
+
+def write_parquet_here(table, uri: str) -> None:
+    """Write an Arrow table as a Parquet table folder Spark reads (part file and _SUCCESS), replacing what was there:
+    written beside it first and swapped in, so a reader finds the old table or the new one."""
+    import uuid
+
+    import pyarrow.parquet as pq
+
+    folder = local_path(uri)
+    parent, name = os.path.split(folder.rstrip("/"))
+    fresh = os.path.join(parent, f".{name}.{uuid.uuid4().hex[:8]}.new")
+    os.makedirs(fresh)
+    pq.write_table(table, os.path.join(fresh, "part-00000.parquet"), compression="snappy")
+    open(os.path.join(fresh, "_SUCCESS"), "w").close()
+    old = os.path.join(parent, f".{name}.{uuid.uuid4().hex[:8]}.old")
+    if os.path.exists(folder):
+        os.rename(folder, old)
+    os.rename(fresh, folder)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def drop_local_partitions(tables_dir: str, tables: tuple[str, ...], folders: list[str],

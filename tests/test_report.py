@@ -816,12 +816,12 @@ def test_bar_labels_get_the_room_the_longest_one_needs():
 
 def test_tables_written_here_are_the_tables_spark_writes(spark, tmp_path):
     """Where the store is on this machine the report writes its aggregate tables from Arrow itself
-    (reports.job.write_parquet_here); Spark must read back what it would have written, and the page's rows must be
+    (reports.store.write_parquet_here); Spark must read back what it would have written, and the page's rows must be
     the ones collected through Spark: timestamps as naive UTC, nulls ordered as Spark orders them, arrays, structs
     and maps as Row.asDict gives them, and a row limit after the sort."""
     from datetime import datetime
 
-    from reports import job
+    from reports import job, store
 
     df = spark.createDataFrame(
         [("b", 2, datetime(2026, 12, 5, 3, 4, 5), ["x", "y"], {"k": "v"}, ("n", 1)),
@@ -837,7 +837,7 @@ def test_tables_written_here_are_the_tables_spark_writes(spark, tmp_path):
     df.write.parquet(str(spark_folder))
     here_folder.mkdir()
     (here_folder / "stale.parquet").write_text("an earlier table, replaced whole")
-    job.write_parquet_here(df.toArrow(), f"file://{here_folder}")
+    store.write_parquet_here(df.toArrow(), f"file://{here_folder}")
     assert sorted(p.name for p in here_folder.iterdir()) == ["_SUCCESS", "part-00000.parquet"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing left beside it
     written, expected = spark.read.parquet(str(here_folder)), spark.read.parquet(str(spark_folder))

@@ -144,6 +144,57 @@ def test_the_store_keeps_runs_whose_folders_are_gone_and_rebuild_drops_them(spar
     assert not (out / "tables" / "lines" / "run_folder=run-2").exists()
 
 
+def layout(out: Path, name: str) -> str:
+    """How a per-run table is stored: "one file" (this machine wrote it) or "partitions" (Spark did)."""
+    entries = [p for p in (out / "tables" / name).iterdir() if not p.name.startswith(("_", "."))]
+    if all(p.name.startswith("run_folder=") for p in entries):
+        return "partitions"
+    assert [p.name for p in entries] == ["part-00000.parquet"], entries
+    return "one file"
+
+
+def test_a_store_written_by_spark_and_by_this_process_in_turn_gives_the_tables_of_a_rebuild(
+        spark, source, tmp_path, monkeypatch):
+    """This process writes the small per-run tables as one file each (a store on this machine); Spark, where it
+    writes the store (a cluster, a remote server), a partition per run. A store may see both: each writer reads the
+    other's layout, a run read again replaces its rows in either, and the tables are a rebuild's."""
+    from reports import job
+
+    results, out = tmp_path / "results", tmp_path / "out"
+    results.mkdir()
+    folders = sorted(source.iterdir())
+
+    def add(step: list[Path], spark_writes: bool):
+        for folder in step:
+            shutil.copytree(folder, results / folder.name)
+        with monkeypatch.context() as patch:
+            if spark_writes:
+                patch.setattr(job, "_writes_here", lambda *_: False)
+            return run_job(spark, [str(results)], str(out), CATALOG)
+
+    add(folders[:2], spark_writes=True)
+    assert layout(out, "run_counts") == layout(out, "manifest") == "partitions"
+    add(folders[2:4], spark_writes=False)
+    assert layout(out, "run_counts") == layout(out, "manifest") == "one file"
+    # a run read again by Spark: the one-file table is rewritten as partitions, the run's old rows gone
+    grown = results / folders[0].name / "results.jsonl"
+    first = json.loads(grown.read_text().splitlines()[0])
+    grown.write_text(grown.read_text() + json.dumps({**first, "case": first["case"] + "-resumed",
+                                                     "outcome": "failed", "message": "boom"}) + "\n")
+    result = add(folders[4:], spark_writes=True)
+    assert [r.run_folder for r in result.plan.changed] == [folders[0].name]
+    assert layout(out, "run_counts") == layout(out, "manifest") == "partitions"
+    rebuilt = run_job(spark, [str(results)], str(tmp_path / "rebuilt"), CATALOG, rebuild=True)
+    assert_same_report(spark, (result, out), (rebuilt, tmp_path / "rebuilt"))
+    # and read again here: back to one file, still the rebuild's tables
+    grown.write_text(grown.read_text() + json.dumps({**first, "case": first["case"] + "-again"}) + "\n")
+    result = add([], spark_writes=False)
+    assert [r.run_folder for r in result.plan.changed] == [folders[0].name]
+    assert layout(out, "run_counts") == "one file"
+    rebuilt = run_job(spark, [str(results)], str(tmp_path / "rebuilt"), CATALOG, rebuild=True)
+    assert_same_report(spark, (result, out), (rebuilt, tmp_path / "rebuilt"))
+
+
 def test_a_run_folder_name_with_special_characters_is_one_partition_and_matches_its_manifest(spark, tmp_path):
     name = "run 7+a%b=c"  # a space, '+', '%' and '=': URI and partition-path escaping both apply
     write_runs(tmp_path / "runs", runs=1, cases=40, fuzz_every=0)
