@@ -653,7 +653,8 @@ def fold_id(ingest_ids) -> str:
     return sha256("\n".join(sorted(ingest_ids)).encode()).hexdigest()[:20]
 
 
-def flaky_state(spark, tables_dir: str, plan: Plan, records, versions, log: Callable[[str], None]):
+def flaky_state(spark, tables_dir: str, plan: Plan, records, versions, log: Callable[[str], None],
+                here: bool = False):
     """The fold of every run of this report (cached; the caller unpersists it), stored under the store's
     flaky_state/fold=<fold_id> for the next report. See the section's comment for when only the new runs are
     folded in."""
@@ -684,27 +685,43 @@ def flaky_state(spark, tables_dir: str, plan: Plan, records, versions, log: Call
     if before is not None and not new:
         log(f"  flaky fold (no new run, the last report's): {time.monotonic() - t:.2f}s")
         return before.cache()  # stored under this report's fold id already
-    state = None
-    if before is not None:
-        state = merge_folds(before, fold_of(F.col("run_folder").isin(*new))).cache()
-        if state.where(~F.col("in_order")).limit(1).count() == 0:
-            how = f"{len(new)} new run(s) folded into the last report's"
-        else:
-            state.unpersist()
-            state = None
-            how = "every run again: a new run started before the last fold's latest record"
-    else:
-        how = "every run"
-    if state is None:
-        state = fold_of(F.lit(True)).withColumn("in_order", F.lit(True)).cache()
     path = f"{tables_dir}/{FLAKY_STATE}/fold={now}"
-    state.drop("in_order").write.mode("overwrite").parquet(path)
-    state.unpersist()
+    how, written = "every run", False
+    if before is not None:
+        written = _write_fold(merge_folds(before, fold_of(F.col("run_folder").isin(*new))), path, here)
+        how = (f"{len(new)} new run(s) folded into the last report's" if written
+               else "every run again: a new run started before the last fold's latest record")
+    if not written:
+        _write_fold(fold_of(F.lit(True)).withColumn("in_order", F.lit(True)), path, here)
     # the flaky table reads the fold just written, not the cached query that made it: a cached partition that is
     # evicted (or never computed) would be made again from the earlier fold, which is removed here
     store.drop_local_folders(tables_dir, FLAKY_STATE, keep=f"fold={now}")
     log(f"  flaky fold ({how}): {time.monotonic() - t:.2f}s")
     return spark.read.parquet(path).cache()
+
+
+def _write_fold(state, path: str, here: bool) -> bool:
+    """Write a fold (without its in_order column) to path, unless a row is out of order (a merge that must be done
+    again from every run): whether it was written. Here (see _writes_here) one Spark job collects it as Arrow and
+    this process checks and writes it; otherwise Spark checks it (a job) and writes it (another)."""
+    from pyspark.sql import functions as F
+
+    from reports import store
+
+    if here:
+        table = state.toArrow()
+        if all(table.column("in_order").to_pylist()):
+            store.write_parquet_here(table.drop_columns(["in_order"]), path)
+            return True
+        return False
+    state = state.cache()
+    try:
+        if state.where(~F.col("in_order")).limit(1).count():
+            return False
+        state.drop("in_order").write.mode("overwrite").parquet(path)
+        return True
+    finally:
+        state.unpersist()
 
 
 def latest_pairs(truns):
@@ -1306,7 +1323,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
     rejects = lines.where(F.col("kind") == "rejects").select("source_file", "reason", "line")
     # regressions read these few columns of the records (and the flaky fold its own): Parquet reads no other
     cases = records.where(is_case()).select(
-        "run_id", "target", "suite", "case", "outcome", "started", "config_fault", "message")
+        "run_folder", "run_id", "target", "suite", "case", "outcome", "started", "config_fault", "message")
     metas = run_metas(stored("manifest"))
 
     cached_fine = stored("run_counts").drop("run_folder", "ingest_id").cache()
@@ -1332,7 +1349,12 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
     # another, before the tables built on them run side by side; fuzz and the conformance cells fill theirs as the
     # first tables written (a count of each first would be a Spark job more, for nothing shown).
     compared = sorted({r[k] for r in latest_pairs(truns).collect() for k in ("run_id", "prev_run_id")})
-    flaky_cases = flaky_state(spark, tables_dir, plan, records, versions, log)
+    # ... and the run folders that hold them: the records regressions reads are then those runs' files alone (a
+    # filter on the partition column), not a file of every run opened to skip its rows
+    compared_folders = sorted(r["run_folder"] for r in stored("run_counts").where(F.col("run_id").isin(*compared))
+                              .select("run_folder").distinct().collect()) if compared else []
+    here = _writes_here(spark, tables_dir)
+    flaky_cases = flaky_state(spark, tables_dir, plan, records, versions, log, here)
     t = stage("shared aggregates (from the per-run counts)", t)
 
     tables = {
@@ -1342,7 +1364,8 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
         "conformance": conformance_cells,
         "findings": findings(small("run_findings"), conformance_cells),
         "flaky": flaky(flaky_cases),
-        "regressions": regressions(cases, truns, versions, compared),
+        "regressions": regressions(cases.where(F.col("run_folder").isin(*compared_folders)), truns, versions,
+                                   compared),
         "durations": durations(small("run_durations")),
         "fuzz_sessions": fuzz_sessions(fuzz),
         "fuzz_findings": fuzz_findings(fuzz),
@@ -1353,7 +1376,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
         "mutation": mutation(small("run_mutation"), runs),
     }
     tables["fault_checks"], tables["checkers"] = fault_checks(fine_cases)
-    data = _write_and_collect(tables, rejects, tables_dir, timings, log, here=_writes_here(spark, tables_dir))
+    data = _write_and_collect(tables, rejects, tables_dir, timings, log, here=here)
     stage("aggregates (-> Parquet tables, collected for the report)", t)
     data["totals"] = [{"records": sum(r["cases"] + r["fuzz_records"] + r["bench_records"] for r in data["runs"]),
                        "rejects": data["reject_count"][0]["n"],
