@@ -47,6 +47,39 @@ def free_port(host: str = "127.0.0.1") -> int:
 # also take any other program that happens to hold the port.
 READY_LINE = b"Spark Connect server started at:"
 
+# The server's log: warnings and errors, and the server's own INFO lines (READY_LINE among them). Spark's default,
+# INFO for everything, wrote 8 MB per bench/report.py run (lines per task and stage, and Parquet's pushed-down
+# filters at up to 7 KB a line), which a long-lived server would keep adding to.
+LOG_CONFIG = """\
+status = warn
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+rootLogger.level = warn
+rootLogger.appenderRef.console.ref = console
+logger.server.name = org.apache.spark.sql.connect.service.SparkConnectServer
+logger.server.level = info
+"""
+
+
+def log_config() -> Path:
+    """LOG_CONFIG as a file for log4j2 (-Dlog4j2.configurationFile): in the report's cache folder, else the
+    temporary folder."""
+    for folder in (jvm.cache_dir(), Path(tempfile.gettempdir())):
+        path = folder / "connect-server-log4j2.properties"
+        try:
+            if not path.is_file() or path.read_text() != LOG_CONFIG:
+                folder.mkdir(parents=True, exist_ok=True)
+                temporary = path.with_suffix(f".{os.getpid()}.tmp")  # whole or absent, for a server started beside
+                temporary.write_text(LOG_CONFIG)
+                temporary.replace(path)
+            return path
+        except OSError:
+            continue
+    raise ReportError("cannot write the Spark Connect server's log configuration in the cache or temporary folder")
+
 
 def _port_taken(host: str, port: int) -> bool:
     """Whether a listener already holds host:port: binding it as the server will is refused."""
@@ -129,11 +162,12 @@ def command(host: str, port: int) -> tuple[list[str], dict[str, str]]:
         "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),
         "spark.ui.enabled": "false",
-        "spark.log.level": "INFO",  # start() waits for READY_LINE, an INFO line: a quieter log would hide it
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.memory": os.environ.get("INTEROP_REPORT_DRIVER_MEMORY", "4g"),
-        "spark.driver.extraJavaOptions": " ".join(jvm.java_options(jdk)),
+        # LOG_CONFIG keeps READY_LINE, an INFO line start() waits for, and little else
+        "spark.driver.extraJavaOptions": " ".join([f"-Dlog4j2.configurationFile=file:{log_config()}",
+                                                   *jvm.java_options(jdk)]),
         **SESSION_SQL,
     }
     argv = [str(spark_home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", "interop report server",

@@ -67,6 +67,9 @@ def test_the_report_through_spark_connect_reads_only_new_runs_and_makes_the_loca
             in second.stdout), second.stdout
     assert "1 run(s) read this time" in second.stdout
     assert (tmp_path / "remote" / "index.html").is_file()
+    # the server's log after two reports: its own start lines and warnings, not a line per task (LOG_CONFIG)
+    info = [line for line in server.log_path.read_text().splitlines() if " INFO " in line]
+    assert info and all(" INFO SparkConnectServer: " in line for line in info), info[:5]
 
     from reports.cli import load_catalog
 
