@@ -1171,7 +1171,8 @@ def store_tables() -> tuple[str, ...]:
     return ("lines", *PER_RUN_TABLES, "manifest")
 
 
-def ingest_runs(spark, tables_dir: str, plan: Plan, schemas: dict, log: Callable[[str], None]) -> None:
+def ingest_runs(spark, tables_dir: str, plan: Plan, schemas: dict, log: Callable[[str], None],
+                here: bool = False) -> None:
     """Read the plan's new and changed runs into the store: their lines, then their per-run tables from those lines
     (the Parquet just written: each reads only its columns), then their manifest rows, last, so that a run is in
     the manifest only once all its tables are (see reports/store.py)."""
@@ -1212,8 +1213,6 @@ def ingest_runs(spark, tables_dir: str, plan: Plan, schemas: dict, log: Callable
     for df in (counted, decoded):
         df.count()
     per_run = {name: make(decoded if name in DECODED_TABLES else counted) for name, make in PER_RUN_TABLES.items()}
-    here = _writes_here(spark, tables_dir)
-
     replaced = list(ids)
 
     def write(df, name: str) -> None:
@@ -1289,22 +1288,23 @@ def run_job(spark, inputs: list[str], out: str, catalog_ids: list[str] | None = 
     t = stage("resolve inputs", t)
 
     local_store = tables_dir.startswith("file:")
+    here = _writes_here(spark, tables_dir)  # who writes the small tables: this process, or Spark
     listing_before = spark.conf.get(PARALLEL_LISTING)
     if local_store:
         spark.conf.set(PARALLEL_LISTING, str(LOCAL_STORE_LISTING))
     try:
         schemas = _stored_schemas(spark)  # planned once, for the writing and the reading of the store
         if plan.to_read:
-            ingest_runs(spark, tables_dir, plan, schemas, log)
+            ingest_runs(spark, tables_dir, plan, schemas, log, here)
         t = stage("ingest (new and changed runs -> the store)", t)
-        result = _aggregate(spark, tables_dir, plan, schemas, catalog_ids or [], timings, stage, t, log)
+        result = _aggregate(spark, tables_dir, plan, schemas, catalog_ids or [], timings, stage, t, log, here)
     finally:
         spark.conf.set(PARALLEL_LISTING, listing_before)
     return Result(result[0], result[1], timings, found, plan)
 
 
 def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: list[str], timings: dict[str, float],
-               stage, t, log: Callable[[str], None]):
+               stage, t, log: Callable[[str], None], here: bool):
     """Every aggregate over every run the store holds for this report (plan.current)."""
     from pyspark.sql import functions as F
 
@@ -1353,7 +1353,6 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
     # filter on the partition column), not a file of every run opened to skip its rows
     compared_folders = sorted(r["run_folder"] for r in stored("run_counts").where(F.col("run_id").isin(*compared))
                               .select("run_folder").distinct().collect()) if compared else []
-    here = _writes_here(spark, tables_dir)
     flaky_cases = flaky_state(spark, tables_dir, plan, records, versions, log, here)
     t = stage("shared aggregates (from the per-run counts)", t)
 
