@@ -82,9 +82,9 @@ run: setup
 # The project's own tests, in timed steps (the last lines print each step's wall time):
 #
 # 1. reference: the unit tests (tests/) and every suite against the reference router and broker, on three
-#    pytest-xdist workers ($(REFERENCE_WORKERS); harness/parallel.py: files as units, the report's Spark modules as one
-#    unit handed out first, so that the Spark JVM's minutes run on one worker beside the suites' waits on the two
-#    others: the suites wait far more than they compute, so a third worker pays on two cores, README); it ends with
+#    pytest-xdist workers ($(REFERENCE_WORKERS); harness/parallel.py: files as units, the report's Spark modules as two
+#    units handed out first, so that the Spark JVMs' minutes run beside the suites' waits: the suites wait far more
+#    than they compute, so a third worker pays on two cores, README); it ends with
 #    its 20 slowest tests (--durations=20), the first place to look when the step grows;
 # 2. products: every suite that involves a broker against each real broker found here, those that involve a
 #    router against qdrouterd, and the paired suites with qdrouterd in front of each broker, as the cells of
