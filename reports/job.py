@@ -1172,7 +1172,7 @@ def store_tables() -> tuple[str, ...]:
 
 
 def ingest_runs(spark, tables_dir: str, plan: Plan, schemas: dict, log: Callable[[str], None],
-                here: bool = False) -> None:
+                here: bool) -> None:
     """Read the plan's new and changed runs into the store: their lines, then their per-run tables from those lines
     (the Parquet just written: each reads only its columns), then their manifest rows, last, so that a run is in
     the manifest only once all its tables are (see reports/store.py)."""
