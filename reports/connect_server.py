@@ -146,8 +146,9 @@ class ConnectServer:
             self.process.wait(timeout)
 
 
-def command(host: str, port: int) -> tuple[list[str], dict[str, str]]:
-    """The spark-submit command line and environment of a local server with the report's JVM and SQL settings."""
+def command(host: str, port: int, conf: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The spark-submit command line and environment of a local server with the report's JVM and SQL settings, and
+    `conf` (Spark settings of the caller's, e.g. the tests' execution settings) last, so that they win."""
     import pyspark
 
     spark_home = Path(pyspark.__file__).resolve().parent
@@ -169,6 +170,7 @@ def command(host: str, port: int) -> tuple[list[str], dict[str, str]]:
         "spark.driver.extraJavaOptions": " ".join([f"-Dlog4j2.configurationFile=file:{log_config()}",
                                                    *jvm.java_options(jdk)]),
         **SESSION_SQL,
+        **(conf or {}),
     }
     argv = [str(spark_home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", "interop report server",
             "--master", "local[*]"]
@@ -178,14 +180,14 @@ def command(host: str, port: int) -> tuple[list[str], dict[str, str]]:
 
 
 def start(port: int = 0, host: str = "127.0.0.1", log_path: str | Path | None = None,
-          timeout: float = START_TIMEOUT_S) -> ConnectServer:
-    """Start a server (port 0: a free one) and return once it says it listens; ReportError if it does not
-    within `timeout` or exits first."""
+          timeout: float = START_TIMEOUT_S, conf: dict[str, str] | None = None) -> ConnectServer:
+    """Start a server (port 0: a free one) with `conf` added to its settings (see command) and return once it says
+    it listens; ReportError if it does not within `timeout` or exits first."""
     port = port or free_port(host)
     if _port_taken(host, port):
         raise ReportError(f"{host}:{port}: something already listens there (choose another --port)")
     log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="interop-connect-", suffix=".log")[1])
-    argv, env = command(host, port)
+    argv, env = command(host, port, conf)
     with open(log_path, "wb") as log:
         process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    start_new_session=True)

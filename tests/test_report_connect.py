@@ -21,6 +21,7 @@ from harness.ports import free_port  # noqa: E402
 from reports import connect_server  # noqa: E402
 from reports.job import run_job  # noqa: E402
 
+from tests.conftest import TEST_EXECUTION  # noqa: E402
 from tests.test_report import write_known_runs  # noqa: E402
 from tests.test_report_store import AGGREGATES, PER_RUN, current_lines, table  # noqa: E402
 
@@ -31,8 +32,11 @@ pytestmark = pytest.mark.timeout(900)
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     # a port reserved below the ephemeral range (harness/ports.py): connect_server's own pick is a bind(0) port,
-    # which an outgoing connection of the suites running beside this module can take while the JVM starts
-    started = connect_server.start(port=free_port(), log_path=tmp_path_factory.mktemp("connect") / "server.log")
+    # which an outgoing connection of the suites running beside this module can take while the JVM starts. Its
+    # queries run as the local session's do (TEST_EXECUTION; a report's session turns adaptive execution back on,
+    # SESSION_SQL being a session's settings).
+    started = connect_server.start(port=free_port(), log_path=tmp_path_factory.mktemp("connect") / "server.log",
+                                   conf=TEST_EXECUTION)
     yield started
     started.stop()
 

@@ -81,30 +81,37 @@ def test_runs_added_one_at_a_time_give_the_tables_of_a_full_rebuild(spark, sourc
     results, out = tmp_path / "results", tmp_path / "incremental"
     results.mkdir()
     folders = sorted(source.iterdir())
-    # two runs one at a time (nightly reports: a fresh store, then one new run beside an unchanged one), then the
-    # rest in one batch (a report after a few nights): every kind of step in three reports (each costs ~25 s)
-    steps = [[folders[0]], [folders[1]], folders[2:]]
-    added = 0
-    for i, step in enumerate(steps):
-        for folder in step:
-            shutil.copytree(folder, results / folder.name)
+
+    def cases_of(result, run_id: str) -> int:
+        return sum(r["cases"] for r in result.data["runs"] if r["run_id"] == run_id)
+
+    # nightly reports: a fresh store, then one new run beside an unchanged one
+    for i, folder in enumerate(folders[:2]):
+        shutil.copytree(folder, results / folder.name)
         result = run_job(spark, [str(results)], str(out), CATALOG)
-        assert sorted(r.run_folder for r in result.plan.new) == [f.name for f in step]
-        assert len(result.plan.unchanged) == added and not result.plan.changed and result.plan.fresh == (i == 0)
-        added += len(step)
-    # an interrupted run resumed: its results.jsonl grew, so it is read again and replaces what was stored
-    grown = results / "run-1" / "results.jsonl"
+        assert [r.run_folder for r in result.plan.new] == [folder.name]
+        assert len(result.plan.unchanged) == i and not result.plan.changed and result.plan.fresh == (i == 0)
+    first = folders[0].name
+    grown = results / first / "results.jsonl"
     extra = json.loads(grown.read_text().splitlines()[0])
+    cases_before = cases_of(result, extra["run_id"])
+    # then a report after a few nights, which also finds the first run resumed after an interruption: its
+    # results.jsonl grew, so it is read again and replaces what was stored (every kind of step in three reports,
+    # each of which costs 6-7 s here)
+    for folder in folders[2:]:
+        shutil.copytree(folder, results / folder.name)
     grown.write_text(grown.read_text() + json.dumps({**extra, "case": extra["case"] + "-resumed",
                                                      "outcome": "failed", "message": "boom"}) + "\n")
     result = run_job(spark, [str(results)], str(out), CATALOG)
-    assert [r.run_folder for r in result.plan.changed] == ["run-1"] and not result.plan.new
+    assert sorted(r.run_folder for r in result.plan.new) == [f.name for f in folders[2:]]
+    assert [r.run_folder for r in result.plan.changed] == [first]
+    assert result.plan.unchanged == [folders[1].name] and not result.plan.fresh
 
     rebuilt = run_job(spark, [str(results)], str(tmp_path / "rebuilt"), CATALOG, rebuild=True)
     assert rebuilt.plan.fresh and len(rebuilt.plan.new) == len(folders)
     assert_same_report(spark, (result, out), (rebuilt, tmp_path / "rebuilt"))
     # (and the resumed case is in both, once)
-    assert sum(r["cases"] for r in result.data["runs"] if r["run_id"] == "run-1") == 7
+    assert cases_of(result, extra["run_id"]) == cases_of(rebuilt, extra["run_id"]) == cases_before + 1
 
 
 @pytest.fixture(scope="module")
