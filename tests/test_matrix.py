@@ -255,6 +255,6 @@ def test_the_products_matrix_of_make_test_loads():
     m = load_matrix(ROOT / "tests" / "products.yaml", list(cli.available_suites()),
                     lambda role, name: __import__("harness.peers.vendors", fromlist=["vendor"]).vendor(name, role),
                     probe=lambda name: None)
-    assert {c.name for c in m.cells} >= {"rabbitmq", "qdrouterd", "qdrouterd-rabbitmq"}
+    assert {c.name for c in m.cells} >= {"rabbitmq", "rabbitmq-links", "qdrouterd", "qdrouterd-rabbitmq"}
     for cell in m.cells:
         assert cli._cell_paths(cell)
