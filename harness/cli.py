@@ -553,8 +553,9 @@ def format_cells(runs: list[CellRun], records: list[dict]) -> str:
     lines = ["by cell:"]
     for run in runs:
         counts = by_cell.get(run.cell.name, Counter())
+        took = f"; {run.ended - run.started:.0f} s{run.cpu_text()}" if run.ended else ""
         lines.append(f"  {run.cell.name:<{width}}  {sum(counts.values())} ({_counts(counts)}); "
-                     f"exit {run.exit_code}")
+                     f"exit {run.exit_code}{took}")
     return "\n".join(lines)
 
 

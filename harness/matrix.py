@@ -228,6 +228,22 @@ class CellRun:
     exit_code: int | None = None
     collected: int | None = None
     outcomes: Counter = field(default_factory=Counter)
+    cpu_s: float | None = None  # user + system time of its pytest and every process that one waited for
+
+    def reap(self) -> bool:
+        """Whether the cell's pytest has ended (its exit code and CPU time noted, the process reaped)."""
+        try:
+            pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped by someone else (Popen.poll): no CPU time to tell
+            return self.proc.poll() is not None
+        if pid == 0:
+            return False
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        self.cpu_s = usage.ru_utime + usage.ru_stime
+        return True
+
+    def cpu_text(self) -> str:
+        return "" if self.cpu_s is None else f", {self.cpu_s:.0f} CPU-s"
 
 
 class Progress:
@@ -303,12 +319,13 @@ def run_cells(runs: list[CellRun], jobs: int, results_file: Path, env: dict[str,
     def step() -> bool:
         progress.poll()
         for run in list(running):
-            if run.proc.poll() is not None:
+            if run.reap():
                 run.exit_code, run.ended = run.proc.returncode, time.monotonic()
                 running.remove(run)
                 progress.poll()
                 out.write(f"-- cell {run.cell.name}: exit {run.exit_code} ({exit_text(run.exit_code)}), "
-                          f"{_outcome_text(run.outcomes)} in {run.ended - run.started:.1f}s; log {run.log}\n")
+                          f"{_outcome_text(run.outcomes)} in {run.ended - run.started:.1f}s{run.cpu_text()}; "
+                          f"log {run.log}\n")
                 out.flush()
         if interrupted:
             return True

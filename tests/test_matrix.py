@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -192,6 +193,10 @@ cells:
     assert "-- cell broken: started" in out and "-- cell router-reference: started" in out
     assert "/4] FAILED" in out and "/4] PASSED" in out        # one progress line per finished case
     assert "by cell:" in out and "broken            2 (1 passed, 1 failed" in out
+    # each cell's CPU time: its pytest's and its peers' (a pytest session and a router take well over a second)
+    cpu = re.search(r"-- cell broken: exit 1 \(tests failed\), .* in [\d.]+s, (\d+) CPU-s; log ", out)
+    assert cpu and int(cpu.group(1)) >= 1, out[-3000:]
+    assert re.search(r"broken +2 \(1 passed, 1 failed.*; exit 1; \d+ s, \d+ CPU-s", out)
 
     for cell in ("router-reference", "broken"):
         junit = (folder / f"junit-{cell}.xml").read_text()
