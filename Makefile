@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: setup setup-test system-packages qdrouterd artemis activemq toxiproxy report-jvm-cache run test clean client-stacks
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml | system-packages
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
@@ -17,7 +17,7 @@ system-packages:
 
 # The Allure command line for `interop report` (npm package, offline renderer; needs Java).
 ALLURE := reports/node_modules/.installed-stamp
-$(ALLURE): reports/package.json reports/package-lock.json
+$(ALLURE): reports/package.json reports/package-lock.json | system-packages
 	npm ci --prefix reports --no-audit --no-fund --loglevel=error
 	touch $(ALLURE)
 
@@ -31,7 +31,7 @@ report-jvm-cache: $(STAMP)
 # checks). Elsewhere put a qdrouterd on PATH yourself (README: "Getting a qdrouterd"); without one its cases
 # are skipped with the reason.
 QDROUTERD_INSTALL ?= ../shared/peers/qdrouterd/install.sh
-qdrouterd:
+qdrouterd: system-packages
 	@# From a scratch folder: its build leaves a config.sh in the folder it is started from.
 	@if [ -f "$(QDROUTERD_INSTALL)" ]; then cd "$${TMPDIR:-/tmp}" && bash "$(abspath $(QDROUTERD_INSTALL))"; \
 	elif ! command -v qdrouterd >/dev/null; then \
@@ -43,24 +43,26 @@ qdrouterd:
 # second run with nothing changed does nothing). A stack that cannot be installed has its cases skipped, with the
 # reason.
 RHEA := clients/rhea/node_modules/.installed-stamp
-$(RHEA): clients/rhea/package.json clients/rhea/package-lock.json
+$(RHEA): clients/rhea/package.json clients/rhea/package-lock.json | system-packages
 	npm ci --prefix clients/rhea --no-audit --no-fund --loglevel=error
 	touch $(RHEA)
 JMS_JAR := clients/jms/target/jms-shim.jar
-$(JMS_JAR): clients/jms/pom.xml $(wildcard clients/jms/src/main/java/interop/*.java)
+$(JMS_JAR): clients/jms/pom.xml $(wildcard clients/jms/src/main/java/interop/*.java) | system-packages
 	@if ! command -v mvn >/dev/null || ! command -v java >/dev/null; then \
 	  echo "jms client stack: not built (needs mvn and a JDK 11+ on PATH); its cases will be skipped"; \
 	else cd clients/jms && mvn -q -B package || echo "jms client stack: not built (see above); its cases will be skipped"; fi
-client-stacks: $(RHEA) $(JMS_JAR)
+client-stacks: system-packages $(RHEA) $(JMS_JAR)
 	$(MAKE) -s -C clients/cpp || echo "cpp client stack: not built (see above); its cases will be skipped"
 
 # ActiveMQ Artemis and ActiveMQ Classic from Maven Central, into a cache outside the checkout
 # ($$INTEROP_CACHE, default ~/.cache/amqp-interop), pinned and checked: fetched once, a second run only checks.
 # Without Maven or the network their cases are skipped, with the reason (README: "Getting an Artemis", "Getting
 # ActiveMQ Classic"); ARTEMIS_HOME and ACTIVEMQ_HOME name installs of your own.
-artemis: $(STAMP)
+# (After the JMS shim and one after the other: Maven 3.8 does not lock its local repository, and two fetches
+# into ~/.m2 at once could each write the same artifact on a first run, as `make -j` would start them.)
+artemis: $(STAMP) | $(JMS_JAR)
 	$(VENV)/bin/python -m harness.peers.artemis --fetch || echo "artemis: not fetched (see above); its cases will be skipped"
-activemq: $(STAMP)
+activemq: $(STAMP) | artemis
 	$(VENV)/bin/python -m harness.peers.activemq --fetch || echo "activemq: not fetched (see above); its cases will be skipped"
 
 # The real Toxiproxy (toxiproxy-server 2.12.0) for sessions that choose it as the fault proxy (--fault-proxy
@@ -70,7 +72,9 @@ toxiproxy: $(STAMP)
 	$(VENV)/bin/python -m harness.faults.toxiproxy_server
 
 # What the tests need; `make run` adds the report JVM's cache (a training run of the report, minutes), which no
-# test needs: without it the report's JVM only warms up more slowly.
+# test needs: without it the report's JVM only warms up more slowly. `make test` makes it with -j: the venv (about
+# 27 s in a fresh clone, most of it writing pyspark's 480 MB) while the client stacks build (about 11 s); the Debian
+# packages go first (every part that needs one orders itself after system-packages).
 setup-test: system-packages qdrouterd $(STAMP) $(ALLURE) client-stacks artemis activemq toxiproxy
 setup: setup-test report-jvm-cache
 
@@ -122,7 +126,7 @@ test: export INTEROP_REPORT_JAVA_OPTS ?= -XX:TieredStopAtLevel=1
 test:
 	@mkdir -p "$(TEST_RESULTS)"; rm -f "$(STEPS)" "$(STEPS)".*.out
 	@ls results 2>/dev/null | sort > "$(TEST_RESULTS).before" || true
-	@$(STEP) setup $(MAKE) -s setup-test
+	@$(STEP) setup $(MAKE) -s -j 4 --output-sync=target setup-test
 	-@$(STEP) "reference: unit tests and every suite, -n $(REFERENCE_WORKERS)" $(VENV)/bin/python -m pytest -q \
 	  -n $(REFERENCE_WORKERS) --dist loadfile --durations=20
 	-@$(STEP) "products: tests/products.yaml, -j $(PRODUCT_JOBS)" \
