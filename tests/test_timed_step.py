@@ -1,5 +1,5 @@
-"""scripts/timed-step.sh, the step timer of `make test`: each step's wall and CPU time, and a summary that names
-what failed."""
+"""scripts/timed-step.sh, the step timer of `make test`: each step's wall time and the machine's CPU time meanwhile,
+and a summary that names what failed."""
 
 from __future__ import annotations
 
@@ -17,18 +17,21 @@ def step(log: Path, name: str, *command: str) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
-def test_a_step_counts_the_cpu_time_of_every_process_under_it(tmp_path):
+def test_a_step_counts_the_cpu_time_the_machine_used_meanwhile(tmp_path):
+    """Every process counts, the one in the background too. (Only a lower bound can be checked: the machine runs
+    other tests at the same time.)"""
     log = tmp_path / "steps"
     burn = " ".join(f"'{a}'" for a in BURN)
     assert step(log, "two at once", "bash", "-c", f"{burn} & {burn}; wait").returncode == 0
-    assert step(log, "idle", "sleep", "0.2").returncode == 0
+    assert step(log, "then another", *BURN).returncode == 0
     rows = [line.split("\t") for line in log.read_text().splitlines()]
-    assert [(r[0], r[2]) for r in rows] == [("two at once", "0"), ("idle", "0")]
-    assert float(rows[0][5]) >= 1.2 - 0.05  # both burners, the one in the background too
-    assert float(rows[1][5]) < 0.2
+    assert [(r[0], r[2]) for r in rows] == [("two at once", "0"), ("then another", "0")]
+    assert float(rows[0][6]) - float(rows[0][5]) >= 1.2 - 0.1  # (/proc/stat counts in ticks of 10 ms)
+    assert float(rows[1][6]) - float(rows[1][5]) >= 0.6 - 0.1
     summary = subprocess.run(["bash", str(SCRIPT), "--summary", str(log)], capture_output=True, text=True)
     assert summary.returncode == 0
-    assert "total CPU time" in summary.stdout and "cores had in that time" in summary.stdout
+    (total,) = [line for line in summary.stdout.splitlines() if line.startswith("machine CPU time")]
+    assert float(total.split()[3]) >= 1.8 - 0.2 and "cores had in that time" in total
 
 
 def test_the_summary_of_a_failed_step_names_its_failed_cases_and_exits_1(tmp_path):
