@@ -180,6 +180,14 @@ def test_pause_freezes_the_whole_node_and_resume_brings_it_back(rabbit, clients)
     receiver.wait_received(1)
 
 
+def recovery_lines(peer) -> list[str]:
+    """What a node logged about its queues, definitions and recovery (both runs): the evidence a lost message
+    needs (RabbitMQ logs e.g. "dropped N persistent messages ... after unclean shutdown")."""
+    words = ("orders", "unclean", "dropped", "recover", "definitions", "crashed")
+    return [line.strip()[:200] for line in peer.all_logs().splitlines()
+            if any(w in line.lower() for w in words)][-12:]
+
+
 @needs_rabbitmq
 def test_a_second_node_alongside_survives_kill_9_with_its_durable_messages_and_leaves_nothing(rabbit, clients):
     second = make_peer(TOPOLOGY, "B2", "rabbitmq@native")
@@ -195,6 +203,9 @@ def test_a_second_node_alongside_survives_kill_9_with_its_durable_messages_and_l
         sender.wait_outcomes(50)
         assert sender.outcome_counts() == {"accepted": 50}, "the node took every durable message before the crash"
         conn.close()
+        # in the queue before the crash too, so that a depth below 50 after it says the restart lost them
+        wait_for(lambda: second.queue_stats("orders")["depth"] == 50, 30, "the 50 accepted messages in the queue",
+                 describe=lambda: f"before the crash: {second.queue_stats('orders')}")
 
         node_pids = [p for p in second.pids if p != second._epmd.pid]
         assert node_pids
@@ -207,7 +218,8 @@ def test_a_second_node_alongside_survives_kill_9_with_its_durable_messages_and_l
         # Polled, not read once: a queue the restarted node is still bringing back is listed as down, with no
         # counts (rabbit_amqqueue:info_down), which reads as depth 0; a lost message keeps the depth below 50.
         wait_for(lambda: second.queue_stats("orders")["depth"] == 50, 30, "durable messages survive kill -9",
-                 describe=lambda: f"after the restart: {second.queue_stats('orders')}")
+                 describe=lambda: f"after the restart: {second.queue_stats('orders')}; the node's lines on its "
+                                  f"queues and recovery: {recovery_lines(second)}")
         assert rabbit.is_running(), "the first node did not notice"
     finally:
         epmd = second._epmd.pid if second._epmd is not None else None
