@@ -17,7 +17,7 @@ from harness.peers.base import PeerStartError, PeerUnavailable
 from harness.peers.launch import make_peer
 from harness.peers.vendors import vendor
 from harness.topology import parse_topology
-from harness.wait import wait_for
+from harness.wait import WaitTimeout, wait_for
 from tests.rabbitmq_support import needs_rabbitmq, rabbitmq_unavailable
 
 TOPOLOGY = parse_topology({"name": "rabbit-test", "nodes": {
@@ -180,6 +180,10 @@ def test_pause_freezes_the_whole_node_and_resume_brings_it_back(rabbit, clients)
     receiver.wait_received(1)
 
 
+# what a restarted RabbitMQ node logs when it finds no durable classic queue to recover (this topology has one)
+RECORD_LOST = "Recovering 0 queues of type rabbit_classic_queue"
+
+
 def recovery_lines(peer) -> list[str]:
     """What a node logged about its queues, definitions and recovery (both runs): the evidence a lost message
     needs (RabbitMQ logs e.g. "dropped N persistent messages ... after unclean shutdown")."""
@@ -217,9 +221,21 @@ def test_a_second_node_alongside_survives_kill_9_with_its_durable_messages_and_l
         second.start(timeout=90)
         # Polled, not read once: a queue the restarted node is still bringing back is listed as down, with no
         # counts (rabbit_amqqueue:info_down), which reads as depth 0; a lost message keeps the depth below 50.
-        wait_for(lambda: second.queue_stats("orders")["depth"] == 50, 30, "durable messages survive kill -9",
-                 describe=lambda: f"after the restart: {second.queue_stats('orders')}; the node's lines on its "
-                                  f"queues and recovery: {recovery_lines(second)}")
+        try:
+            wait_for(lambda: second.queue_stats("orders")["depth"] == 50, 30, "durable messages survive kill -9",
+                     describe=lambda: f"after the restart: {second.queue_stats('orders')}; the node's lines on its "
+                                      f"queues and recovery: {recovery_lines(second)}")
+        except WaitTimeout:
+            # RabbitMQ's difference, seen under load (2026-12-05: a fresh-clone run, and 1 of 36 runs of this
+            # case beside four busy loops and a disk writer): the node killed a few seconds after its boot
+            # comes back without the queue's own record ("Recovering 0 queues of type rabbit_classic_queue",
+            # where a kept queue reads 1); the definitions file declares the queue again, empty, and the 50
+            # confirmed messages are gone with the record. Any other loss stays a failure.
+            restart_log = second.logs().rsplit("---- interop: starting node", 1)[-1]  # (its first boot logs it too)
+            if RECORD_LOST in restart_log:
+                pytest.xfail(f"RabbitMQ lost the durable queue's record in the kill -9 (its log after the restart: "
+                             f"{RECORD_LOST!r}), and the queue's 50 confirmed messages with it")
+            raise
         assert rabbit.is_running(), "the first node did not notice"
     finally:
         epmd = second._epmd.pid if second._epmd is not None else None
