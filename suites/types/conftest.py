@@ -71,7 +71,9 @@ def run_exchange(stacks, url: str, address: str, sender: str, receiver: str) -> 
     RabbitMQ's AMQP 1.0 plugin does by about 40 ms, costs one wait per group, not per message). A group whose send
     fails (RabbitMQ resets the connection on some values) is sent again one message at a time over a new
     connection, so that the failure is pinned on its value; what was stored twice is received twice and
-    counted once (messages are matched by SEQ_KEY)."""
+    counted once (messages are matched by SEQ_KEY). A group of one message is not sent again: its failure is
+    pinned already, and a second try of a message the peer never answers (qdrouterd's binary annotations) only
+    waited out SEND_TIMEOUT once more."""
     ex = Exchange(sent=messages())
     ex.outcomes = [""] * len(ex.sent)
     history = History()
@@ -87,7 +89,7 @@ def run_exchange(stacks, url: str, address: str, sender: str, receiver: str) -> 
             rcv = rc.receiver(address, credit=100, settle="auto")
             link = _Sender(sshim, history, url, address)
             for indexes in groups.values():
-                if not link.send(ex, indexes):
+                if not link.send(ex, indexes) and len(indexes) > 1:
                     for i in indexes:
                         link.send(ex, [i])
             link.close()
