@@ -112,7 +112,7 @@ run: setup
 # showed up in the report as targets of their own. The last step checks that results/ gained no run.
 FUZZ_BUDGET ?= 30s
 FUZZ_SEED ?= 15
-PRODUCT_JOBS ?= 5
+PRODUCT_JOBS ?= 6
 REFERENCE_WORKERS ?= 3
 TEST_RESULTS ?= $(or $(TMPDIR),/tmp)/interop-test-results
 STEPS = $(TEST_RESULTS).steps
