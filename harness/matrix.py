@@ -16,8 +16,8 @@ A matrix file (`matrix.yaml` at the repository root by default):
 Every cell is one pytest session over its suites with `--peer` set from its peers. All cells share the run id
 ($INTEROP_RUN_ID), so their records land in one `results/<run_id>/results.jsonl`; each cell also writes
 `junit-<cell>.xml`, and Allure results go to `allure-results/`. Cells run in subprocesses, at most `jobs` at a
-time; cells that use the same real product (anything but `reference`) never run at the same time, because a
-product installed on the machine may share state between instances (ports, node names, Erlang cookies).
+time, two cells of one real product among them too: the harness starts every peer with its own ports, node name,
+data folder and process group (harness/peers/), so one cell's peers never see another's (run_cells).
 
 A cell travels to its session as one file (harness/cell.py: peers, breaks, client stack), `--interop-cell FILE`;
 deliberately broken settings are harness/breaks.py's, applied by start_topology. Every record of a cell carries
