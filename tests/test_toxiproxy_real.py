@@ -264,6 +264,40 @@ def test_a_web_browser_is_refused_403_by_both_servers(server):
     assert status == b"HTTP/1.1 403 Forbidden" and body == b"User agent not allowed\n", (status, body)
 
 
+def raw_head(handle, method: str, target: str, agent: str = "interop-test") -> tuple[bytes, dict[bytes, bytes]]:
+    """(status line, headers with lower-case names) of a request sent as written: no client cleans its path."""
+    request = (f"{method} {target} HTTP/1.1\r\nHost: x\r\nUser-Agent: {agent}\r\nContent-Length: 0\r\n"
+               "Connection: close\r\n\r\n").encode()
+    with socket.create_connection((handle.host, handle.port), timeout=IO_TIMEOUT) as conn:
+        conn.sendall(request)
+        answer = b""
+        while part := conn.recv(65536):
+            answer += part
+    lines = answer.partition(b"\r\n\r\n")[0].split(b"\r\n")
+    return lines[0], {k.strip().lower(): v.strip() for k, v in (line.split(b":", 1) for line in lines[1:])}
+
+
+@pytest.mark.parametrize("method, target, location", [
+    ("GET", "/proxies//toxics", b"/proxies/toxics"),        # a client that built the path from an empty name
+    ("POST", "/proxies/./x/../", b"/proxies/"),             # dot segments; a trailing slash is kept
+    ("DELETE", "/proxies/x/..", b"/proxies"),
+    ("GET", "/a%2F%2Fb?x=1", b"/a/b?x=1"),                 # decoded first; the query kept
+    ("GET", "/proxies/(x)//toxics", b"/proxies/%28x%29/toxics"),  # escaped as Go escapes a path
+])
+def test_a_path_that_is_not_clean_is_redirected_to_its_clean_form_by_both_servers(server, method, target, location):
+    status, headers = raw_head(server, method, target)
+    assert (status, headers.get(b"location")) == (b"HTTP/1.1 301 Moved Permanently", location), (status, headers)
+
+
+def test_a_browser_is_told_404_and_405_before_it_is_refused_by_both_servers(server):
+    # the browser check runs once a route and its method matched (a middleware of gorilla/mux, Toxiproxy's router)
+    agent = "Mozilla/5.0 (X11)"
+    assert raw_head(server, "GET", "/nope", agent)[0] == b"HTTP/1.1 404 Not Found"
+    assert raw_head(server, "DELETE", "/version", agent)[0] == b"HTTP/1.1 405 Method Not Allowed"
+    assert raw_head(server, "GET", "/proxies//toxics", agent)[0] == b"HTTP/1.1 301 Moved Permanently"
+    assert raw_head(server, "GET", "/version", agent)[0] == b"HTTP/1.1 403 Forbidden"
+
+
 def test_a_malformed_request_line_is_answered_400_and_closed_by_both_servers(server):
     status, _ = raw_exchange(server, b"GARBAGE\r\n\r\n")
     assert status == b"HTTP/1.1 400 Bad Request"

@@ -4,6 +4,7 @@ Routes, status codes and bodies follow Toxiproxy's api.go, so scripts and client
 (the `toxiproxy-python` client among them) work unchanged:
 
     GET    /version                          200 {"version": "..."}
+    any    a path with //, /./ or /../       301 to the path cleaned (as gorilla/mux, before any route)
     GET    /proxies                          200 {name: proxy, ...}
     POST   /proxies                          201 proxy            (409 exists, 400 missing name/upstream)
     POST   /populate                         201 {"proxies": [proxy, ...]}
@@ -19,7 +20,8 @@ Routes, status codes and bodies follow Toxiproxy's api.go, so scripts and client
 
 A proxy is {"name", "listen", "upstream", "enabled", "toxics": [...]}; a toxic is {"attributes", "name",
 "type", "stream", "toxicity"}. Errors are {"error": "...", "status": N}. Like Toxiproxy, requests whose
-User-Agent starts with "Mozilla/" are refused (403), so a web page cannot drive the proxy.
+User-Agent starts with "Mozilla/" are refused (403; once the route and method matched, as there), so a web page
+cannot drive the proxy.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import asyncio
 import json
 import logging
 from http import HTTPStatus
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from .proxy import ApiError, ProxyCollection
 from .toxics import ToxicError, ToxicSpec
@@ -42,10 +44,11 @@ READ_TIMEOUT = 15.0  # as Toxiproxy's HTTP server
 
 
 class Response:
-    __slots__ = ("status", "body", "content_type")
+    __slots__ = ("status", "body", "content_type", "location")
 
-    def __init__(self, status: int, body: bytes = b"", content_type: str = "application/json"):
-        self.status, self.body, self.content_type = status, body, content_type
+    def __init__(self, status: int, body: bytes = b"", content_type: str = "application/json",
+                 location: str | None = None):
+        self.status, self.body, self.content_type, self.location = status, body, content_type, location
 
 
 def _json(status: int, value) -> Response:
@@ -143,6 +146,8 @@ class ApiServer:
         status = response.status
         reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
         head = [f"HTTP/1.1 {status} {reason}", f"Server: {SERVER_NAME}"]
+        if response.location is not None:
+            head.append(f"Location: {response.location}")
         if status != 204:
             if response.content_type:
                 head.append(f"Content-Type: {response.content_type}")
@@ -153,16 +158,26 @@ class ApiServer:
     # ---- routing ------------------------------------------------------------------------------------------
 
     def dispatch(self, method: str, target: str, body: bytes, headers: dict[str, str] | None = None) -> Response:
-        if (headers or {}).get("user-agent", "").startswith("Mozilla/"):
-            return Response(403, b"User agent not allowed\n", "text/plain; charset=utf-8")
-        path = urlsplit(target).path
-        parts = [unquote(p) for p in path.split("/")[1:]]
+        url = urlsplit(target)
+        path = unquote(url.path)  # mux matches the decoded path: %2F is a slash there too
+        cleaned = clean_path(path)
+        if cleaned != path:
+            # gorilla/mux, Toxiproxy's router, sends a path that is not clean to its cleaned form before it
+            # matches any route (so a client that built /proxies//toxics from an empty name is sent to
+            # /proxies/toxics, and a POST there arrives as the GET its client makes of a 301)
+            return Response(301, b"", "", location=quote(cleaned, safe="$&+,/:;=@")
+                            + (f"?{url.query}" if url.query else ""))
+        parts = path.split("/")[1:]
         route, args = _route(parts)
         if route is None:
             return Response(404, b"404 page not found\n", "text/plain; charset=utf-8")
         handler = ROUTES[route].get(method)
         if handler is None:
             return Response(405, b"", "")  # as gorilla/mux: no body, no Content-Type
+        # Toxiproxy refuses browsers in a middleware, which gorilla/mux runs only for a request that matched a
+        # route and method: a browser's request for an unknown path is a 404 there, for a known one a 403
+        if (headers or {}).get("user-agent", "").startswith("Mozilla/"):
+            return Response(403, b"User agent not allowed\n", "text/plain; charset=utf-8")
         try:
             return handler(self, *args, body)
         except (ApiError, ToxicError) as exc:
@@ -245,6 +260,22 @@ def _decode(body: bytes):
         return json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(f"bad request body: {exc}", 400) from None
+
+
+def clean_path(path: str) -> str:
+    """Go's path.Clean of a request path, rooted, keeping a trailing slash (gorilla/mux's cleanPath): repeated
+    slashes become one, `.` segments go, and `..` takes the segment before it (never above the root)."""
+    kept: list[str] = []
+    for segment in path.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if kept:
+                kept.pop()
+        else:
+            kept.append(segment)
+    cleaned = "/" + "/".join(kept)
+    return cleaned + "/" if path.endswith("/") and cleaned != "/" else cleaned
 
 
 def _route(parts: list[str]) -> tuple[str | None, tuple]:
