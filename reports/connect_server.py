@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -36,16 +37,12 @@ DEFAULT_PORT = 15002  # Spark Connect's own default
 START_TIMEOUT_S = 180.0  # a cold JVM on a busy 2-core machine takes 5-30 s; a generous deadline still ends
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 # The server's own word that its gRPC listener is bound (SparkConnectServer logs it at INFO, once per listen
 # socket, right after starting the service): a readiness signal from the server itself, where a TCP probe would
 # also take any other program that happens to hold the port.
 READY_LINE = b"Spark Connect server started at:"
+# ... and the address it names there (`127.0.0.1:41975`): how a server asked for port 0 says which one it bound
+BOUND_PORT = re.compile(rb"Spark Connect server started at: \S*:(\d+)[ \t]*\r?\n")  # a whole line only
 
 # The server's log: warnings and errors, and the server's own INFO lines (READY_LINE among them). Spark's default,
 # INFO for everything, wrote 8 MB per bench/report.py run (lines per task and stage, and Parquet's pushed-down
@@ -120,7 +117,10 @@ class ConnectServer:
 
     def __init__(self, process: subprocess.Popen, host: str, port: int, log_path: Path):
         self.process, self.host, self.port, self.log_path = process, host, port, log_path
-        self.url = f"sc://{host}:{port}"
+
+    @property
+    def url(self) -> str:
+        return f"sc://{self.host}:{self.port}"
 
     def __enter__(self) -> ConnectServer:
         return self
@@ -182,9 +182,11 @@ def command(host: str, port: int, conf: dict[str, str] | None = None) -> tuple[l
 def start(port: int = 0, host: str = "127.0.0.1", log_path: str | Path | None = None,
           timeout: float = START_TIMEOUT_S, conf: dict[str, str] | None = None) -> ConnectServer:
     """Start a server (port 0: a free one) with `conf` added to its settings (see command) and return once it says
-    it listens; ReportError if it does not within `timeout` or exits first."""
-    port = port or free_port(host)
-    if _port_taken(host, port):
+    it listens; ReportError if it does not within `timeout` or exits first.
+
+    With port 0 the server binds a free port itself and names it in its ready line: a port picked here and handed
+    to it could be taken by another program (an outgoing connection, too) while the JVM starts."""
+    if port and _port_taken(host, port):
         raise ReportError(f"{host}:{port}: something already listens there (choose another --port)")
     log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="interop-connect-", suffix=".log")[1])
     argv, env = command(host, port, conf)
@@ -192,18 +194,30 @@ def start(port: int = 0, host: str = "127.0.0.1", log_path: str | Path | None = 
         process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    start_new_session=True)
     server = ConnectServer(process, host, port, log_path)
+    where = f"{host}:{port}" if port else f"{host} (a port of its choice)"
     deadline = time.monotonic() + timeout
     log_watch = _LogWatch(log_path)
-    while not log_watch.saw(READY_LINE):
+    ready = False
+    while not (ready := ready or log_watch.saw(READY_LINE)) or not (port or _bound_port(log_path)):
         if process.poll() is not None:
-            raise ReportError(f"Spark Connect server on {host}:{port} exited with status {process.returncode} "
+            raise ReportError(f"Spark Connect server on {where} exited with status {process.returncode} "
                               f"before it answered: {server.log_tail()} (log: {log_path})")
         if time.monotonic() > deadline:
             server.stop()
-            raise ReportError(f"Spark Connect server on {host}:{port} did not answer within {timeout:.0f}s: "
+            raise ReportError(f"Spark Connect server on {where} did not answer within {timeout:.0f}s: "
                               f"{server.log_tail()} (log: {log_path})")
         time.sleep(0.1)  # a poll interval under a deadline, not a wait for time to pass
+    server.port = port or _bound_port(log_path)
     return server
+
+
+def _bound_port(log_path: Path) -> int | None:
+    """The port the server's ready line names, once the whole line is in its log."""
+    try:
+        found = BOUND_PORT.search(log_path.read_bytes())
+    except OSError:
+        return None
+    return int(found.group(1)) if found else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,12 +31,13 @@ pytestmark = pytest.mark.timeout(900)
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    # a port reserved below the ephemeral range (harness/ports.py): connect_server's own pick is a bind(0) port,
-    # which an outgoing connection of the suites running beside this module can take while the JVM starts. Its
-    # queries run as the local session's do (TEST_EXECUTION; a report's session turns adaptive execution back on,
-    # SESSION_SQL being a session's settings).
-    started = connect_server.start(port=free_port(), log_path=tmp_path_factory.mktemp("connect") / "server.log",
+    # port 0: the server binds a free port itself and names it in its log (no port picked here that an outgoing
+    # connection of the suites running beside this module could take while the JVM starts). Its queries run as the
+    # local session's do (TEST_EXECUTION; a report's session turns adaptive execution back on, SESSION_SQL being a
+    # session's settings).
+    started = connect_server.start(port=0, log_path=tmp_path_factory.mktemp("connect") / "server.log",
                                    conf=TEST_EXECUTION)
+    assert started.port > 0 and started.url == f"sc://127.0.0.1:{started.port}"
     yield started
     started.stop()
 
