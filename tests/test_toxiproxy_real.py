@@ -233,14 +233,19 @@ def test_reset_peer_on_an_open_connection_closes_it_on_both_servers(server, echo
             conn.recv(1)
 
 
-def raw_exchange(handle, request: bytes) -> tuple[bytes, bytes]:
-    """(status line, body) of one raw HTTP exchange on a fresh connection, read until the server closes it."""
+def raw_answer(handle, request: bytes) -> bytes:
+    """The whole answer to one raw HTTP request on a fresh connection, read until the server closes it."""
     with socket.create_connection((handle.host, handle.port), timeout=IO_TIMEOUT) as conn:
         conn.sendall(request)
         answer = b""
         while part := conn.recv(65536):
             answer += part
-    head, _, body = answer.partition(b"\r\n\r\n")
+    return answer
+
+
+def raw_exchange(handle, request: bytes) -> tuple[bytes, bytes]:
+    """(status line, body) of one raw HTTP exchange."""
+    head, _, body = raw_answer(handle, request).partition(b"\r\n\r\n")
     return head.split(b"\r\n")[0], body
 
 
@@ -268,12 +273,7 @@ def raw_head(handle, method: str, target: str, agent: str = "interop-test") -> t
     """(status line, headers with lower-case names) of a request sent as written: no client cleans its path."""
     request = (f"{method} {target} HTTP/1.1\r\nHost: x\r\nUser-Agent: {agent}\r\nContent-Length: 0\r\n"
                "Connection: close\r\n\r\n").encode()
-    with socket.create_connection((handle.host, handle.port), timeout=IO_TIMEOUT) as conn:
-        conn.sendall(request)
-        answer = b""
-        while part := conn.recv(65536):
-            answer += part
-    lines = answer.partition(b"\r\n\r\n")[0].split(b"\r\n")
+    lines = raw_answer(handle, request).partition(b"\r\n\r\n")[0].split(b"\r\n")
     return lines[0], {k.strip().lower(): v.strip() for k, v in (line.split(b":", 1) for line in lines[1:])}
 
 
