@@ -42,7 +42,7 @@ START_TIMEOUT_S = 180.0  # a cold JVM on a busy 2-core machine takes 5-30 s; a g
 # also take any other program that happens to hold the port.
 READY_LINE = b"Spark Connect server started at:"
 # ... and the address it names there (`127.0.0.1:41975`): how a server asked for port 0 says which one it bound
-BOUND_PORT = re.compile(rb"Spark Connect server started at: \S*:(\d+)[ \t]*\r?\n")  # a whole line only
+BOUND_PORT = re.compile(re.escape(READY_LINE) + rb" \S*:(\d+)")
 
 # The server's log: warnings and errors, and the server's own INFO lines (READY_LINE among them). Spark's default,
 # INFO for everything, wrote 8 MB per bench/report.py run (lines per task and stage, and Parquet's pushed-down
@@ -93,23 +93,25 @@ def _port_taken(host: str, port: int) -> bool:
 
 
 class _LogWatch:
-    """Reads a growing log from where it last stopped, so a long wait does not read it again and again."""
+    """Reads a growing log from where it last stopped, whole lines only, so a long wait does not read it again and
+    again."""
 
     def __init__(self, path: Path):
-        self.path, self.offset, self.carry = path, 0, b""
+        self.path, self.offset, self.partial = path, 0, b""
 
-    def saw(self, needle: bytes) -> bool:
+    def bound_port(self) -> int | None:
+        """The port the server's ready line (READY_LINE) names, once that whole line is in the log."""
         try:
             with open(self.path, "rb") as log:
                 log.seek(self.offset)
                 chunk = log.read()
         except OSError:
-            return False
+            return None
         self.offset += len(chunk)
-        text = self.carry + chunk
-        # Keep the tail that could hold the start of a needle cut in two by the writer.
-        self.carry = text[-len(needle):]
-        return needle in text
+        # a line the writer has not ended yet waits for the next read (its port could be cut in two)
+        whole, _, self.partial = (self.partial + chunk).rpartition(b"\n")
+        found = BOUND_PORT.search(whole)
+        return int(found.group(1)) if found else None
 
 
 class ConnectServer:
@@ -197,8 +199,7 @@ def start(port: int = 0, host: str = "127.0.0.1", log_path: str | Path | None = 
     where = f"{host}:{port}" if port else f"{host} (a port of its choice)"
     deadline = time.monotonic() + timeout
     log_watch = _LogWatch(log_path)
-    ready = False
-    while not (ready := ready or log_watch.saw(READY_LINE)) or not (port or _bound_port(log_path)):
+    while (bound := log_watch.bound_port()) is None:
         if process.poll() is not None:
             raise ReportError(f"Spark Connect server on {where} exited with status {process.returncode} "
                               f"before it answered: {server.log_tail()} (log: {log_path})")
@@ -207,17 +208,8 @@ def start(port: int = 0, host: str = "127.0.0.1", log_path: str | Path | None = 
             raise ReportError(f"Spark Connect server on {where} did not answer within {timeout:.0f}s: "
                               f"{server.log_tail()} (log: {log_path})")
         time.sleep(0.1)  # a poll interval under a deadline, not a wait for time to pass
-    server.port = port or _bound_port(log_path)
+    server.port = bound
     return server
-
-
-def _bound_port(log_path: Path) -> int | None:
-    """The port the server's ready line names, once the whole line is in its log."""
-    try:
-        found = BOUND_PORT.search(log_path.read_bytes())
-    except OSError:
-        return None
-    return int(found.group(1)) if found else None
 
 
 def main(argv: list[str] | None = None) -> int:
