@@ -446,7 +446,17 @@ def with_current(df, current: dict[str, str]):
     partitions; the ingest ids (one per run, unique: they start with the run folder) drop any stale row."""
     from pyspark.sql import functions as F
 
-    return df.where(F.col("run_folder").isin(*current) & F.col("ingest_id").isin(*current.values()))
+    if not current:
+        return df.where(F.lit(False))
+    # one SQL expression, not a column object per value: with a hundred runs, building the two lists value by value
+    # took a local session 40-50 ms a table (a call into the JVM per value), 0.45 s of a nightly report
+    folders, ingest_ids = sql_strings(current), sql_strings(current.values())
+    return df.where(F.expr(f"run_folder IN ({folders}) AND ingest_id IN ({ingest_ids})"))
+
+
+def sql_strings(values) -> str:
+    """Spark SQL string literals, comma-separated: 'a', 'it\\'s' (a backslash and a quote escaped)."""
+    return ", ".join("'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'" for value in values)
 
 
 META_FIELDS = [("run_folder", "string"), ("run_id", "string"), ("meta_started_at", "string"),

@@ -215,6 +215,18 @@ def test_a_run_folder_name_with_special_characters_is_one_partition_and_matches_
     assert [r["run_folder"] for r in stored] == [name]
 
 
+def test_only_the_manifests_runs_are_read_whatever_characters_their_names_hold(spark):
+    """with_current's filter is one SQL expression with the names as string literals: a quote or a backslash in a
+    run folder or ingest id must neither break it nor match another name."""
+    names = ["plain", "it's", "back\\slash", "quote'\\'", "new\nline", "2026"]
+    rows = [(folder, f"{folder}@{i}") for folder in names for i in (1, 2)]  # two readings of each run, one current
+    df = spark.createDataFrame(rows, "run_folder string, ingest_id string")
+    current = {folder: f"{folder}@2" for folder in names[1:]}
+    kept = {(r["run_folder"], r["ingest_id"]) for r in store.with_current(df, current).collect()}
+    assert kept == set(current.items())
+    assert store.with_current(df, {}).count() == 0
+
+
 def test_a_store_of_another_format_version_is_refused_with_a_one_line_error(spark, tmp_path, monkeypatch):
     write_runs(tmp_path / "runs", runs=1, cases=20, fuzz_every=0)
     run_job(spark, [str(tmp_path / "runs")], str(tmp_path / "out"))
