@@ -1098,6 +1098,7 @@ class Result:
 
 
 PARALLEL_LISTING = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+ADAPTIVE = "spark.sql.adaptive.enabled"
 # what depends on one run alone, computed once per run from its records and kept in the store
 # the per-run tables made from the few records whose details they decode, and those records' suites (the recovery
 # table's records are found by their resume_s column)
@@ -1208,12 +1209,12 @@ def ingest_runs(spark, tables_dir: str, plan: Plan, schemas: dict, log: Callable
     records = lines.where(F.col("kind") == "records")
     # Two reads of the new lines, not one per table: the columns the counting tables read, and the few records
     # whose details other tables decode (recovery, fuzz, benchmark and type records), each cached for its tables.
+    # The first tables' jobs fill the caches (a job that needs a cached partition another is computing waits for
+    # it): a count of each first was two jobs more, 0.2-0.3 s of a nightly report (four paired runs).
     t = time.monotonic()
     counted = records.select(*COUNTED_COLUMNS).cache()
     decoded = records.where(F.col("resume_s").isNotNull() | F.col("suite").isin(*DECODED_SUITES)
                             | F.col("outcome").isin(*FINDINGS)).cache()
-    for df in (counted, decoded):
-        df.count()
     per_run = {name: make(decoded if name in DECODED_TABLES else counted) for name, make in PER_RUN_TABLES.items()}
     replaced = list(ids)
 
@@ -1240,19 +1241,24 @@ def ingest_runs(spark, tables_dir: str, plan: Plan, schemas: dict, log: Callable
 
 
 @contextmanager
+def _settings(spark, settings: dict[str, str]):
+    """The session's SQL settings changed for a while, and put back as they were."""
+    before = {key: spark.conf.get(key) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            spark.conf.set(key, value)
+
+
 def _listed_by_driver(spark, uris: list[str]):
     """Local files are looked up by the driver itself while a reader is created here. Spark lists more than 32
     paths with a job of its own: for local files that job costs 1-2 s (measured with 100 runs), the lookups a few
     milliseconds. Files on other file systems (hdfs://, s3a://, ...) keep Spark's parallel listing."""
-    if not uris or not all(uri.startswith("file:") for uri in uris):
-        yield
-        return
-    before = spark.conf.get(PARALLEL_LISTING)
-    spark.conf.set(PARALLEL_LISTING, str(max(len(uris), 32)))
-    try:
-        yield
-    finally:
-        spark.conf.set(PARALLEL_LISTING, before)
+    local = uris and all(uri.startswith("file:") for uri in uris)
+    return _settings(spark, {PARALLEL_LISTING: str(max(len(uris), 32))} if local else {})
 
 
 # a store on this machine holds a partition folder per run and table: listed by the driver, like the inputs
@@ -1303,19 +1309,19 @@ def _report(spark, inputs: list[str], out: str, catalog_ids: list[str] | None, l
         + (" (a new store)" if plan.fresh else ""))
     t = stage("resolve inputs", t)
 
-    local_store = tables_dir.startswith("file:")
     here = _writes_here(spark, tables_dir)  # who writes the small tables: this process, or Spark
-    listing_before = spark.conf.get(PARALLEL_LISTING)
-    if local_store:
-        spark.conf.set(PARALLEL_LISTING, str(LOCAL_STORE_LISTING))
-    try:
+    with _settings(spark, {PARALLEL_LISTING: str(LOCAL_STORE_LISTING)} if tables_dir.startswith("file:") else {}):
         schemas = _stored_schemas(spark)  # planned once, for the writing and the reading of the store
         if plan.to_read:
             ingest_runs(spark, tables_dir, plan, schemas, log, here)
         t = stage("ingest (new and changed runs -> the store)", t)
-        result = _aggregate(spark, tables_dir, plan, schemas, catalog_ids or [], timings, stage, t, log, here)
-    finally:
-        spark.conf.set(PARALLEL_LISTING, listing_before)
+        # The aggregates read the per-run tables (a few hundred rows per run) and the records of a run or two: small
+        # inputs, where adaptive execution costs more than it saves (each of a query's stages a job of its own,
+        # the query planned again after each). Measured on a warm Spark Connect server, the nightly report of
+        # bench/report.py, four paired runs: 7.8 -> 7.0 s (median); the full rebuild, whose flaky fold reads
+        # every record, the same with or without (46.8/52.0 s with, 45.7/53.6 s without).
+        with _settings(spark, {ADAPTIVE: "false"}):
+            result = _aggregate(spark, tables_dir, plan, schemas, catalog_ids or [], timings, stage, t, log, here)
     return Result(sorted(result[0]), result[1], timings, found, plan)
 
 
@@ -1347,8 +1353,11 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
     # few stages per shuffle, and most of a stage's time is Spark's fixed cost. Read through one partition, they
     # need no shuffle (one partition is already grouped by any key). Measured in paired runs (medians of 3): the
     # whole job 2-5% faster on the 1M-row benchmark, 5% (2 s) on a few thousand rows. Large fine counts keep their
-    # partitions, so that a cluster aggregates them in parallel.
-    fine = cached_fine.coalesce(1) if cached_fine.count() <= SINGLE_PARTITION_ROWS else cached_fine
+    # partitions, so that a cluster aggregates them in parallel. A table on this machine says its row count in its
+    # files' footers; elsewhere Spark counts it (a job).
+    rows = store.local_row_count(f"{tables_dir}/run_counts")
+    fine = cached_fine.coalesce(1) if (rows if rows is not None else cached_fine.count()) <= SINGLE_PARTITION_ROWS \
+        else cached_fine
     cubed = cube(fine).cache()
     # every aggregate but the runs table reads the suites' cases only (see FUZZ_SUITE and BENCH_SUITE)
     suites = cubed.where(is_case())
@@ -1364,11 +1373,13 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
     # records where they are read. Collecting them fills the caches of cubed, versions, runs and truns, one after
     # another, before the tables built on them run side by side; fuzz and the conformance cells fill theirs as the
     # first tables written (a count of each first would be a Spark job more, for nothing shown).
-    compared = sorted({r[k] for r in latest_pairs(truns).collect() for k in ("run_id", "prev_run_id")})
-    # ... and the run folders that hold them: the records regressions reads are then those runs' files alone (a
-    # filter on the partition column), not a file of every run opened to skip its rows
-    compared_folders = sorted(r["run_folder"] for r in stored("run_counts").where(F.col("run_id").isin(*compared))
-                              .select("run_folder").distinct().collect()) if compared else []
+    # ... with the run folders that hold them (in the same job): the records regressions reads are then those runs'
+    # files alone (a filter on the partition column), not a file of every run opened to skip its rows
+    compared_ids = latest_pairs(truns).select(F.explode(F.array("run_id", "prev_run_id")).alias("run_id"))
+    held = (stored("run_counts").select("run_folder", "run_id").join(F.broadcast(compared_ids), "run_id", "left_semi")
+            .distinct().collect())
+    compared = sorted({r["run_id"] for r in held})
+    compared_folders = sorted({r["run_folder"] for r in held})
     flaky_cases = flaky_state(spark, tables_dir, plan, records, versions, log, here)
     t = stage("shared aggregates (from the per-run counts)", t)
 
