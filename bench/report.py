@@ -22,7 +22,8 @@ process of its own pays (s) whatever it does, so ratios of gross times contradic
 (b-s)/(a-s) <= 2.5, (c-s)/(b-s) <= 0.15 and d/s <= 1.0 (the night's report on a warm server costs no more than
 starting an empty Spark).
 The machine's speed is printed beside them: a shared 2-core machine drifts by up to half from one hour to
-another, which the ratios (taken in turn) mostly cancel.
+another, which the ratios (taken in turn) mostly cancel. So is whether the report JVM's ahead-of-time cache
+(reports/jvm.py) was there: it shortens every cold start, (s) included, so the ratios move with it.
 
 """
 
@@ -75,6 +76,27 @@ def reference_loop_seconds(n: int = 20_000_000) -> float:
     for i in range(n):
         total += i
     return time.process_time() - t
+
+
+def jvm_conditions() -> str:
+    """The JDK of the report's JVM and whether its ahead-of-time cache (reports/jvm.py, built by `make setup`) was
+    there: with it a cold start, and so (s), (a) and (c), costs less; figures taken with and without it differ."""
+    from reports import jvm
+
+    try:
+        jdk = jvm.choose_jdk()
+    except ValueError as exc:
+        return str(exc)
+    cache = jvm.cache_path(jdk)
+    if cache is None:
+        aot = "no ahead-of-time cache (JDK before 25)"
+    elif os.environ.get("INTEROP_REPORT_AOT_CACHE", "on") == "off":
+        aot = "ahead-of-time cache switched off (INTEROP_REPORT_AOT_CACHE=off)"
+    elif cache.is_file():
+        aot = f"ahead-of-time cache used ({cache})"
+    else:
+        aot = "no ahead-of-time cache built (`make setup` or `python -m reports.jvm --build-cache` builds it)"
+    return f"JDK {jdk.version}; {aot}"
 
 
 def timed(argv: list[str], label: str, log: Path) -> tuple[float, list[str]]:
@@ -185,6 +207,7 @@ def main() -> int:
         print(f"{ratio} = {value:.2f} (target <= {target}): {'met' if value <= target else 'MISSED'}")
     print(f"gross, for comparison with older runs: b/a = {med['b'] / med['a']:.2f}, c/b = {med['c'] / med['b']:.2f}, "
           f"d/c = {med['d'] / med['c']:.2f}")
+    print(f"report JVM: {jvm_conditions()}")
     print(f"machine speed: a fixed Python loop (20 million additions) took {yardstick[0]:.2f} CPU-s before and "
           f"{yardstick[1]:.2f} after (lower is faster); {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.2f} at the end")
