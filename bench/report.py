@@ -87,15 +87,15 @@ def jvm_conditions() -> str:
         jdk = jvm.choose_jdk()
     except ValueError as exc:
         return str(exc)
-    cache = jvm.cache_path(jdk)
-    if cache is None:
+    # the options a report's JVM gets say whether it uses a cache (jvm.java_options decides, not this bench)
+    used = [o.removeprefix("-XX:AOTCache=") for o in jvm.java_options(jdk) if o.startswith("-XX:AOTCache=")]
+    if used:
+        aot = f"ahead-of-time cache used ({used[-1]})"
+    elif jvm.cache_path(jdk) is None:
         aot = "no ahead-of-time cache (JDK before 25)"
-    elif os.environ.get("INTEROP_REPORT_AOT_CACHE", "on") == "off":
-        aot = "ahead-of-time cache switched off (INTEROP_REPORT_AOT_CACHE=off)"
-    elif cache.is_file():
-        aot = f"ahead-of-time cache used ({cache})"
     else:
-        aot = "no ahead-of-time cache built (`make setup` or `python -m reports.jvm --build-cache` builds it)"
+        aot = ("no ahead-of-time cache (none built: `make setup` or `python -m reports.jvm --build-cache` builds it; "
+               "or INTEROP_REPORT_AOT_CACHE=off)")
     return f"JDK {jdk.version}; {aot}"
 
 
