@@ -72,9 +72,11 @@ def test_the_report_through_spark_connect_reads_only_new_runs_and_makes_the_loca
             in second.stdout), second.stdout
     assert "1 run(s) read this time" in second.stdout
     assert (tmp_path / "remote" / "index.html").is_file()
-    # the server's log after two reports: its own start lines and warnings, not a line per task (LOG_CONFIG)
-    info = [line for line in server.log_path.read_text().splitlines() if " INFO " in line]
-    assert info and all(" INFO SparkConnectServer: " in line for line in info), info[:5]
+    # the server's log after two reports: its ready line and warnings, not Spark's line per task (LOG_CONFIG)
+    logged = server.log_path.read_text().splitlines()
+    assert sum(line.startswith(connect_server.READY_LINE.decode()) for line in logged) == 1, logged[:5]
+    info = [line for line in logged if " INFO " in line]
+    assert not info, info[:5]
 
     from reports.cli import load_catalog
 
@@ -95,3 +97,21 @@ def test_no_server_there_is_a_one_line_error_and_exit_2(tmp_path):
     (line,) = [line for line in done.stderr.splitlines() if line.startswith("interop report:")]
     assert f"--remote sc://127.0.0.1:{port}: cannot reach a Spark Connect server there" in line
     assert "Traceback" not in done.stderr
+
+
+def test_the_servers_sessions_share_compiled_query_code(server):
+    """Each report is a Connect session of its own. Spark keys the code it compiles for a query by class loader, so
+    the server's sessions must run on the application's (no per-session artifact isolation) and its cache must hold
+    a whole report's classes (job.CODEGEN_CACHE_ENTRIES): otherwise every report compiles all of its code again
+    (reports/connect_server.py, serve). Read from a session of the server, as a report's would see them."""
+    from reports.job import CODEGEN_CACHE_ENTRIES
+
+    keys = ("spark.sql.artifact.isolation.enabled", "spark.sql.artifact.isolation.alwaysApplyClassloader",
+            "spark.sql.codegen.cache.maxEntries")
+    code = ("import sys\nfrom pyspark.sql import SparkSession\n"
+            "session = SparkSession.builder.remote(sys.argv[1]).getOrCreate()\n"
+            "print(' '.join(session.conf.get(key) for key in sys.argv[2:]))\nsession.stop()\n")
+    done = subprocess.run([sys.executable, "-c", code, server.url, *keys], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["false", "false", str(CODEGEN_CACHE_ENTRIES)], done.stdout
