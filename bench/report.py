@@ -15,12 +15,18 @@ from start to exit (what the user pays: Python, the JVM, Spark and the job), in 
                    (reports/connect_server.py)
   (s) cold start   a process that starts the report's Spark session and runs one trivial query: the least any
                    report in a process of its own costs, (c) included
+  (e) layout floor the least a nightly report with this store's tables costs in a process of its own: the new
+                   run's lines written, then the simplest query (a grouping and a count) for each per-run and each
+                   aggregate table, collected and written as the report does it
+  (f) layout floor (e) on the warm server, warmed up by one run of it
 
 It prints the median of each, the per-stage lines of the report's own log for (b), (c) and (d), and the ratios
 against their targets, each net of the cold start (s) measured in the same run (issue 36's decision: a report in a
 process of its own pays (s) whatever it does, so ratios of gross times contradicted each other):
 (b-s)/(a-s) <= 2.5, (c-s)/(b-s) <= 0.15 and d/s <= 1.0 (the night's report on a warm server costs no more than
 starting an empty Spark).
+The floors are printed in the same ratios, (e) for (c) and (f) for (d): a target its floor misses is out of reach
+of any report that runs as many Spark jobs, however little each does; only fewer jobs would reach it.
 The machine's speed is printed beside them: a shared 2-core machine drifts by up to half from one hour to
 another, which the ratios (taken in turn) mostly cancel. So is whether the report JVM's ahead-of-time cache
 (reports/jvm.py) was there: it shortens every cold start, (s) included, so the ratios move with it.
@@ -66,6 +72,45 @@ def session_floor() -> None:
 
     spark = spark_session()
     spark.range(1).count()
+    spark.stop()
+
+
+def layout_floor(new_run: str, out: str, remote: str | None) -> None:
+    """(e) and (f): the least a nightly report of this store's layout does, each step the simplest query of its
+    kind, done the way the report does it: the new run's lines written by Spark, then one collected query per
+    per-run table (written by this process, as reports/store.py writes them) and one per aggregate table, in the
+    report's writer threads. What the report adds to this is the work of its queries; what this costs over (s),
+    no report of as many tables can save by doing its work better (only by running fewer Spark jobs)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pyspark.sql import functions as F
+
+    from reports import store
+    from reports.job import PER_RUN_TABLES, WRITERS, _report_order, record_schema, spark_session
+
+    spark = spark_session(remote=remote)
+    spark.read.schema(record_schema()).json(new_run).write.mode("overwrite").partitionBy("run_id").parquet(
+        f"{out}/lines")
+    lines = spark.read.parquet(f"{out}/lines")
+    keys = ("suite", "topology", "outcome", "case", "host")
+
+    def simplest(source, key: str, index: int):  # a grouping and a count, different in each table
+        return source.groupBy(key).agg(F.count(F.lit(index)).alias("n"))
+
+    def per_run(index: int, name: str) -> None:
+        table = simplest(lines, keys[index % len(keys)], index).coalesce(1).toArrow()
+        store.write_parquet_here(table, f"{out}/{name}")
+
+    def aggregate(index: int, name: str) -> None:
+        source = index % len(PER_RUN_TABLES)  # the per-run table it reads, grouped by that table's key
+        table = simplest(spark.read.parquet(f"{out}/{list(PER_RUN_TABLES)[source]}"), keys[source % len(keys)], index)
+        store.write_parquet_here(table.toArrow(), f"{out}/{name}")
+
+    with ThreadPoolExecutor(WRITERS) as pool:
+        for future in [pool.submit(per_run, i, name) for i, name in enumerate(PER_RUN_TABLES)]:
+            future.result()
+        for future in [pool.submit(aggregate, i, name) for i, name in enumerate(_report_order())]:
+            future.result()
     spark.stop()
 
 
@@ -128,7 +173,12 @@ def main() -> int:
     parser.add_argument("--keep", metavar="DIR", help="write the input and reports here and keep them")
     parser.add_argument("--bare-floor", nargs=2, metavar=("INPUT", "OUT"), help=argparse.SUPPRESS)
     parser.add_argument("--session-floor", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--layout-floor", nargs=3, metavar=("NEW_RUN", "OUT", "REMOTE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.layout_floor:
+        new_run, out, remote = args.layout_floor
+        layout_floor(new_run, out, remote if remote != "-" else None)
+        return 0
     if args.bare_floor:
         bare_floor(*args.bare_floor)
         return 0
@@ -158,7 +208,7 @@ def main() -> int:
     report_cmd = [python, "-m", "reports", str(runs_dir), "--out", str(report), "--no-allure"]
     snapshot = work / "store-of-the-runs"
     server = connect_server.start(log_path=logs / "connect-server.log")
-    figures: dict[str, list[float]] = {k: [] for k in "abcds"}
+    figures: dict[str, list[float]] = {k: [] for k in "abcdsef"}
     stages: dict[str, list[str]] = {}
     yardstick = [reference_loop_seconds()]
     try:
@@ -167,6 +217,8 @@ def main() -> int:
         shutil.rmtree(warm, ignore_errors=True)
         timed([*report_cmd[:4], "--out", str(warm), "--no-allure", "--remote", server.url], "server warm-up",
               logs / "warm-up.log")
+        timed([python, __file__, "--layout-floor", str(new_dir / new_id / "results.jsonl"), str(work / "layout-floor"),
+               server.url], "server warm-up (layout floor)", logs / "warm-up-floor.log")
         for repeat in range(args.repeats):
             if (runs_dir / new_id).exists():  # (a) and (b) read the stored runs only
                 shutil.move(str(runs_dir / new_id), str(new_dir / new_id))
@@ -185,6 +237,12 @@ def main() -> int:
             figures["d"].append(seconds)
             seconds, _ = timed([python, __file__, "--session-floor"], "(s) cold start", logs / f"s{repeat}.log")
             figures["s"].append(seconds)
+            new_lines = str(runs_dir / new_id / "results.jsonl")
+            for key, where, label in (("e", "-", "(e) layout floor, cold"),
+                                      ("f", server.url, "(f) layout floor, warm")):
+                seconds, _ = timed([python, __file__, "--layout-floor", new_lines, str(work / "layout-floor"), where],
+                                   label, logs / f"{key}{repeat}.log")
+                figures[key].append(seconds)
             print(f"repeat {repeat + 1}: " + ", ".join(f"({k}) {v[-1]:.1f}s" for k, v in figures.items()), flush=True)
     finally:
         server.stop()
@@ -193,9 +251,10 @@ def main() -> int:
     med = {k: statistics.median(v) for k, v in figures.items()}
     names = {"a": "bare floor (JSON -> Parquet, session included)", "b": "full rebuild (interop report --rebuild)",
              "c": "incremental (100 runs stored + 1 new)", "d": "incremental on a warm Spark Connect server",
-             "s": "cold start (Spark session, one trivial query)"}
+             "s": "cold start (Spark session, one trivial query)",
+             "e": "layout floor, cold (the least (c) could cost)", "f": "layout floor, warm (the least for (d))"}
     print(f"\n{'':<4}{'':<50} {'median s':>9}  all")
-    for k in "abcds":
+    for k in "abcdsef":
         print(f"({k}) {names[k]:<50} {med[k]:>9.1f}  {' '.join(f'{x:.1f}' for x in figures[k])}")
     for k in "bcd":
         print(f"\nreport stages of ({k}), last repeat:")
@@ -205,6 +264,12 @@ def main() -> int:
     for ratio, (value_of, target) in TARGETS.items():
         value = value_of(med)
         print(f"{ratio} = {value:.2f} (target <= {target}): {'met' if value <= target else 'MISSED'}")
+    # the same ratios with each incremental report replaced by its floor: where one is above its target, no report
+    # that runs this layout's Spark jobs meets that target, however little work its queries do
+    floors = {**med, "c": med["e"], "d": med["f"]}
+    print("the layout's floors in the same ratios: " + ", ".join(
+        f"{ratio.replace('c', 'e') if 'c' in ratio else ratio.replace('d', 'f')} = {TARGETS[ratio][0](floors):.2f}"
+        for ratio in ("(c-s)/(b-s)", "d/s")))
     print(f"gross, for comparison with older runs: b/a = {med['b'] / med['a']:.2f}, c/b = {med['c'] / med['b']:.2f}, "
           f"d/c = {med['d'] / med['c']:.2f}")
     print(f"report JVM: {jvm_conditions()}")
