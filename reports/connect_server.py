@@ -194,6 +194,12 @@ def serve(host: str, port: int, conf: dict[str, str]) -> int:
     except ReportError as exc:
         print(f"connect_server: {exc}", file=sys.stderr, flush=True)
         return 2
+    except Exception as exc:  # Spark did not start (a port taken meanwhile, a JVM that would not run): one line
+        cause = getattr(exc, "java_exception", None)  # py4j's error from the JVM: its own message says what failed
+        text = cause.toString() if cause is not None else str(exc)
+        first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+        print(f"connect_server: Spark did not start: {first[:300]}", file=sys.stderr, flush=True)
+        return 1
     spark.sparkContext.setLogLevel("WARN")  # spark_session's ERROR suits a report's terminal, not a server's log
     try:
         from pyspark import SparkContext

@@ -115,3 +115,21 @@ def test_the_servers_sessions_share_compiled_query_code(server):
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["false", "false", str(CODEGEN_CACHE_ENTRIES)], done.stdout
+
+
+def test_a_server_that_cannot_bind_its_port_says_so_in_one_line():
+    """The server process itself (what connect_server.start runs) finding its port taken after start()'s check (a
+    program that took it meanwhile): its last line says what Spark failed on, exit 1, no Python traceback."""
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "reports.connect_server", "--serve", "--port", str(port)],
+                              cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("connect_server: Spark did not start: java.net.BindException"), last
+    assert f":{port}" in last
+    assert "Traceback" not in done.stderr
