@@ -263,7 +263,7 @@ def main() -> int:
     print()
     for ratio, (value_of, target) in TARGETS.items():
         value = value_of(med)
-        print(f"{ratio} = {value:.2f} (target <= {target}): {'met' if value <= target else 'MISSED'}")
+        print(f"{ratio} = {value:.3f} (target <= {target}): {'met' if value <= target else 'MISSED'}")
     # the same ratios with each incremental report replaced by its floor: where one is above its target, no report
     # that runs this layout's Spark jobs meets that target, however little work its queries do
     floors = {**med, "c": med["e"], "d": med["f"]}
