@@ -268,8 +268,12 @@ def main() -> int:
     # that runs this layout's Spark jobs meets that target, however little work its queries do
     floors = {**med, "c": med["e"], "d": med["f"]}
     print("the layout's floors in the same ratios: " + ", ".join(
-        f"{ratio.replace('c', 'e') if 'c' in ratio else ratio.replace('d', 'f')} = {TARGETS[ratio][0](floors):.2f}"
-        for ratio in ("(c-s)/(b-s)", "d/s")))
+        f"{name} = {TARGETS[ratio][0](floors):.3f}" for name, ratio in (("(e-s)/(b-s)", "(c-s)/(b-s)"),
+                                                                        ("f/s", "d/s"))))
+    # the first two targets together bound (c) by (a) alone: c-s <= 0.15 (b-s) <= 0.15 x 2.5 (a-s)
+    budget = TARGETS["(c-s)/(b-s)"][1] * TARGETS["(b-s)/(a-s)"][1] * (med["a"] - med["s"])
+    print(f"(b) and (c) both at their targets leave (c) {budget:.1f}s over (s); the layout's floor (e) takes "
+          f"{med['e'] - med['s']:.1f}s over it")
     print(f"gross, for comparison with older runs: b/a = {med['b'] / med['a']:.2f}, c/b = {med['c'] / med['b']:.2f}, "
           f"d/c = {med['d'] / med['c']:.2f}")
     print(f"report JVM: {jvm_conditions()}")
