@@ -145,6 +145,14 @@ class ConnectServer:
             self.process.wait(timeout)
 
 
+def _sigterm_as_interrupt() -> None:
+    """SIGTERM stops this process the way Ctrl-C does (KeyboardInterrupt), so that its cleanup runs either way."""
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def command(host: str, port: int, conf: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
     """The command line and environment of a local server (see serve) with the report's JVM and SQL settings, and
     `conf` (Spark settings of the caller's, e.g. the tests' execution settings) last, so that they win. A JDK
@@ -175,10 +183,7 @@ def serve(host: str, port: int, conf: dict[str, str]) -> int:
     isolation, 5.2-6.6 s without (JFR: Janino's compiler a fifth of each report's samples before, none after)."""
     from reports.job import spark_session
 
-    def stop_on_term(*_):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop_on_term)
+    _sigterm_as_interrupt()
     settings = {
         "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
         "spark.connect.grpc.binding.address": host,
@@ -201,9 +206,9 @@ def serve(host: str, port: int, conf: dict[str, str]) -> int:
         print(f"connect_server: Spark did not start: {first[:300]}", file=sys.stderr, flush=True)
         return 1
     spark.sparkContext.setLogLevel("WARN")  # spark_session's ERROR suits a report's terminal, not a server's log
-    try:
-        from pyspark import SparkContext
+    from pyspark import SparkContext
 
+    try:
         # the plug-in's service object (a Scala object: its class is SparkConnectService$) and the gRPC server's port
         service = getattr(getattr(spark.sparkContext._jvm.org.apache.spark.sql.connect.service,
                                   "SparkConnectService$"), "MODULE$")
@@ -235,15 +240,20 @@ def start(port: int = 0, host: str = "127.0.0.1", log_path: str | Path | None = 
     where = f"{host}:{port}" if port else f"{host} (a port of its choice)"
     deadline = time.monotonic() + timeout
     log_watch = _LogWatch(log_path)
-    while (bound := log_watch.bound_port()) is None:
-        if process.poll() is not None:
-            raise ReportError(f"Spark Connect server on {where} exited with status {process.returncode} "
-                              f"before it answered: {server.log_tail()} (log: {log_path})")
-        if time.monotonic() > deadline:
-            server.stop()
-            raise ReportError(f"Spark Connect server on {where} did not answer within {timeout:.0f}s: "
-                              f"{server.log_tail()} (log: {log_path})")
-        time.sleep(0.1)  # a poll interval under a deadline, not a wait for time to pass
+    try:
+        while (bound := log_watch.bound_port()) is None:
+            if process.poll() is not None:
+                raise ReportError(f"Spark Connect server on {where} exited with status {process.returncode} "
+                                  f"before it answered: {server.log_tail()} (log: {log_path})")
+            if time.monotonic() > deadline:
+                raise ReportError(f"Spark Connect server on {where} did not answer within {timeout:.0f}s: "
+                                  f"{server.log_tail()} (log: {log_path})")
+            time.sleep(0.1)  # a poll interval under a deadline, not a wait for time to pass
+    except BaseException:
+        # not up in time, or the caller interrupted (Ctrl-C, SIGTERM): the server runs in a session of its own and
+        # would outlive this process
+        server.stop()
+        raise
     server.port = bound
     return server
 
@@ -263,14 +273,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"connect_server: --port {args.port}: expected 0-65535", file=sys.stderr)
         return 2
     started = time.monotonic()
+    _sigterm_as_interrupt()  # before the server starts: a SIGTERM at any moment stops it too
     try:
         server = start(args.port, args.host, args.log)
     except ReportError as exc:
         print(f"connect_server: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return 130
     print(f"Spark Connect server up in {time.monotonic() - started:.1f}s: interop report --remote {server.url} "
           f"(log: {server.log_path}); Ctrl-C stops it", flush=True)
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
     try:
         server.process.wait()
     except KeyboardInterrupt:
