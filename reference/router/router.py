@@ -74,6 +74,7 @@ class Producer:
     neighbour: object = None  # that router (interrouter.Neighbour), once a message came
     route_key: str | None = None  # where its messages go; the address, or a phase-1 key for in-autolinks
     allow_fallback: bool = True  # in-autolinks must not send back to a fallback destination
+    draining: bool = False  # we asked for its credit back (_revoke_one) and have not called that off since
     # An in-autolink's messages that came with no consumer reachable (on credit granted while one was, or
     # during the drain that withdraws it): kept unsettled, in order, for the next consumer (_park)
     parked: deque = field(default_factory=deque)
@@ -668,14 +669,22 @@ class Router(ServedConnections):
         want = producer.capacity - producer.undelivered - credit
         # Grant in batches (a quarter window at least) unless the producer ran dry. Asked after every message,
         # so what decides that no grant is due comes first, and is cheap.
-        if want <= 0 or credit and want * 4 < producer.capacity:
+        if (want <= 0 or credit and want * 4 < producer.capacity) and not producer.draining:
             return
         if producer.closed or not raw.link_active(link):
             return
         if producer.route_key is not None and not self._reachable(producer.route_key, producer.allow_fallback):
             return
-        if raw.drain_mode(link):
+        if producer.draining:
+            # A destination is back while our drain is unanswered (the producer may answer it late, or its
+            # answer may still be on the wire): call the drain off now, with a window, rather than wait for an
+            # answer that may never come (issue 53: a producer that answered 0.2 s or more later never got credit
+            # again, as this returned on the credit it still seemed to hold). AMQP 1.0 §2.6.7: a flow with drain
+            # false ends the drain; an answer that crosses it only lowers the credit seen here, and its flow event
+            # tops the window up again. The flow must change the credit for proton to send it at all, hence 1.
+            producer.draining = False
             raw.set_drain_mode(link, False)
+            want = max(want, 1)
         raw.flow(link, want)
 
     def _revoke_one(self, producer: Producer):
@@ -683,6 +692,7 @@ class Router(ServedConnections):
         link = producer.link
         if not producer.closed and link.state & Endpoint.LOCAL_ACTIVE and link.credit > 0:
             link.drain(0)
+            producer.draining = True
 
     def on_link_flow(self, event):
         pair = getattr(event.link, "router_pair", None)

@@ -5,6 +5,8 @@ import pytest
 from harness import checkers
 from harness.wait import wait_for
 
+from .late_drain import LATE_DRAIN_DELAYS, LATE_DRAIN_IDS, answers_drain_late
+
 pytestmark = pytest.mark.requires("edge")
 
 
@@ -51,3 +53,11 @@ def test_multicast_from_an_edge_reaches_every_consumer_once(edges, clients, deta
         checks.update(checkers.every_message_once(sender.name, r.name, suffix=f"_{name}"))
     verdict = checkers.compose(clients.history, **checks).fill(details, "duplicated")
     assert verdict.ok, f"each consumer gets each message exactly once, in order:\n{verdict.failures()}"
+
+
+@pytest.mark.spec("MESH-CREDIT-3", "MESH-EDGE-1")
+@pytest.mark.parametrize("delay", LATE_DRAIN_DELAYS, ids=LATE_DRAIN_IDS)
+def test_a_producer_on_an_edge_that_answers_a_drain_late_gets_credit_when_a_consumer_returns(edges, details, delay):
+    """MESH-CREDIT-3 with the producer on one edge router and its consumers on another (suites/mesh/late_drain.py):
+    the edge's own credit path, and the interior's towards the edge, must not wait for the answer either."""
+    details.update(answers_drain_late(edges, "producer", "other-edge", f"edge.late-drain-{delay}", delay))

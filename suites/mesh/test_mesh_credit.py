@@ -16,6 +16,8 @@ import pytest
 
 from harness.wait import WaitTimeout, wait_for
 
+from .late_drain import LATE_DRAIN_DELAYS, LATE_DRAIN_IDS, answers_drain_late
+
 pytestmark = pytest.mark.requires("mesh", "credit-gating")
 
 FIRST = 5  # messages the first consumer takes before it leaves
@@ -243,3 +245,12 @@ def test_a_producer_that_handed_its_credit_back_gets_credit_when_a_consumer_retu
     (seq,) = sender.send(1)
     assert sender.wait_outcomes(seq + 1, timeout=ROUTE_TIMEOUT)[seq].outcome == "accepted"
     assert second.wait_received(1, timeout=ROUTE_TIMEOUT) and second.seqs(sender.name) == [seq]
+
+
+
+@pytest.mark.spec("MESH-CREDIT-3")
+@pytest.mark.parametrize("delay", LATE_DRAIN_DELAYS, ids=LATE_DRAIN_IDS)
+def test_a_producer_that_answers_a_drain_late_gets_credit_when_a_consumer_returns(mesh, details, delay):
+    """Issue 53 (../shared/repro/credit_after_drain.py): the producer on R1, its consumer on R2 leaves and another
+    comes; suites/mesh/late_drain.py says what the producer does with the drain and what must follow."""
+    details.update(answers_drain_late(mesh, "producer", "far", f"gone.q.late-drain-{delay}", delay))
