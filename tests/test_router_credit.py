@@ -176,7 +176,7 @@ R2 = """
 def _drain_answered_after_the_consumer_returned(producer_url: str, consumer_url: str, clients: Clients,
                                                 address: str, router_knows=None) -> None:
     """The last consumer leaves, the router drains the producer, a consumer returns, and only then does the
-    producer answer the drain. `router_knows(phase)` waits, where needed, until the producer's router has
+    producer answer the drain (its answer crossing the router's flow that calls the drain off). `router_knows(phase)` waits, where needed, until the producer's router has
     seen the consumer go ("gone") or come back ("back")."""
     router_knows = router_knows or (lambda phase: None)
     producer = HandDrivenProducer(producer_url, address)
@@ -193,11 +193,13 @@ def _drain_answered_after_the_consumer_returned(producer_url: str, consumer_url:
         assert held > 0, "the drain reached the producer before it spent any credit"
 
         second = consumers.receiver(address)
-        router_knows("back")  # the router has handled the returning consumer; the drain is still unanswered
-        producer.pump()
+        router_knows("back")  # the router has handled the returning consumer; the producer has read nothing since
         assert producer.link.credit == held and producer.link.drain_mode, "the case needs the drain unanswered"
 
-        producer.link.drained()  # the producer hands its credit back now, as the drain asked
+        # The producer hands its credit back now, as the drain asked, before it reads what the router sent since:
+        # the router called the drain off when the consumer came back (issue 53), so the two flows cross on the
+        # wire. Whichever order they are read in, the producer must end up with credit.
+        producer.link.drained()
         producer.pump()
         producer.wait(lambda: producer.link.credit > 0, "new credit: a consumer is reachable again")
 
