@@ -277,12 +277,25 @@ def test_the_control_link_attach_is_one_artemis_recognises_and_the_answer_is_rea
     assert link.remote_target.address == remote.name
     assert dialling.control_answered(link) is None  # the offered capability came back
     settle(client, server)
+    assert remote.current is None, "the policies wait for the event link's answer (AMQPFederationSource's order)"
+    answer_event_links(client, server, dialling, dialled)
     while remote.current is not None:  # what the broker's on_delivery does for a control link
         remote.federation_deliveries(remote.current)
     settle(server, client)
     policies = dialled.sides[0].policies
     assert [(p.kind, p.name) for p in policies] == [("queue", "b1-b2-queues"), ("address", "b1-b2-topics")]
     assert policies[1].max_hops == 2 and policies[0].include_federated
+
+
+def answer_event_links(client, server, dialling, dialled) -> None:
+    """B2's federation answers the event links B1 opened after its control link was answered, and B1 reads each
+    answer (what the broker's on_link_remote_open does with a federation link it opened)."""
+    while (end := server[0].link_head(Endpoint.LOCAL_UNINIT)) is not None:
+        assert dialled.event_attach(end) is None
+    settle(server, client)
+    for event_link in dialling.sides[0].event_links:
+        event_link.federation_answer(event_link)
+    settle(client, server)
 
 
 def test_a_control_link_the_other_end_does_not_offer_back_ends_the_federation():

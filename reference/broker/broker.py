@@ -237,6 +237,7 @@ class Broker(ServedConnections):
             entry = self.addresses[name] = {"name": name, "routings": set(routings), "queues": []}
             for source in self.mirrors:
                 source.address_added(name, routings, self._via)
+            self.federation.added(name)  # a network's pull refused for want of it goes again (federation.py)
         entry["routings"] |= routings
         return entry
 
@@ -255,6 +256,7 @@ class Broker(ServedConnections):
             for source in self.mirrors:
                 source.queue_created(queue, self._via)
             self.connections.queue_created(queue)
+            self.federation.added(address, name)
         return queue
 
     def _delete_queue(self, queue: Queue) -> None:
@@ -272,6 +274,11 @@ class Broker(ServedConnections):
         for source in self.mirrors:
             source.queue_deleted(queue, self._via)
         self.federation.demand_changed(queue.address)
+
+    def auto_create(self, address: str, routing: str) -> dict | None:
+        """`address` (for anycast, with its queue of that name) as a consumer's attach finds or creates it, where
+        the address settings allow: its info, or None. For another broker's pull (federation.py)."""
+        return self._resolve(address, routing, for_consumer=True)[0]
 
     def _resolve(self, address: str, hint: str | None, for_consumer: bool) -> tuple[dict | None, str]:
         """Find or auto-create an address; returns (address info or None, routing to use)."""
@@ -835,6 +842,7 @@ class Broker(ServedConnections):
     def delete_queue(self, queue: Queue) -> None:
         """Destroy a queue with its messages (management, or a mirrored deleteQueue); its consumers' links are
         closed with amqp:resource-deleted."""
+        self.federation.queue_deleted(queue)
         for consumer in list(queue.consumers):
             self.close_link(consumer.link, "amqp:resource-deleted", f"queue {queue.name!r} was deleted")
         if queue.name in self.queues:

@@ -23,6 +23,13 @@ same the other way over the one connection. The topology renders it as Artemis's
   when that broker pulls them (the consumer moved there). Without it a consumer that moves between brokers
   strands what was already forwarded for it; ActiveMQ Classic calls this `replayWhenNoConsumers` (off by
   default there: the reference takes the choice that loses nothing). Topics (copies) never go back.
+* A consumer may come before what it wants exists on the other broker (the seed's own test starts the consumer
+  first). A pull for a missing address creates it where the address settings let a client's attach create it
+  (as Artemis does). A pull for a missing queue is refused with amqp:not-found, and the serving broker watches
+  for that queue: when it is created, the puller is told by an event, once, and pulls again if a consumer still
+  wants it (Artemis 2.40's retry, which has no timer: see Federation.added). A broker in the middle of a line,
+  which nobody would ever give the queue, creates it instead where demand can travel on through it (the seed's
+  network TTL above 1; Federation._carries_on).
 
 Wire form: Artemis 2.40's AMQP federation (federation_wire.py has the bytes), so a network mixes reference and
 Artemis brokers freely, either one dialling. The dialling broker opens a control link: a sender to a dynamic
@@ -32,8 +39,10 @@ messages on it (`x-opt-amq-federation-op-type` ADD_QUEUE_POLICY / ADD_ADDRESS_PO
 is a receiver desiring `AMQ_FEDERATION_QUEUE_RECEIVER` on the FQQN `address::queue`, or
 `AMQ_FEDERATION_ADDRESS_RECEIVER` on the address with a no-local filter and, for a hop limit, the selector Artemis
 writes on `x-opt-amq-fed-hops`; the serving broker offers the capability back. The receiving broker counts the
-hop in the message annotation `x-opt-amq-fed-hops`. Artemis's event links (`AMQ_FEDERATION_EVENT_LINK`) are
-answered and their events only logged: the reference re-evaluates demand itself. A broker is known by its
+hop in the message annotation `x-opt-amq-fed-hops`. Event links (`AMQ_FEDERATION_EVENT_LINK`), opened by the
+dialling broker after its control link is answered (a sender when it has remote policies, a receiver when it has
+local ones), carry REQUESTED_QUEUE_ADDED_EVENT / REQUESTED_ADDRESS_ADDED_EVENT from the broker that refused a
+pull to the one that asked; the receiver of one evaluates demand again. A broker is known by its
 connection's container id (the reference's is its name): where a message came from is the container of the
 connection it was pulled over, kept beside the message, not on the wire.
 
@@ -50,6 +59,7 @@ Where Artemis's semantics differ from the seed's, and which the reference follow
 
 from __future__ import annotations
 
+import itertools
 import logging
 import uuid
 
@@ -103,11 +113,23 @@ class Side:
         self.remote_node: str | None = remote_node  # the other broker's container id, once it answered
         self.remote_policies: list[FederationPolicy] = []  # dialling side: sent once the other broker answered
         self.session = None
+        self.control = None  # the control link
         self.pulls: dict[tuple[str, str], object] = {}  # ("queue", queue name) / ("address", address) -> link
+        # Dialled side: pulls as the policies come. Dialling side: once the other broker answered the event
+        # receiver (or refused it), as Artemis's AMQPFederationSource starts its local policies only then: a pull
+        # refused before the other broker has somewhere to send its event would never be retried.
+        self.pulling = remote_node is not None
+        self.events = None  # the link this broker sends its events to the other broker on (see Federation.added)
+        self.event_links: list = []  # every event link over this connection, either way
+        # What this broker refused the other broker's pulls for, ("queue", name) / ("address", name) -> the hop
+        # limit of the refused pull (-1 none; None: not known): when one comes into being here, the other broker
+        # is told once, and pulls again if it still has demand
+        self.watches: dict[tuple[str, str], int | None] = {}
+        self._event_tags = itertools.count()
 
     def evaluate(self, only: str | None = None) -> None:
         """Open the pulls that local demand calls for and close the ones it no longer does (`only`: one address)."""
-        if self.remote_node is None or not self.connection.state & Endpoint.LOCAL_ACTIVE:
+        if self.remote_node is None or not self.pulling or not self.connection.state & Endpoint.LOCAL_ACTIVE:
             return  # the other broker has not answered yet
         addresses = self.federation.broker.addresses
         if only is None:
@@ -200,10 +222,27 @@ class Side:
         log.info("No more demand for %s %r: stopped pulling from node %s", key[0], key[1], self.remote_node)
 
     def link_lost(self, link) -> None:
-        """The other broker closed one of our pulls (its queue went away): forget it; demand decides again."""
+        """The other broker refused or closed one of our pulls (its queue is not there, or went away): forget it.
+        Nothing pulls again by itself: the other broker's event says when the queue is there (as in Artemis, whose
+        AMQPFederationConsumerManager leaves a remotely closed consumer for that event), and a consumer coming or
+        going here evaluates demand again."""
         for key, pull in list(self.pulls.items()):
             if pull == link:
                 del self.pulls[key]
+
+    def send_event(self, event: bytes, what: str) -> None:
+        """Send an event to the other broker (pre-settled, as Artemis's events sender is), if it has an event link
+        from us; `what` names the event for the log."""
+        link = self.events
+        if link is None or not link.state & Endpoint.LOCAL_ACTIVE or link.state & Endpoint.REMOTE_CLOSED:
+            log.info("%s exists now, but node %s has no event link from this broker: it is not told", what,
+                     self.remote_node)
+            return
+        dlv = link.delivery(f"event-{next(self._event_tags)}")
+        link.send(event)
+        link.advance()
+        dlv.settle()
+        log.info("%s exists now: told node %s, whose pull for it was refused", what, self.remote_node)
 
 
 class Federation:
@@ -220,9 +259,10 @@ class Federation:
 
     def dialled(self, connection, element, session, name: str) -> object:
         """A broker connection with a `<federation>` came up: open the control link. Once the other broker
-        answered (`control_answered`) we pull by the local policies and send it the remote ones."""
+        answered (`control_answered`) the event links follow, and once those are answered we send it the remote
+        policies and pull by the local ones (`_event_link_answered`)."""
         local = [p for p in element.policies if p.side == "local"]
-        side = Side(self, connection, local, name, None)
+        side = Side(self, connection, local, name, None)  # pulling once the event receiver is answered
         side.session = session
         side.remote_policies = [p for p in element.policies if p.side == "remote"]
         self.sides.append(side)
@@ -240,6 +280,7 @@ class Federation:
         attach_caps.set_capabilities(link, desired=[wire.CONTROL_LINK])
         link.broker_federation_side = side
         link.federation_deliveries = _settle_when_remote_settled
+        side.control = link
         link.open()
         return link
 
@@ -255,15 +296,70 @@ class Federation:
         if node == self.broker.config.name:
             return "the remote broker is this broker itself"
         side.remote_node = node
-        for policy in side.remote_policies:
-            dlv = link.delivery(f"policy-{policy.name}")
-            link.send(wire.policy_message(policy))
-            link.advance()
-            log.debug("Sent %s policy %r to node %s on %r", policy.kind, policy.name, node, dlv.link.name)
-        log.info("Federation %r with node %s: %d remote policy(ies) sent, pulling by %d local one(s)", side.name,
-                 node, len(side.remote_policies), len(side.policies))
-        side.evaluate()
+        # The event links first, as AMQPFederationSource opens them once the control link is answered: one to
+        # send events on when there are remote policies (the other broker pulls from us by them; the policies go
+        # once it is answered), one to hear events on when there are local ones (we pull by them once it is
+        # answered). An event is how a pull refused for want of its queue gets retried (Federation.added).
+        if side.remote_policies:
+            self._open_event_link(side, link.session, sending=True)
+        if side.policies:
+            self._open_event_link(side, link.session, sending=False)
+        log.info("Federation %r with node %s: %d remote and %d local policy(ies), opening its event link(s)",
+                 side.name, node, len(side.remote_policies), len(side.policies))
         return None
+
+    def _open_event_link(self, side: Side, session, sending: bool) -> None:
+        """An event link to (`sending`) or from the other broker, on a dynamic node of its own that goes with the
+        link (AMQPFederationSource's events sender and receiver: temporary-topic, delete-on-close, settled)."""
+        name = (f"federation-events-{'sender' if sending else 'receiver'}:{side.name}:{self.broker.node_id}:"
+                f"{uuid.uuid4()}")
+        link = session.sender(name) if sending else session.receiver(name)
+        node = link.target if sending else link.source
+        node.dynamic = True
+        node.properties.put_object({symbol(wire.LIFETIME_POLICY): Described(ulong(wire.DELETE_ON_CLOSE), [])})
+        node.durability = Terminus.NONDURABLE
+        node.expiry_policy = Terminus.EXPIRE_WITH_LINK
+        put_symbols(node.capabilities, [wire.TEMPORARY_TOPIC])
+        link.snd_settle_mode = Link.SND_SETTLED
+        link.rcv_settle_mode = Link.RCV_FIRST
+        attach_caps.set_capabilities(link, desired=[wire.EVENT_LINK])
+        link.federation_answer = lambda answered: self._event_link_answered(side, answered, sending)
+        if not sending:
+            link.federation_deliveries = lambda dlv: self._event_arrived(link, dlv)
+        side.event_links.append(link)
+        link.open()
+        if not sending:
+            link.flow(CONTROL_CREDIT)
+
+    def _event_link_answered(self, side: Side, link, sending: bool) -> None:
+        """The other broker answered an event link: the federation goes on either way (as Artemis's does), without
+        events if it refused the link or did not offer the capability back."""
+        if side not in self.sides:
+            return  # the control link went meanwhile: this federation is over
+        offered, _desired = attach_caps.remote_capabilities(link)
+        node = link.remote_target if sending else link.remote_source
+        if node is None or node.type == Terminus.UNSPECIFIED or wire.EVENT_LINK not in offered:
+            log.warning("Federation %r: node %s took no event link %s it (%s): a pull refused for want of its "
+                        "queue is not retried", side.name, side.remote_node, "from" if sending else "to", link.name)
+            if link.state & Endpoint.LOCAL_ACTIVE:
+                link.close()
+        elif sending:
+            side.events = link
+        if sending:
+            for policy in side.remote_policies:
+                dlv = side.control.delivery(f"policy-{policy.name}")
+                dlv.link.send(wire.policy_message(policy))
+                dlv.link.advance()
+                log.debug("Sent %s policy %r to node %s on %r", policy.kind, policy.name, side.remote_node,
+                          dlv.link.name)
+            log.info("Federation %r with node %s: %d remote policy(ies) sent", side.name, side.remote_node,
+                     len(side.remote_policies))
+        else:
+            side.pulling = True
+            log.info("Federation %r with node %s: pulling by %d local policy(ies)", side.name, side.remote_node,
+                     len(side.policies))
+            side.evaluate()
+            self.carry_on_watched()
 
     # dialled side ----------------------------------------------------------------------------------------------
 
@@ -285,6 +381,7 @@ class Federation:
         link.rcv_settle_mode = Link.RCV_FIRST
         attach_caps.set_capabilities(link, offered=[wire.CONTROL_LINK])
         side = Side(self, link.connection, [], name, node)
+        side.control = link
         link.broker_federation_side = side
         link.federation_deliveries = lambda dlv: self._policy_arrived(side, link, dlv)
         self.sides.append(side)
@@ -313,11 +410,13 @@ class Federation:
         log.info("Federation %r from node %s: pulling by its %s policy %r", side.name, side.remote_node,
                  policy.kind, policy.name)
         side.evaluate()
+        self.carry_on_watched()
 
     def event_attach(self, link) -> str | None:
-        """An Artemis event link (either way): answered and kept; events received are logged, none are sent
-        (the reference re-evaluates demand on every consumer change instead)."""
-        if self.side_of(link.connection) is None:
+        """The dialling broker's event link (either way): answered and kept. One it receives on is where this
+        broker sends its events (Federation.added); one it sends on brings the other broker's."""
+        side = self.side_of(link.connection)
+        if side is None:
             return "an event link on a connection without a federation"
         terminus_remote, terminus = ((link.remote_target, link.target) if link.is_receiver
                                      else (link.remote_source, link.source))
@@ -327,15 +426,22 @@ class Federation:
             terminus.address = link.name
         attach_caps.set_capabilities(link, offered=[wire.EVENT_LINK])
         link.federation_deliveries = lambda dlv: self._event_arrived(link, dlv)
+        side.event_links.append(link)
         link.open()
         if link.is_receiver:
             link.flow(CONTROL_CREDIT)
+        else:
+            side.events = link
         return None
 
     def _event_arrived(self, link, dlv) -> None:
         if not link.is_receiver or dlv.partial:
             return
         data = link.recv(dlv.pending)
+        # The retry of a refused pull (Artemis's AMQPFederationEventProcessor -> processRemoteQueueAdded /
+        # processRemoteAddressAdded -> the policy manager's recover(), which makes a new consumer only while demand
+        # lasts): evaluate() below opens the pull again only where a consumer here still wants it. No timer: a pull
+        # is retried when, and only when, the other broker says that what it asked for is there.
         try:
             event, body = wire.read_event(data)
             log.info("Federation event %s %s on %r: demand is evaluated again", event, body, link.name)
@@ -359,28 +465,55 @@ class Federation:
             return f"a {kind} on a connection without a federation control link", None, "", None
         # Existence first, as Artemis checks it: a puller takes not-found as "not here (yet)", while any other
         # refusal ends its whole federation connection (AMQPFederationConsumer.remoteLinkClosedInterceptor).
+        # What is refused for not being here is watched: the puller is told when it comes (Federation.added).
         source = link.remote_source
+        _no_local, selector = wire.read_filters(source.filter)
+        try:
+            max_hops, unreadable = wire.selector_max_hops(selector), None
+        except ValueError as exc:
+            max_hops, unreadable = None, str(exc)  # refused below, if the queue or address is here
         queue = None
         if kind == wire.QUEUE_RECEIVER:
             address, queue_name = wire.split_fqqn(source.address or "")
             queue = self.broker.queues.get(queue_name)
+            if queue is None and address in (None, queue_name) and self._carries_on(link.connection, queue_name,
+                                                                                    max_hops):
+                self.broker.auto_create(queue_name, ANYCAST)
+                queue = self.broker.queues.get(queue_name)
             if queue is None or (address is not None and queue.address != address):
+                side.watches[("queue", queue_name)] = max_hops
                 return f"Queue: {queue_name!r} does not exist" + (f" on address {address!r}" if address else ""), \
                     None, "", None
             address = queue.address
         else:
             address = source.address or ""
-            info = self.broker.addresses.get(address)
+            # Artemis's AMQPFederationAddressSenderController creates a missing address (multicast) where its
+            # address settings let it auto-create, so that a subscriber that comes first is served at once
+            info = self.broker.addresses.get(address) or self.broker.auto_create(address, MULTICAST)
             if info is None:
+                side.watches[("address", address)] = max_hops
                 return f"address {address!r} does not exist", None, "", None
             if MULTICAST not in info["routings"]:
                 return f"Address {address} is not configured for MULTICAST support", None, "", None
-        _no_local, selector = wire.read_filters(source.filter)
-        try:
-            wire.selector_max_hops(selector)
-        except ValueError as exc:
-            return str(exc), None, "", None
+        if unreadable is not None:
+            return unreadable, None, "", None
         return None, queue, address, selector
+
+    def _carries_on(self, connection, queue_name: str, max_hops: int | None) -> bool:
+        """Whether a pull for `queue_name`, missing here, should create it (where the address settings allow),
+        rather than be refused until it comes. Artemis refuses (AMQPFederationQueueSenderController: not-found and
+        a watch), which is enough where the queue will come to this broker: a producer's. A broker in the middle
+        of a line gets the queue from nobody, though, so a consumer two brokers away from the producer would wait
+        for good. ActiveMQ (the seed's network connectors) creates the queue of a demand subscription on each
+        broker of its path as far as the network TTL lets demand travel; so does the reference, where demand can
+        travel: the pull takes messages that came from further away (no hop limit, or one above 1), and this broker
+        pulls the queue from another broker by a policy that counts a federated consumer as demand
+        (include-federated, as Side._demand). `max_hops`: the pull's hop limit (-1 none, None not known)."""
+        if max_hops is None or max_hops == 1:
+            return False
+        return any(side.connection != connection and any(
+            p.kind == "queue" and p.include_federated and p.matches(queue_name, queue_name) for p in side.policies)
+            for side in self.sides)
 
     def serving(self, link, kind: str, consumer, selector: str | None) -> None:
         """A federation receiver is attached to `consumer`: it is another broker pulling."""
@@ -396,6 +529,39 @@ class Federation:
         for side in list(self.sides):
             side.evaluate(address)
 
+    def added(self, address: str, queue: str | None = None) -> None:
+        """A queue (or, with no `queue`, an address) came into being here: each broker whose pull for it this broker
+        refused is told, once (Artemis's AMQPFederationEventDispatcher: its queue and address watches, fired from
+        afterAddBinding / afterAddAddress and then forgotten); it pulls again if it still has demand. The event is
+        the whole retry: nothing is scheduled, and a broker no longer wanting the queue does nothing with it."""
+        key = ("address", address) if queue is None else ("queue", queue)
+        for side in self.sides:
+            if key in side.watches:
+                del side.watches[key]
+                side.send_event(wire.added_event(address, queue),
+                                f"Address {address!r}" if queue is None else f"Queue {queue!r} on address {address!r}")
+
+    def carry_on_watched(self) -> None:
+        """A policy that lets demand travel on arrived, or a side started pulling: a queue refused earlier to another
+        broker's pull that can now be carried on is created (where the address settings allow), which tells that
+        broker (added). Seen when a line's far connection came up before the near one: the far broker's pull
+        reached the middle broker while it pulled from no one yet."""
+        for side in list(self.sides):
+            for (kind, name), max_hops in list(side.watches.items()):
+                if kind == "queue" and name not in self.broker.queues and self._carries_on(side.connection, name,
+                                                                                           max_hops):
+                    log.info("Queue %r, refused to node %s's pull, can be carried on now: creating it", name,
+                             side.remote_node)
+                    self.broker.auto_create(name, ANYCAST)
+
+    def queue_deleted(self, queue) -> None:
+        """A queue other brokers pull is being destroyed (their pulls end with amqp:resource-deleted): each of them is
+        told when it comes back, as for a refused pull (Artemis's sender controllers' resourceDeletedAction)."""
+        for consumer in queue.consumers:
+            side = self.side_of(consumer.link.connection) if consumer.federation_node is not None else None
+            if side is not None:
+                side.watches[("queue", queue.name)] = consumer.max_hops
+
     def connection_gone(self, connection) -> None:
         self.sides = [s for s in self.sides if s.connection != connection]
 
@@ -405,6 +571,9 @@ class Federation:
             self.sides.remove(side)
             for key in list(side.pulls):
                 side._close(key)
+            for event_link in side.event_links:
+                if event_link.state & Endpoint.LOCAL_ACTIVE:
+                    event_link.close()
 
 
 def refuse_pull(link, name: str, description: str) -> None:

@@ -119,6 +119,20 @@ def _max_hops(value: int) -> int:
 
 
 EVENT_TYPE = "x-opt-amq-federation-ev-type"  # message annotation: REQUESTED_QUEUE_ADDED_EVENT, ...
+QUEUE_ADDED, ADDRESS_ADDED = "REQUESTED_QUEUE_ADDED_EVENT", "REQUESTED_ADDRESS_ADDED_EVENT"
+QUEUE_NAME, ADDRESS_NAME = "REQUESTED_QUEUE_NAME", "REQUESTED_ADDRESS_NAME"  # keys of an event's body map
+# Event links: a dynamic node of this kind, gone with the link (AMQPFederationSource's events sender and receiver).
+LIFETIME_POLICY, DELETE_ON_CLOSE = "lifetime-policy", 0x2b
+
+
+def added_event(address: str, queue: str | None = None) -> bytes:
+    """The event that tells a broker whose pull was refused that the queue (or, with no `queue`, the address) it
+    asked for exists now (AMQPFederationEventSupport.encodeQueueAddedEvent / encodeAddressAddedEvent): the type
+    in a message annotation, as a string (Artemis compares it with String.equals: a symbol would be an unknown
+    event, and an unknown event ends its federation), the names in an amqp-value map."""
+    body = {ADDRESS_NAME: address} if queue is None else {ADDRESS_NAME: address, QUEUE_NAME: queue}
+    event = ADDRESS_ADDED if queue is None else QUEUE_ADDED
+    return Message(body=body, annotations={symbol(EVENT_TYPE): event}).encode()
 
 
 def read_event(data: bytes) -> tuple[str, dict]:

@@ -90,17 +90,28 @@ class Network:
     def address(self, client: str, name: str) -> str:
         return self.peer(client).wire_address(name)
 
-    def producer(self, client: str, name: str = ORDERS, **kwargs):
+    def topic(self, name: str) -> str:
+        """Multicast address `name` as the wire writes it on any broker of the network: as a broker that declares
+        it names it (ActiveMQ's clients say `topic://NAME`, the others `NAME`, which a subscriber's `topic`
+        capability or the address's own routing makes multicast). For a case whose topic must not exist yet on
+        the broker a client attaches to, where that broker's own wire_address would make it a queue."""
+        for node in self.running.topology.nodes_with_role("broker"):
+            if any(q.address == name and q.routing == "multicast" for q in node.queues):
+                return self.running[node.name].wire_address(name)
+        raise ValueError(f"topology {self.running.topology.name}: no broker declares {name!r} multicast")
+
+    def producer(self, client: str, name: str = ORDERS, *, address: str | None = None, **kwargs):
+        """A sender on `name` at `client`'s broker; `address`: the wire address to use instead (Network.topic)."""
         conn = self.clients.connect(self.running.client_url(client))
-        return conn.sender(self.address(client, name), unique(f"snd-{client}-{name}"), **kwargs)
+        return conn.sender(address or self.address(client, name), unique(f"snd-{client}-{name}"), **kwargs)
 
     def consumer(self, client: str, name: str = ORDERS, *, credit: int = 100, **kwargs):
         conn = self.clients.connect(self.running.client_url(client))
         return conn.receiver(self.address(client, name), unique(f"rcv-{client}-{name}"), credit=credit, **kwargs)
 
-    def subscriber(self, client: str, name: str = PRICES, *, credit: int = 100):
+    def subscriber(self, client: str, name: str = PRICES, *, credit: int = 100, address: str | None = None):
         conn = self.clients.connect(self.running.client_url(client))
-        return conn.receiver(self.address(client, name), unique(f"sub-{client}-{name}"), credit=credit,
+        return conn.receiver(address or self.address(client, name), unique(f"sub-{client}-{name}"), credit=credit,
                              capabilities=("topic",))
 
     def brokers(self) -> dict[str, object]:
@@ -138,11 +149,13 @@ def wait_all(receivers, producer, count: int, what: str, timeout: float = WAIT, 
              f"{count} messages of {producer.name} {what}", describe=seen)
 
 
-def wait_topic_ready(net: Network, client: str, subscribers, name: str = PRICES, timeout: float = WAIT):
-    """Publish probe messages on `name` at `client`'s broker, one per poll, until each subscriber has had one:
-    from then on every broker between them forwards the topic. Returns the probe sender (its messages are
-    its own producer's, so the checkers of the case's producer ignore them)."""
-    probe = net.producer(client, name)
+def wait_topic_ready(net: Network, client: str, subscribers, name: str = PRICES, timeout: float = WAIT,
+                     address: str | None = None):
+    """Publish probe messages on `name` (on the wire: `address`, else as `client`'s broker names it) at `client`'s
+    broker, one per poll, until each subscriber has had one: from then on every broker between them forwards
+    the topic. Returns the probe sender (its messages are its own producer's, so the checkers of the case's
+    producer ignore them)."""
+    probe = net.producer(client, name, address=address)
 
     def reached() -> bool:
         if all(r.seqs(probe.name) for r in subscribers):
