@@ -29,13 +29,19 @@ report-jvm-cache: $(STAMP)
 # Qpid Dispatch Router for the router suites. No package registry has it (Debian dropped it), so where the
 # workplace's source archive sits beside this clone it is built from it (about 30 s, once; a second run only
 # checks). Elsewhere put a qdrouterd on PATH yourself (README: "Getting a qdrouterd"); without one its cases
-# are skipped with the reason.
+# are skipped with the reason. The previous release (QDROUTERD_PREVIOUS, `--peer router=qdrouterd@1.18.0`) is
+# built beside it as qdrouterd-1.18.0 where its archive is there too (about 30-60 s more, once).
 QDROUTERD_INSTALL ?= ../shared/peers/qdrouterd/install.sh
+QDROUTERD_PREVIOUS ?= 1.18.0
 qdrouterd: system-packages
 	@# From a scratch folder: its build leaves a config.sh in the folder it is started from.
 	@if [ -f "$(QDROUTERD_INSTALL)" ]; then cd "$${TMPDIR:-/tmp}" && bash "$(abspath $(QDROUTERD_INSTALL))"; \
 	elif ! command -v qdrouterd >/dev/null; then \
 	  echo "qdrouterd: not on PATH and no $(QDROUTERD_INSTALL); its cases will be skipped (README: Getting a qdrouterd)"; fi
+	@if [ -f "$(dir $(QDROUTERD_INSTALL))qpid-dispatch-$(QDROUTERD_PREVIOUS).tar.gz" ]; then \
+	  cd "$${TMPDIR:-/tmp}" && QDROUTERD_VERSION=$(QDROUTERD_PREVIOUS) bash "$(abspath $(QDROUTERD_INSTALL))"; \
+	elif ! command -v qdrouterd-$(QDROUTERD_PREVIOUS) >/dev/null; then \
+	  echo "qdrouterd $(QDROUTERD_PREVIOUS): no source archive beside $(QDROUTERD_INSTALL); router=qdrouterd@$(QDROUTERD_PREVIOUS) is skipped"; fi
 
 # The client stacks of the type interop suite and --client (harness/drivers.py): rhea from npm (clients/rhea),
 # the Qpid Proton C++ shim built against Debian's libqpid-proton-cpp12-dev (clients/cpp; the driver also builds it on

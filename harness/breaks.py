@@ -85,7 +85,10 @@ class Break:
         return f"{self.role}{'=' + self.vendor if self.vendor else ''}:{self.fault}"
 
     def applies_to(self, role: str, vendor: str) -> bool:
-        return role == self.role and self.vendor in (None, vendor)
+        """Whether it breaks a node of `role` run as choice `vendor`; `artemis` names every version of Artemis."""
+        from .peers.vendors import parse_choice
+
+        return role == self.role and self.vendor in (None, vendor, parse_choice(vendor).vendor)
 
 
 def parse_break(text: str, where: str = "--break") -> Break:
@@ -114,8 +117,11 @@ def break_topology(topology, node_name: str, faults: Iterable[str]):
 
 
 def node_vendor(topology, node_name: str, choices: dict[str, str], node_vendors: dict[str, str] | None = None) -> str:
-    """The vendor choice a node runs as: its own in `node_vendors` (a case pairing vendors), else its role's."""
-    return (node_vendors or {}).get(node_name) or choices.get(topology.nodes[node_name].role, "reference")
+    """The vendor choice a node runs as (a version in it too: `artemis@2.39.0`): its own in `node_vendors` (a case
+    pairing vendors), else the one its topology file gives it (`vendor:`), else its role's."""
+    node = topology.nodes[node_name]
+    return ((node_vendors or {}).get(node_name) or getattr(node, "vendor", None)
+            or choices.get(node.role, "reference"))
 
 
 def breaks_by_node(topology, choices: dict[str, str], breaks: Iterable[Break],

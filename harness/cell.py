@@ -38,8 +38,11 @@ class Cell:
 
     @property
     def products(self) -> frozenset[str]:
-        """Real products this cell starts (the matrix probes each once: can it run here?)."""
-        return frozenset(v.partition("@")[0] for v in self.peers.values() if v != REFERENCE)
+        """Real products this cell starts, each with its version when one is chosen (`artemis@2.39.0`): the matrix
+        probes each once (can it run here?), and `interop run` gets each chosen version once before the cells."""
+        from .peers.vendors import parse_choice
+
+        return frozenset(parse_choice(v).product for v in self.peers.values() if v != REFERENCE)
 
     def peer_option(self) -> str:
         return ",".join(f"{role}={name}" for role, name in self.peers.items())
@@ -47,8 +50,12 @@ class Cell:
     def target(self) -> str:
         """`router=reference,broker=rabbitmq` (and `,client=rhea` for a stack other than python): what the cell
         chose, the report's name for the vendors it judges. The default stack adds nothing, so records from before
-        the client axis keep their names."""
-        return self.peer_option() + ("" if self.client == DEFAULT_CLIENT else f",client={self.client}")
+        the client axis keep their names. A chosen version reads `broker=artemis 2.39.0`: each version of a product
+        is a target of its own."""
+        from .peers.vendors import parse_choice
+
+        chosen = ",".join(f"{role}={parse_choice(name).target()}" for role, name in self.peers.items())
+        return chosen + ("" if self.client == DEFAULT_CLIENT else f",client={self.client}")
 
     def as_dict(self) -> dict:
         return {"name": self.name, "peers": dict(self.peers), "suites": list(self.suites),
@@ -78,5 +85,6 @@ class Cell:
 
 
 def cell_name(peers: dict[str, str], breaks: list[Break], client: str = DEFAULT_CLIENT) -> str:
-    name = "-".join(f"{role}-{vendor}" for role, vendor in peers.items())
+    # `@` (a version or provider) is no character of a cell name: `broker-artemis-2.39.0`
+    name = "-".join(f"{role}-{vendor.replace('@', '-')}" for role, vendor in peers.items())
     return name + ("" if client == DEFAULT_CLIENT else f"+client-{client}") + "".join(f"+{b.fault}" for b in breaks)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
 import sys
 from collections import Counter
@@ -130,9 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run the matrix (suites x peers cells, one pytest session each, all under one run id) "
                           "from FILE, or from matrix.yaml at the repository root when FILE is left out; "
                           "without --matrix (and without --peer) one cell runs: every suite, the default peers")
-    run.add_argument("--peer", action="append", default=[], metavar="ROLE=VENDOR",
+    run.add_argument("--peer", action="append", default=[], metavar="ROLE=VENDOR[@VERSION][@PROVIDER]",
                      help="run one cell with this vendor per role instead of the matrix (repeatable or "
-                          "comma-separated), e.g. router=qdrouterd")
+                          "comma-separated), e.g. router=qdrouterd; @VERSION picks a version other than the pinned "
+                          "one (broker=artemis@2.39.0, router=qdrouterd@1.18.0), fetched or built into the cache "
+                          "before the cell starts; @PROVIDER one way of running it (native, container)")
     run.add_argument("--break", dest="breaks", action="append", default=[], metavar="[ROLE[=VENDOR]:]FAULT",
                      help="deliberately start matching peers with a faulty setting, to see the suites catch it "
                           f"(faults: {', '.join(CONFIG_FAULTS)}); repeatable")
@@ -312,6 +315,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.list:
         print(format_matrix(matrix))
         return 0
+    got = _get_versions(matrix, explicit=bool(args.peer))
     if not matrix.cells:
         print(format_matrix(matrix), file=sys.stderr)
         print("interop run: no cell of the matrix can run on this machine (see 'not used' above)", file=sys.stderr)
@@ -346,7 +350,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 1
         folder = found or folder
     else:
-        env = {**os.environ, RUN_ID_ENV: run_id}
+        env = {**os.environ, RUN_ID_ENV: run_id, **got}
         finished = matrix_plugin.run_cells(runs, args.jobs, folder / RESULTS_FILE, env, sys.stdout)
         interrupted = not finished
         codes = {r.exit_code for r in runs}
@@ -444,6 +448,32 @@ def _matrix_for(args: argparse.Namespace, suites: dict[str, Path]) -> Matrix:
     if breaks and not any(b in c.breaks for b in breaks for c in matrix.cells):
         raise UsageError(f"--break {' '.join(map(str, breaks))}: matches no peer of any cell")
     return matrix
+
+
+def _get_versions(matrix: Matrix, explicit: bool) -> dict[str, str]:
+    """Get every product version the cells chose (`artemis@2.39.0`) that is not here yet, one after another and
+    before any cell starts (a fetch or build takes 20-60 s; Maven's local repository is not locked), and hand
+    what was found to the cells' sessions (harness/peers/versions.py, ENV), which then neither fetch again nor
+    try again. A version that cannot be had here leaves its cases `skipped` with the reason, as an absent product
+    does; one that does not exist is a usage error when `--peer` asked for it, and takes its cells out of a matrix.
+    Returns the environment for the cells' processes (a single cell runs in this process and shares what it found)."""
+    from .peers import versions
+    from .peers.vendors import parse_choice
+
+    for cell in list(matrix.cells):
+        for role, name in cell.peers.items():
+            choice = parse_choice(name)
+            try:
+                why = versions.ensure(choice, say=lambda line: print(line, flush=True))
+            except versions.NoSuchVersion as exc:
+                if explicit:
+                    raise UsageError(f"--peer {role}={name}: {exc}") from None
+                why = str(exc)
+            # (a single cell runs in this process: its session says it, once, as it starts)
+            if why is not None and not explicit and cell in matrix.cells:
+                matrix.cells.remove(cell)
+                matrix.not_used.append((f"cell {cell.name} ({cell.peer_option()})", why))
+    return {versions.ENV: json.dumps(versions.found())} if versions.found() else {}
 
 
 def _cell_pytest_args(cell: Cell, suites: dict[str, Path], args: argparse.Namespace, results_dir: Path,

@@ -186,23 +186,33 @@ def _suite_list(value: Any, suites: list[str], where: str) -> list[str]:
 
 
 def probe_vendor(name: str) -> str | None:
-    """None if the harness can start vendor `name` (`vendor` or `vendor@provider`) here, else one line saying why
-    not: each provider the registry lists for it is asked in turn. Fast: no peer is started."""
+    """None if the harness can start vendor `name` (`vendor`, `vendor@provider`, `vendor@version`) here, else one
+    line saying why not: each provider the registry lists for it is asked in turn. Fast: no peer is started, nothing
+    is fetched. A chosen version that is not here yet but could be got counts as here: `interop run` gets it before
+    its cells start (harness/peers/versions.py)."""
+    from .peers import versions
     from .peers.registry import entries_of, provider_class
+    from .peers.vendors import parse_choice
 
-    base, _, wanted = name.partition("@")
-    if base.startswith("external:"):
+    if name.startswith("external:"):
         return None
+    choice = parse_choice(name)
+    base, wanted = choice.vendor, choice.provider
     providers = {path: provider_class(path) for e in entries_of(base) for path in e.providers}
+    if not providers:
+        return f"unknown vendor {base}"
+    if choice.version is not None:
+        if (why := versions.probe(choice)) is not None:
+            return why
+        if versions.state(choice) is not None:  # not here yet, but it can be got: nothing more to ask
+            return None
     reasons = []
     for provider in providers.values():
         if wanted and provider.name != wanted:
             continue
-        if (why := provider.probe()) is None:
+        if (why := provider.probe(choice.version)) is None:
             return None
         reasons.append(why)
-    if not providers:
-        return f"unknown vendor {base}"
     return "; ".join(reasons) or f"{base} has no provider {wanted!r}"
 
 

@@ -1,7 +1,8 @@
 """The harness's pytest plugin: peer choice, topology fixtures, spec/capability markers, result records.
 
 Options
-  --peer ROLE=VENDOR[,ROLE=VENDOR]   which vendor plays each role (default: router=reference); repeatable
+  --peer ROLE=VENDOR[,ROLE=VENDOR]   which vendor plays each role (default: router=reference); repeatable;
+                                     VENDOR@VERSION a version other than the pinned one (artemis@2.39.0)
   --results DIR                      where run folders go (default: results/); each run writes
                                      DIR/<run_id>/results.jsonl and run.json
   --client python|cpp|rhea           the client stack of the cases that run through harness/drivers.py (default
@@ -66,8 +67,9 @@ _started_key = pytest.StashKey[tuple]()
 
 def pytest_addoption(parser):
     group = parser.getgroup("interop", "AMQP interop harness")
-    group.addoption("--peer", action="append", default=[], metavar="ROLE=VENDOR",
-                    help="vendor per role, e.g. router=reference (repeatable or comma-separated)")
+    group.addoption("--peer", action="append", default=[], metavar="ROLE=VENDOR[@VERSION][@PROVIDER]",
+                    help="vendor per role, e.g. router=reference (repeatable or comma-separated); @VERSION picks "
+                         "a version other than the pinned one (broker=artemis@2.39.0), got at session start")
     group.addoption("--results", default=default_results_dir(), metavar="DIR",
                     help="folder for run results (DIR/<run_id>/results.jsonl, run.json); default: $INTEROP_RESULTS, "
                          "else results")
@@ -193,6 +195,22 @@ class InteropSession:
             raise running
         return running
 
+    def get_versions(self) -> None:
+        """Get the product versions this session chose (`--peer broker=artemis@2.39.0`, or a topology file's node
+        `vendor:`) before its first case: a fetch or build takes 20-60 s, which no case's deadline should pay.
+        Under `interop run` the run got them already (harness/peers/versions.py, ENV) and this only looks. One
+        that cannot be had here is said once; its cases are `skipped` with the reason. One that does not exist
+        is a usage error naming the choice."""
+        from .peers import versions
+
+        for where, name in [*((f"--peer {r}={v}", v) for r, v in self.choices.items()), *_topology_choices()]:
+            try:
+                why = versions.ensure(vendors.parse_choice(name), say=self._say)
+            except versions.NoSuchVersion as exc:
+                raise pytest.UsageError(f"{where}: {exc}") from None
+            if why is not None:
+                self._say(f"interop: {where}: {why}; its cases are skipped")
+
     def _retire(self, name: str, running: RunningTopology, down: dict[str, str]) -> None:
         """Keep the logs of a topology that lost a peer, stop what is left of it, and say so."""
         generation = 1 + sum(1 for r in self.replaced if r["topology"] == name)
@@ -261,6 +279,27 @@ class InteropSession:
 
 
 _session_key = pytest.StashKey[InteropSession]()
+
+
+def _topology_choices() -> list[tuple[str, str]]:
+    """(where, choice) of every topology file's node that names its own version (`vendor: artemis@2.39.0`). The
+    files are read as text first: most name no vendor, and parsing them all would cost each session."""
+    found = []
+    for path in sorted(TOPOLOGIES_DIR.glob("*.yaml")):
+        text = path.read_text(errors="replace")
+        if "vendor:" not in text:
+            continue
+        with contextlib.suppress(Exception):  # a broken file is reported by the case that loads it
+            for node_name, node in load_topology(path).nodes.items():
+                if node.vendor and vendors.parse_choice(node.vendor).version:
+                    found.append((f"{path.name}: nodes.{node_name}.vendor", node.vendor))
+    return found
+
+
+def pytest_sessionstart(session):
+    interop = session.config.stash.get(_session_key, None)
+    if interop is not None:
+        interop.get_versions()
 
 
 def pytest_configure(config):
@@ -499,6 +538,12 @@ def _skip_reason(report) -> str:
     return str(longrepr or "")
 
 
+def _chosen(name: str) -> dict:
+    """A record's peer where none ran (a skipped case): the vendor, and the version asked for when one was."""
+    choice = vendors.parse_choice(name)
+    return {"vendor": choice.vendor, **({"version": choice.version} if choice.version else {})}
+
+
 def _short(report) -> str:
     text = getattr(report, "longreprtext", "") or str(report.longrepr)
     lines = [line for line in text.splitlines() if line.startswith("E ")]
@@ -527,7 +572,7 @@ def _record_for(item) -> dict:
     return make_record(
         run_id=session.run_id, case=item.nodeid, suite=rel.parts[1] if len(rel.parts) > 2 else rel.stem,
         spec=spec_ids(item), topology=running.topology.name if running else None,
-        peers=running.peer_records() if running else {r: {"vendor": v} for r, v in session.choices.items()},
+        peers=running.peer_records() if running else {r: _chosen(v) for r, v in session.choices.items()},
         fault=fault_log.take(), outcome=outcome, duration_s=round(time.monotonic() - t0, 4), started_at=started_at,
         details={**details, "fault_proxy": running.faults.handle.record()} if running and running.faults else details,
         **lifted,

@@ -1,7 +1,9 @@
 """Topology files (topologies/*.yaml): which nodes exist, what each is configured with, how they connect.
 
-The model is vendor-neutral: a node has a role (router or broker), never a vendor; the matrix picks the
-vendor per role and a renderer (harness/render/) turns a node into that vendor's configuration.
+The model is vendor-neutral: a node has a role (router or broker); the matrix picks the vendor per role and a
+renderer (harness/render/) turns a node into that vendor's configuration. A node may name its own vendor and version
+(`vendor: artemis@2.39.0`), for a topology that mixes them on purpose (two versions of one product side by side);
+that node then runs as it says whatever the matrix picked for its role.
 
 Validation is strict because a topology is what every later stage trusts: an unknown field, a misspelt
 value or a link to a missing node is a one-line TopologyError naming the file, the node and the field.
@@ -215,6 +217,7 @@ class Node:
     access: NodeAccess = field(default_factory=NodeAccess)
     roles: dict[str, tuple[str, ...]] = field(default_factory=dict)
     permissions: tuple[Permission, ...] = ()
+    vendor: str | None = None  # its own choice (`artemis@2.39.0`) over its role's; None: the role's
 
 
 @dataclass(frozen=True)
@@ -480,9 +483,9 @@ def _prefix_or_pattern(w: _Where, data: dict, label: str) -> tuple[str | None, s
 # ------------------------------------------------------------------------------------------- parsing
 
 _TOP_FIELDS = ("name", "description", "cas", "nodes", "links", "clients")
-_ROUTER_FIELDS = ("role", "mode", "addresses", "autolinks", "link_routes", "listeners", "users", "access")
+_ROUTER_FIELDS = ("role", "mode", "addresses", "autolinks", "link_routes", "listeners", "users", "access", "vendor")
 _BROKER_FIELDS = ("role", "queues", "listeners", "settings", "broker_connections", "network_connectors", "users",
-                  "access", "roles", "permissions")
+                  "access", "roles", "permissions", "vendor")
 _SETTINGS_FIELDS = ("dead_letter_address", "expiry_address", "max_delivery_attempts", "redelivery_delay_ms",
                     "auto_create")
 _ADDRESS_FIELDS = ("prefix", "pattern", "distribution", "priority", "waypoint", "enable_fallback")
@@ -544,7 +547,7 @@ def _parse_node(w: _Where, name: str, raw: Any, node_names: tuple[str, ...], cas
         if key not in allowed and key in other:
             raise w.error(key, f"not a field of a {role} node")
     w.mapping(raw, None, allowed)
-    node = Node(name=name, role=role)
+    node = Node(name=name, role=role, vendor=_node_vendor(w, raw, role))
     security = parse_node_security(w, raw, role, cas)
     node.users, node.access = security.users, security.access
     node.roles, node.permissions = security.roles, security.permissions
@@ -587,6 +590,22 @@ def _parse_node(w: _Where, name: str, raw: Any, node_names: tuple[str, ...], cas
         if ls_name in names[:i]:
             raise w.error(f"listeners[{i}].name", f"duplicate listener name {ls_name!r}")
     return node
+
+
+def _node_vendor(w: _Where, raw: dict, role: str) -> str | None:
+    """The node's own `vendor` choice, checked as `--peer` checks one (harness/peers/vendors.py)."""
+    if "vendor" not in raw:
+        return None
+    from .peers.vendors import vendor  # the vendors module reads this one's ROLES
+
+    choice = raw["vendor"]
+    if not isinstance(choice, str) or not choice.strip():
+        raise w.expected("vendor", "a vendor choice such as artemis@2.39.0", choice)
+    try:
+        vendor(choice.strip(), role)
+    except ValueError as exc:
+        raise w.error("vendor", str(exc).removeprefix("--peer ")) from None
+    return choice.strip()
 
 
 def _parse_address(w: _Where, raw: Any, label: str) -> AddressSpec:

@@ -18,7 +18,7 @@ from harness.peers.containers import ContainerPeer, container_spec, docker_engin
 from harness.peers.external import ExternalPeer, parse_external
 from harness.peers.launch import make_peer
 from harness.peers.registry import RABBITMQ_BROKER, REGISTRY
-from harness.peers.vendors import (DEFAULT_PEERS, split_choice, vendor, vendor_names,
+from harness.peers.vendors import (DEFAULT_PEERS, Choice, parse_choice, vendor, vendor_names,
                                    vendor_roles)
 from harness.topology import parse_topology
 from reference.broker.config import parse_config
@@ -201,7 +201,7 @@ def test_vendor_table():
         caps = vendor(router, "router").capabilities
         assert "coordinator-link-route" in caps and "transactions" not in caps
     assert vendor("rabbitmq@native", "broker") is vendor("rabbitmq", "broker")
-    assert split_choice("rabbitmq@container") == ("rabbitmq", "container")
+    assert parse_choice("rabbitmq@container") == Choice("rabbitmq", None, "container")
 
 
 @pytest.mark.parametrize("name, role, message", [

@@ -198,7 +198,7 @@ def test_defaults():
             minimal(modee="edge"),
             (
                 "<topology>: node R1: field 'modee': unknown field; expected one of role, mode, addresses, "
-                "autolinks, link_routes, listeners, users, access (did you mean 'mode'?)"
+                "autolinks, link_routes, listeners, users, access, vendor (did you mean 'mode'?)"
             ),
         ),
         (minimal(queues=[]), "<topology>: node R1: field 'queues': not a field of a router node"),

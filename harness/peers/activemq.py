@@ -42,6 +42,7 @@ from .base import START_FLOOR_S, ManagementError, Peer, PeerInfo, PeerStartError
 from .class_archive import ClassArchive, make_by_starting
 from .process import ProcessPeer
 from .provider import NodeSetup, Provider
+from .versions import Versions
 
 # Pinned: the newest 6.x whose jars all resolve from Maven Central and run on Java 17 (6.3.1 on Spring 7.0.8,
 # whose baseline is Java 17). Spring and slf4j follow activemq-parent 6.3.1's own versions.
@@ -49,19 +50,26 @@ VERSION = "6.3.1"
 SPRING_VERSION = "7.0.8"
 SLF4J_VERSION = "2.0.18"
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
-# (groupId, artifactId, version): what the pom asks for; Maven adds their own dependencies.
-ARTIFACTS = (
-    ("org.apache.activemq", "activemq-broker", VERSION),
-    ("org.apache.activemq", "activemq-amqp", VERSION),
-    ("org.apache.activemq", "activemq-kahadb-store", VERSION),
-    ("org.apache.activemq", "activemq-spring", VERSION),
-    # The simple authentication plugin's principals (harness/render/activemq.py renders it for secured nodes).
-    ("org.apache.activemq", "activemq-jaas", VERSION),
-    # Optional in activemq-spring, needed to read activemq.xml.
-    ("org.springframework", "spring-context", SPRING_VERSION),
-    ("org.springframework", "spring-beans", SPRING_VERSION),
-    ("org.slf4j", "slf4j-simple", SLF4J_VERSION),
-)
+PARENT = "org.apache.activemq:activemq-parent"  # its pom names the Spring and slf4j versions of each release
+
+
+def artifacts(version: str, spring: str, slf4j: str) -> tuple[tuple[str, str, str], ...]:
+    """(groupId, artifactId, version): what the pom asks for; Maven adds their own dependencies."""
+    return (
+        ("org.apache.activemq", "activemq-broker", version),
+        ("org.apache.activemq", "activemq-amqp", version),
+        ("org.apache.activemq", "activemq-kahadb-store", version),
+        ("org.apache.activemq", "activemq-spring", version),
+        # The simple authentication plugin's principals (harness/render/activemq.py renders it for secured nodes).
+        ("org.apache.activemq", "activemq-jaas", version),
+        # Optional in activemq-spring, needed to read activemq.xml.
+        ("org.springframework", "spring-context", spring),
+        ("org.springframework", "spring-beans", spring),
+        ("org.slf4j", "slf4j-simple", slf4j),
+    )
+
+
+ARTIFACTS = artifacts(VERSION, SPRING_VERSION, SLF4J_VERSION)
 LAUNCHER_SOURCE = Path(__file__).resolve().parent / "activemq_launcher" / "InteropActiveMQLauncher.java"
 LAUNCHER_CLASS = "InteropActiveMQLauncher"
 LAUNCHER_JAR = "launcher.jar"
@@ -90,11 +98,11 @@ def install_dir(version: str = VERSION) -> Path:
 # ---- getting it -----------------------------------------------------------------------------------------------
 
 
-def render_pom(version: str = VERSION) -> str:
+def render_pom(version: str = VERSION, wanted: tuple[tuple[str, str, str], ...] = ARTIFACTS) -> str:
     """The pom whose dependencies are the broker's runtime (packaging pom: it builds nothing)."""
     deps = "\n".join(
         f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
-        for g, a, v in ARTIFACTS)
+        for g, a, v in wanted)
     return (f"""<?xml version="1.0" encoding="UTF-8"?>
 <!-- Written by harness.peers.activemq: the jars of ActiveMQ Classic {version}, for `copy-dependencies`. -->
 <project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -118,13 +126,41 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def check_cache(folder: Path) -> str | None:
-    """None when `folder` holds a complete fetch (every jar of its MANIFEST, unchanged, and every pinned
-    artifact among them), else one line saying what is wrong."""
+def parent_pom(folder: Path, version: str) -> Path:
+    return folder / f"activemq-parent-{version}.pom"
+
+
+def _property(pom: Path, name: str) -> str | None:
+    match = re.search(rf"<{re.escape(name)}>\s*([^<\s]+)\s*</{re.escape(name)}>", pom.read_text())
+    return match.group(1) if match else None
+
+
+def wanted_artifacts(folder: Path, version: str) -> tuple[tuple[str, str, str], ...] | None:
+    """The artifacts of `version`: the pinned one's from the constants above, another's with the Spring and slf4j
+    versions its own activemq-parent pom names (saved in its folder by fetch); None before that pom is there."""
+    if version == VERSION:
+        return ARTIFACTS
+    pom = parent_pom(folder, version)
+    if not pom.is_file():
+        return None
+    spring, slf4j = _property(pom, "spring-version"), _property(pom, "slf4j-version")
+    return artifacts(version, spring or SPRING_VERSION, slf4j or SLF4J_VERSION)
+
+
+def _how_to_fetch(version: str) -> str:
+    if version == VERSION:
+        return "run `python -m harness.peers.activemq --fetch` (make activemq), or set ACTIVEMQ_HOME"
+    return ("`interop run` fetches it when chosen, or python -m harness.peers.activemq --fetch "
+            f"--version {version}")
+
+
+def check_cache(folder: Path, version: str = VERSION) -> str | None:
+    """None when `folder` holds a complete fetch of `version` (every jar of its MANIFEST, unchanged, and every
+    pinned artifact among them), else one line saying what is wrong."""
     manifest = folder / MANIFEST
-    if not manifest.is_file():
-        return f"ActiveMQ Classic {VERSION} is not fetched ({folder} has no {MANIFEST}): run " \
-               "`python -m harness.peers.activemq --fetch` (make activemq), or set ACTIVEMQ_HOME"
+    wanted = wanted_artifacts(folder, version)
+    if not manifest.is_file() or wanted is None:
+        return f"ActiveMQ Classic {version} is not fetched ({folder} has no {MANIFEST}): {_how_to_fetch(version)}"
     names = set()
     for line in manifest.read_text().splitlines():
         digest, _, name = line.partition("  ")
@@ -134,26 +170,36 @@ def check_cache(folder: Path) -> str | None:
         if _sha256(jar) != digest:
             return f"{jar} differs from its SHA-256 in {manifest}: remove {folder} and fetch again"
         names.add(name)
-    missing = [f"{a}-{v}.jar" for _, a, v in ARTIFACTS if f"{a}-{v}.jar" not in names]
+    missing = [f"{a}-{v}.jar" for _, a, v in wanted if f"{a}-{v}.jar" not in names]
     if missing:
         return f"{manifest} lacks {', '.join(missing)}: remove {folder} and fetch again"
     return None
 
 
-def fetch(mvn: str | None = None) -> str:
-    """Fetch the pinned jars into the cache and compile the launcher, or only check them when already there;
-    one line saying which. PeerUnavailable (one line) when Maven or javac is missing or fails."""
-    folder = install_dir()
-    if check_cache(folder) is None:
+def fetch(mvn: str | None = None, version: str = VERSION, say=None) -> str:
+    """Fetch the jars of `version` (default: the pinned one) into its cache folder and compile the launcher, or
+    only check them when already there; one line saying which. NoSuchVersion when Maven Central has no such
+    release; PeerUnavailable (one line) when Maven or javac is missing or fails."""
+    folder = install_dir(version)
+    if check_cache(folder, version) is None:
         launcher = ensure_launcher(folder / "launcher", _cache_classpath(folder))
-        return f"ActiveMQ Classic {VERSION}: ready in {folder} (jars checked, launcher {launcher.parent.name})"
+        return f"ActiveMQ Classic {version}: ready in {folder} (jars checked, launcher {launcher.parent.name})"
     mvn = mvn or shutil.which("mvn")
     if mvn is None:
         raise PeerUnavailable("mvn is not on PATH: Maven is needed once to fetch ActiveMQ Classic's jars "
                               "(Debian package maven)")
+    if say is not None:
+        say(f"activemq-classic: fetching {version} from Maven Central into {folder} (about 20 s)")
     started = time.monotonic()
+    created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "pom.xml").write_text(render_pom())
+    try:
+        wanted = wanted_artifacts(folder, version) or _fetch_parent(mvn, folder, version)
+    except BaseException:
+        if created:  # a version that does not exist leaves no folder behind
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    (folder / "pom.xml").write_text(render_pom(version, wanted))
     staging = folder / "lib.partial"
     shutil.rmtree(staging, ignore_errors=True)
     result = subprocess.run(
@@ -161,18 +207,53 @@ def fetch(mvn: str | None = None) -> str:
          f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
         capture_output=True, text=True)
     if result.returncode != 0:
-        errors = [ln for ln in (result.stdout + result.stderr).splitlines() if "ERROR" in ln]
-        raise PeerUnavailable(f"fetching ActiveMQ Classic {VERSION} with Maven failed: "
+        output = _plain(result.stdout + result.stderr)
+        # The release exists (its parent pom came), but this repository may lack some of its jars: say which.
+        unresolved = re.search(r"could not be resolved: (.*?): (?:Could not find artifact|[\w.:-]+ was not found in)",
+                               output)
+        if unresolved:
+            names = [a.split(":")[1] for a in unresolved.group(1).split(", ") if a.count(":") >= 2]
+            raise PeerUnavailable(f"ActiveMQ Classic {version}: Maven Central here lacks {', '.join(names)} "
+                                  f"{version}")
+        errors = [ln for ln in output.splitlines() if "ERROR" in ln]
+        raise PeerUnavailable(f"fetching ActiveMQ Classic {version} with Maven failed: "
                               f"{(errors or ['exit status ' + str(result.returncode)])[0].strip()}")
     shutil.rmtree(folder / "lib", ignore_errors=True)
     staging.rename(folder / "lib")  # whole or not at all: a half-copied lib/ never carries a MANIFEST
     jars = sorted((folder / "lib").glob("*.jar"))
     (folder / MANIFEST).write_text("".join(f"{_sha256(j)}  {j.name}\n" for j in jars))
-    if (why := check_cache(folder)) is not None:
+    if (why := check_cache(folder, version)) is not None:
         raise PeerUnavailable(why)
     ensure_launcher(folder / "launcher", _cache_classpath(folder))
-    return (f"ActiveMQ Classic {VERSION}: fetched {len(jars)} jars into {folder} and compiled the launcher "
+    return (f"ActiveMQ Classic {version}: fetched {len(jars)} jars into {folder} and compiled the launcher "
             f"in {time.monotonic() - started:.0f} s")
+
+
+_NOT_FOUND = re.compile(r"Could not find artifact|was not found in")
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _plain(text: str) -> str:
+    """Maven's output without its colour codes (it colours even in batch mode)."""
+    return _COLOUR.sub("", text)
+
+
+def _fetch_parent(mvn: str, folder: Path, version: str) -> tuple[tuple[str, str, str], ...]:
+    """Copy activemq-parent's pom of `version` into its folder (which Spring and slf4j it was released with):
+    also the check that the release exists at all."""
+    result = subprocess.run(
+        [mvn, "-B", "-q", "-C", f"{DEPENDENCY_PLUGIN}:copy", f"-Dartifact={PARENT}:{version}:pom",
+         f"-DoutputDirectory={folder}"], capture_output=True, text=True, cwd=folder)
+    output = _plain(result.stdout + result.stderr)
+    if result.returncode != 0:
+        from .versions import NoSuchVersion
+
+        if _NOT_FOUND.search(output):
+            raise NoSuchVersion(f"ActiveMQ Classic {version} is not on Maven Central ({PARENT}:{version}:pom)")
+        errors = [ln for ln in output.splitlines() if "ERROR" in ln] or [f"exit status {result.returncode}"]
+        raise PeerUnavailable(f"fetching ActiveMQ Classic {version}'s parent pom with Maven failed: "
+                              f"{errors[0].strip()}")
+    return wanted_artifacts(folder, version)
 
 
 def ensure_launcher(parent: Path, classpath: list[str]) -> Path:
@@ -223,16 +304,23 @@ class ActiveMQInstall:
     origin: str  # for messages: the cache folder or ACTIVEMQ_HOME=...
 
 
-def find_install() -> ActiveMQInstall:
-    """ACTIVEMQ_HOME when set (a bin distribution), else the fetched cache; PeerUnavailable (one line) if
-    neither can run a broker with AMQP."""
+def find_install(version: str | None = None) -> ActiveMQInstall:
+    """ACTIVEMQ_HOME when set (a bin distribution) and no other version is asked for, else the fetched cache of
+    `version` (default: the pinned one); PeerUnavailable (one line) if neither can run a broker with AMQP."""
     home = os.environ.get("ACTIVEMQ_HOME")
     if home:
-        return _home_install(Path(home))
-    folder = install_dir()
-    if (why := check_cache(folder)) is not None:
+        install = _home_install(Path(home))
+        if version is None or install.version == version:
+            return install
+    version = version or VERSION
+    folder = install_dir(version)
+    if (why := check_cache(folder, version)) is not None:
         raise PeerUnavailable(why)
-    return ActiveMQInstall(VERSION, tuple(_cache_classpath(folder)), folder / "launcher", str(folder))
+    # the version the jars say, for the record: the broker jar's name (activemq-broker-6.2.7.jar)
+    found = [m.group(1) for m in map(_JAR_VERSION.match, (p.name for p in (folder / "lib").glob("activemq-broker-*")))
+             if m]
+    return ActiveMQInstall(found[0] if len(found) == 1 else version, tuple(_cache_classpath(folder)),
+                           folder / "launcher", str(folder))
 
 
 def _home_install(home: Path) -> ActiveMQInstall:
@@ -252,23 +340,45 @@ def _home_install(home: Path) -> ActiveMQInstall:
                            f"ACTIVEMQ_HOME={home}")
 
 
-_probe_cache: dict[tuple[str | None, str | None], str | None] = {}
+_probe_cache: dict[tuple[str | None, str | None, str | None], str | None] = {}
 
 
-def probe_reason() -> str | None:
-    """None when a broker can run here, else why not (checked once per ACTIVEMQ_HOME/cache per process)."""
-    key = (os.environ.get("ACTIVEMQ_HOME"), os.environ.get("INTEROP_CACHE"))
+def probe_reason(version: str | None = None) -> str | None:
+    """None when a broker (of `version`, default the pinned one) can run here, else why not (checked once per
+    ACTIVEMQ_HOME/cache/version per process: the check reads every jar)."""
+    key = (os.environ.get("ACTIVEMQ_HOME"), os.environ.get("INTEROP_CACHE"), version)
     if key not in _probe_cache:
         reason = None
         if shutil.which("java") is None:
             reason = "java is not on PATH (ActiveMQ Classic 6 needs Java 17)"
         else:
             try:
-                find_install()
+                find_install(version)
             except PeerUnavailable as exc:
                 reason = str(exc)
+        if reason is not None:  # not kept: a version fetched later in this process must be found then
+            return reason
         _probe_cache[key] = reason
     return _probe_cache[key]
+
+
+def _cannot_fetch(version: str) -> str | None:
+    if shutil.which("java") is None:
+        return "java is not on PATH (ActiveMQ Classic 6 needs Java 17)"
+    if shutil.which("mvn") is None or shutil.which("javac") is None:
+        return (f"ActiveMQ Classic {version} is not in the cache, and fetching it needs `mvn` and `javac` on PATH "
+                "(Debian packages maven, openjdk-17-jdk-headless)")
+    return None
+
+
+def _get(version: str, say) -> None:
+    say(fetch(version=version, say=say))
+    make_class_archive(say, version)
+
+
+# Every 6.x release whose jars Maven Central serves (here 6.1.x and 6.3.1: no activemq-amqp 6.2.x), each in its own
+# cache folder; Java 17.
+VERSIONS = Versions("ActiveMQ Classic", VERSION, probe_reason, _cannot_fetch, _get)
 
 
 # ---- the peer -------------------------------------------------------------------------------------------------
@@ -280,9 +390,11 @@ def class_archive(install: ActiveMQInstall) -> ClassArchive:
                         (*install.classpath, str(install.launcher_parent), *JVM_OPTIONS))
 
 
-def make_class_archive(say=print) -> None:
+def make_class_archive(say=print, version: str | None = None) -> None:
     """Start one broker with the option that writes the archive, and stop it: once per install."""
-    make_by_starting(class_archive(find_install()), "activemq-classic@native", say)
+    install = find_install(version)
+    # the install's own version: a broker of another one would write (or map) another install's archive
+    make_by_starting(class_archive(install), f"activemq-classic@{install.version}@native", say)
 
 
 class ActiveMQPeer(ProcessPeer):
@@ -405,15 +517,16 @@ class NativeActiveMQ(Provider):
     """ActiveMQ Classic from the fetched jars (or ACTIVEMQ_HOME), one JVM per broker."""
 
     vendor, name, role = "activemq-classic", "native", "broker"
+    versioned = True
 
     @classmethod
-    def probe(cls) -> str | None:
-        return probe_reason()
+    def probe(cls, version: str | None = None) -> str | None:
+        return probe_reason(version)
 
     @classmethod
     def create(cls, setup: NodeSetup) -> Peer:
         try:
-            return ActiveMQPeer(setup, find_install())
+            return ActiveMQPeer(setup, find_install(setup.version))
         except RenderError as exc:
             raise PeerStartError(str(exc)) from None
 
@@ -425,19 +538,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fetch", action="store_true",
                         help=f"fetch ActiveMQ Classic {VERSION}'s jars into {install_dir()} and compile the "
                              "launcher (once; later only checks); with ACTIVEMQ_HOME, check that install")
+    parser.add_argument("--version", default=None, metavar="V",
+                        help=f"fetch this 6.x release instead of {VERSION}, into a cache folder of its own")
     args = parser.parse_args(argv)
     if not args.fetch:
         parser.print_usage(sys.stderr)
         return 2
+    from .versions import NoSuchVersion
+
     try:
-        if os.environ.get("ACTIVEMQ_HOME"):
+        if os.environ.get("ACTIVEMQ_HOME") and args.version is None:
             install = find_install()
             launcher = ensure_launcher(install.launcher_parent, list(install.classpath))
             print(f"ActiveMQ Classic {install.version}: {install.origin} usable (launcher in {launcher})")
         else:
-            print(fetch())
-        make_class_archive()
-    except PeerUnavailable as exc:
+            print(fetch(version=args.version or VERSION))
+        make_class_archive(version=args.version)
+    except (PeerUnavailable, NoSuchVersion) as exc:
         print(f"activemq: {exc}", file=sys.stderr)
         return 1
     return 0

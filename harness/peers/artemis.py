@@ -46,8 +46,9 @@ from .base import (START_FLOOR_S, Endpoint, ManagementError, PeerInfo, PeerStart
 from .class_archive import ClassArchive, make_by_starting
 from .process import ProcessPeer
 from .provider import NodeSetup, Provider
+from .versions import Versions
 
-ARTEMIS_VERSION = "2.40.0"
+ARTEMIS_VERSION = "2.40.0"  # the pinned default: what a choice without a version runs
 ARTIFACT = f"org.apache.activemq:apache-artemis:{ARTEMIS_VERSION}:tar.gz:bin"
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 
@@ -110,8 +111,9 @@ def check_install(home: Path, expected: str | None) -> str | None:
     return None
 
 
-def find_artemis() -> ArtemisInstall:
-    """The Artemis to run: $ARTEMIS_HOME, else the cached pinned version; PeerUnavailable (one line) if none."""
+def find_artemis(version: str | None = None) -> ArtemisInstall:
+    """The Artemis to run: of `version` when given (ARTEMIS_HOME if it holds that version, else the cache's folder
+    of it), else $ARTEMIS_HOME, else the cached pinned version; PeerUnavailable (one line) if none."""
     if shutil.which("java") is None:
         raise PeerUnavailable("ActiveMQ Artemis needs Java 17 or later, and `java` is not on PATH")
     named = os.environ.get("ARTEMIS_HOME")
@@ -120,57 +122,100 @@ def find_artemis() -> ArtemisInstall:
         why = check_install(home, None)
         if why is not None:
             raise PeerUnavailable(f"ARTEMIS_HOME: {why} (expected an unpacked Artemis binary distribution)")
-        return ArtemisInstall(home, installed_version(home))
-    home = cached_home()
-    why = check_install(home, ARTEMIS_VERSION)
+        if version is None or installed_version(home) == version:
+            return ArtemisInstall(home, installed_version(home))
+    wanted = version or ARTEMIS_VERSION
+    home = cached_home(wanted)
+    why = check_install(home, wanted)
     if why is not None:
-        raise PeerUnavailable(f"ActiveMQ Artemis {ARTEMIS_VERSION} is not in the cache ({why}): run `make artemis` "
-                              "(python -m harness.peers.artemis --fetch) or set ARTEMIS_HOME")
-    return ArtemisInstall(home, ARTEMIS_VERSION)
+        how = (f"`interop run` fetches it when chosen, or python -m harness.peers.artemis --fetch --version {wanted}"
+               if version else "run `make artemis` (python -m harness.peers.artemis --fetch) or set ARTEMIS_HOME")
+        raise PeerUnavailable(f"ActiveMQ Artemis {wanted} is not in the cache ({why}): {how}")
+    return ArtemisInstall(home, wanted)
 
 
-def fetch(say=print) -> ArtemisInstall:
-    """Unpack the pinned distribution into the cache with Maven unless a checked copy is there; then make sure
-    the instance template exists. With ARTEMIS_HOME set, only check that install and make its template.
-    Raises PeerUnavailable (one line) when it cannot."""
-    if os.environ.get("ARTEMIS_HOME"):
-        install = find_artemis()
+def artifact(version: str) -> str:
+    return f"org.apache.activemq:apache-artemis:{version}:tar.gz:bin"
+
+
+# Maven's words for an artifact the repository does not have (fresh, or remembered from an earlier try)
+_NOT_FOUND = re.compile(r"Could not find artifact|was not found in")
+
+
+def fetch(say=print, version: str | None = None) -> ArtemisInstall:
+    """Unpack the distribution of `version` (default: the pinned one) into the cache's folder of that version with
+    Maven unless a checked copy is there; then make sure the instance template exists. With ARTEMIS_HOME set (and
+    no other version asked for), only check that install and make its template. Raises NoSuchVersion when Maven
+    Central has no such version, PeerUnavailable (one line) when it cannot fetch it."""
+    from .versions import NoSuchVersion
+
+    named = os.environ.get("ARTEMIS_HOME")
+    if named and (version is None or installed_version(Path(named)) == version):
+        install = find_artemis(version)
         instance_template(install)
         say(f"artemis: using ARTEMIS_HOME {install.home} (Artemis {install.version}, checked); nothing fetched")
         make_class_archive(install, say)
         return install
-    home = cached_home()
-    if check_install(home, ARTEMIS_VERSION) is None:
-        install = ArtemisInstall(home, ARTEMIS_VERSION)
+    version = version or ARTEMIS_VERSION
+    home = cached_home(version)
+    if check_install(home, version) is None:
+        install = ArtemisInstall(home, version)
         instance_template(install)
-        say(f"artemis: {ARTEMIS_VERSION} already in {home.parent} (checked)")
+        say(f"artemis: {version} already in {home.parent} (checked)")
         make_class_archive(install, say)
         return install
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise PeerUnavailable(f"cannot fetch Artemis {ARTEMIS_VERSION}: `mvn` (Maven) is not on PATH")
+        raise PeerUnavailable(f"cannot fetch Artemis {version}: `mvn` (Maven) is not on PATH")
+    say(f"artemis: fetching {version} from Maven Central into {home.parent} (about 25 s)")
+    began = time.monotonic()
     home.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=home.parent))
     try:
-        command = [mvn, "-B", "-q", "-C", f"{DEPENDENCY_PLUGIN}:unpack", f"-Dartifact={ARTIFACT}",
+        command = [mvn, "-B", "-q", "-C", f"{DEPENDENCY_PLUGIN}:unpack", f"-Dartifact={artifact(version)}",
                    f"-DoutputDirectory={staging}"]
         done = subprocess.run(command, cwd=staging, capture_output=True, text=True)
         if done.returncode != 0:
-            tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["(no output)"]
-            raise PeerUnavailable(f"cannot fetch {ARTIFACT} with Maven (exit {done.returncode}): {tail[0]}")
+            output = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)  # Maven colours in batch mode too
+            if _NOT_FOUND.search(output):
+                raise NoSuchVersion(f"Artemis {version} is not on Maven Central ({artifact(version)})")
+            tail = output.strip().splitlines()[-1:] or ["(no output)"]
+            raise PeerUnavailable(f"cannot fetch {artifact(version)} with Maven (exit {done.returncode}): {tail[0]}")
         unpacked = staging / home.name
-        why = check_install(unpacked, ARTEMIS_VERSION)
+        why = check_install(unpacked, version)
         if why is not None:
-            raise PeerUnavailable(f"fetched {ARTIFACT} but it does not check: {why}")
+            raise PeerUnavailable(f"fetched {artifact(version)} but it does not check: {why}")
         shutil.rmtree(home, ignore_errors=True)
         unpacked.rename(home)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    install = ArtemisInstall(home, ARTEMIS_VERSION)
+        if not any(home.parent.iterdir()):  # a version that does not exist leaves no empty folder behind
+            home.parent.rmdir()
+    install = ArtemisInstall(home, version)
     instance_template(install)
-    say(f"artemis: fetched {ARTEMIS_VERSION} into {home.parent}")
+    say(f"artemis: fetched {version} into {home.parent} in {time.monotonic() - began:.0f} s")
     make_class_archive(install, say)
     return install
+
+
+def _cannot_fetch(version: str) -> str | None:
+    if shutil.which("java") is None:
+        return "ActiveMQ Artemis needs Java 17 or later, and `java` is not on PATH"
+    if shutil.which("mvn") is None:
+        return f"ActiveMQ Artemis {version} is not in the cache and `mvn` (Maven) is not on PATH to fetch it"
+    return None
+
+
+def _missing(version: str) -> str | None:
+    try:
+        find_artemis(version)
+    except PeerUnavailable as exc:
+        return str(exc)
+    return None
+
+
+# Every version Maven Central serves as a bin tarball (2.18.0-2.40.0 here), each in its own cache folder.
+VERSIONS = Versions("Artemis", ARTEMIS_VERSION, _missing, _cannot_fetch, lambda version, say: fetch(say, version))
 
 
 def instance_template(install: ArtemisInstall) -> Path:
@@ -211,7 +256,8 @@ def class_archive(install: ArtemisInstall) -> ClassArchive:
 
 def make_class_archive(install: ArtemisInstall, say=print) -> None:
     """Start one broker of the install with the option that writes the archive, and stop it: once per install."""
-    make_by_starting(class_archive(install), "artemis@native", say)
+    # the install's own version: a broker of another one would write (or map) another install's archive
+    make_by_starting(class_archive(install), f"artemis@{install.version}@native", say)
 
 
 def _artemis_env(install: ArtemisInstall) -> dict[str, str]:
@@ -605,28 +651,33 @@ class NativeArtemis(Provider):
     vendor = "artemis"
     name = "native"
     role = "broker"
+    versioned = True
 
     @classmethod
-    def require(cls) -> None:
-        find_artemis()
+    def require(cls, version: str | None = None) -> None:
+        find_artemis(version)
 
     @classmethod
     def create(cls, setup: NodeSetup) -> ArtemisPeer:
-        return ArtemisPeer(setup, find_artemis())
+        return ArtemisPeer(setup, find_artemis(setup.version))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.peers.artemis",
-                                     description=f"Get ActiveMQ Artemis {ARTEMIS_VERSION} for the harness.")
+                                     description="Get ActiveMQ Artemis for the harness.")
     parser.add_argument("--fetch", action="store_true",
                         help="fetch it into the cache with Maven unless a checked copy is there (then only check)")
+    parser.add_argument("--version", default=None, metavar="V",
+                        help=f"the version to fetch (default: {ARTEMIS_VERSION}, or ARTEMIS_HOME's)")
     args = parser.parse_args(argv)
     if not args.fetch:
         parser.print_usage()
         return 2
+    from .versions import NoSuchVersion
+
     try:
-        fetch()
-    except PeerUnavailable as exc:
+        fetch(version=args.version)
+    except (PeerUnavailable, NoSuchVersion) as exc:
         print(f"artemis: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -360,7 +360,7 @@ class _ContainerProvider(Provider):
     name = "container"
 
     @classmethod
-    def require(cls) -> None:
+    def require(cls, version: str | None = None) -> None:
         docker_engine()
 
     @classmethod

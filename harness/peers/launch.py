@@ -22,32 +22,40 @@ from ..ports import free_port, release_ports
 from .base import Peer, PeerUnavailable
 from .provider import NodeSetup
 from .registry import entry, provider_class
-from .vendors import EXTERNAL, split_choice, vendor
+from . import versions
+from .vendors import EXTERNAL, parse_choice, vendor
 
 
 def make_peer(topology: Topology, node_name: str, vendor_name: str, wiring: Wiring | None = None) -> Peer:
     """A not-yet-started peer for one node; raises PeerUnavailable if it cannot run here.
 
     `vendor_name` is a `--peer` choice: `VENDOR` (each provider the registry lists for it in turn, native
-    first), `VENDOR@PROVIDER` (that provider only) or `external:amqp://...` (harness/peers/external.py).
+    first), `VENDOR@PROVIDER` (that provider only), `VENDOR@VERSION` (that version: harness/peers/versions.py,
+    got now if no one got it before) or `external:amqp://...` (harness/peers/external.py).
     """
     node = topology.nodes[node_name]
     spec = vendor(vendor_name, node.role)
     if vendor_name.startswith(EXTERNAL):
         return _external_peer(topology, node_name, vendor_name)
-    base, wanted = split_choice(vendor_name)
-    setup = NodeSetup(topology, node_name, spec.capabilities, wiring or Wiring())
+    choice = parse_choice(vendor_name)
+    try:
+        # None at once when the run got it before its peers started; a case's own node vendor is got here
+        if (why := versions.ensure(choice)) is not None:
+            raise PeerUnavailable(why)
+    except versions.NoSuchVersion as exc:
+        raise PeerUnavailable(str(exc)) from None
+    setup = NodeSetup(topology, node_name, spec.capabilities, wiring or Wiring(), choice.version)
     reasons = []
-    for provider in map(provider_class, entry(base, node.role).providers):
-        if wanted is not None and provider.name != wanted:
+    for provider in map(provider_class, entry(choice.vendor, node.role).providers):
+        if choice.provider is not None and provider.name != choice.provider:
             continue
         try:
-            if (why := provider.probe()) is not None:
+            if (why := provider.probe(choice.version)) is not None:
                 raise PeerUnavailable(why)
             return provider.create(setup)
         except PeerUnavailable as exc:
             reasons.append(str(exc))
-    raise PeerUnavailable("; ".join(reasons) or f"no provider for a {node.role} of vendor {base} yet")
+    raise PeerUnavailable("; ".join(reasons) or f"no provider for a {node.role} of vendor {choice.vendor} yet")
 
 
 def _external_peer(topology: Topology, node_name: str, choice: str) -> Peer:

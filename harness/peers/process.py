@@ -308,13 +308,17 @@ class NativeQdrouterdPeer(ProcessPeer):
     """A `qdrouterd` binary on PATH, fed the same rendered qdrouterd.conf as the reference router."""
 
     def __init__(self, name: str, render, capabilities: frozenset[str], workdir: Path | None = None,
-                 clients_port: int | None = None):
+                 clients_port: int | None = None, version: str | None = None):
         """`clients_port`: the port another node was told to dial (a broker's broker connection lands on the
-        clients listener); else a free one. qdrouterd cannot report a port 0 listener, so it is always fixed."""
-        binary = shutil.which("qdrouterd")
+        clients listener); else a free one. qdrouterd cannot report a port 0 listener, so it is always fixed.
+        `version`: the chosen one (harness/peers/qdrouterd_build.py), else the `qdrouterd` on PATH."""
+        from .qdrouterd_build import binary_for, missing, reported_version
+
+        binary = binary_for(version)
         if binary is None:
-            raise PeerUnavailable("qdrouterd is not on PATH (no native Qpid Dispatch Router on this machine)")
-        version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip() or "unknown"
+            raise PeerUnavailable(missing(version) if version else
+                                  "qdrouterd is not on PATH (no native Qpid Dispatch Router on this machine)")
+        version = reported_version(binary)  # what the binary says, for the record
         workdir = workdir or Path(tempfile.mkdtemp(prefix=f"interop-{name}-"))
         super().__init__(name, "router", PeerInfo("qdrouterd", version, "native"), capabilities, workdir)
         self.binary = binary
@@ -361,12 +365,17 @@ class NativeQdrouterd(Provider):
     """A `qdrouterd` on PATH (README: "Getting a qdrouterd")."""
 
     vendor, name, role = "qdrouterd", "native", "router"
+    versioned = True
 
     @classmethod
-    def probe(cls) -> str | None:
+    def probe(cls, version: str | None = None) -> str | None:
+        if version is not None:
+            from .qdrouterd_build import missing
+
+            return missing(version)
         return None if shutil.which("qdrouterd") else "qdrouterd is not on PATH"
 
     @classmethod
     def create(cls, setup: NodeSetup) -> Peer:
         return NativeQdrouterdPeer(setup.node_name, setup.render_router, setup.capabilities,
-                                   clients_port=setup.listen_ports.get("clients") or None)
+                                   clients_port=setup.listen_ports.get("clients") or None, version=setup.version)

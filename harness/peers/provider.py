@@ -33,6 +33,7 @@ class NodeSetup:
     node_name: str
     capabilities: frozenset[str]
     wiring: Wiring
+    version: str | None = None  # the chosen version (`artemis@2.39.0`); None: the provider's pinned default
 
     @property
     def node(self) -> Node:
@@ -85,18 +86,23 @@ class Provider(abc.ABC):
     vendor: ClassVar[str]  # "artemis"
     name: ClassVar[str]  # "native", "container", "subprocess"
     role: ClassVar[str]  # "router" or "broker"
+    versioned: ClassVar[bool] = False  # whether it runs the version a choice names (create() reads setup.version)
 
     @classmethod  # noqa: B027 - an optional hook: a provider that always runs need not override it
-    def require(cls) -> None:
-        """Raise PeerUnavailable (one line) when this provider cannot run its vendor here; the usual override."""
+    def require(cls, version: str | None = None) -> None:
+        """Raise PeerUnavailable (one line) when this provider cannot run its vendor (in `version`, when given)
+        here; the usual override."""
 
     @classmethod
-    def probe(cls) -> str | None:
-        """None when this provider can run its vendor on this machine, else one line saying why not."""
+    def probe(cls, version: str | None = None) -> str | None:
+        """None when this provider can run its vendor (in `version`: None is the pinned default) on this machine,
+        else one line saying why not."""
         from .base import PeerUnavailable
 
+        if version is not None and not cls.versioned:
+            return f"{cls.label()} runs its one version only, not a chosen one ({version})"
         try:
-            cls.require()
+            cls.require(version)
         except PeerUnavailable as exc:
             return str(exc)
         return None

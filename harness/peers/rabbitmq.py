@@ -162,7 +162,7 @@ class NativeRabbitMQ(Provider):
     vendor, name, role = "rabbitmq", "native", "broker"
 
     @classmethod
-    def require(cls) -> None:
+    def require(cls, version: str | None = None) -> None:
         find_rabbitmq()
 
     @classmethod

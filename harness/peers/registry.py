@@ -98,6 +98,9 @@ class Registered:
 
     spec: VendorSpec
     providers: tuple[str, ...]  # "module:Class", each a harness.peers.provider.Provider subclass
+    # "module:NAME" of its harness.peers.versions.Versions (how each version is found, fetched or built), for a
+    # product that runs here in several versions; None: one version only, and `VENDOR@VERSION` is refused.
+    versions: str | None = None
 
     def provider_names(self) -> tuple[str, ...]:
         return tuple(provider_class(path).name for path in self.providers)
@@ -106,19 +109,23 @@ class Registered:
         return next((cls for cls in map(provider_class, self.providers) if cls.name == name), None)
 
 
-def _entry(vendor: str, role: str, capabilities: frozenset[str], *providers: str) -> Registered:
-    return Registered(VendorSpec(vendor, role, capabilities), tuple(f"harness.peers.{p}" for p in providers))
+def _entry(vendor: str, role: str, capabilities: frozenset[str], *providers: str,
+           versions: str | None = None) -> Registered:
+    return Registered(VendorSpec(vendor, role, capabilities), tuple(f"harness.peers.{p}" for p in providers),
+                      f"harness.peers.{versions}" if versions else None)
 
 
 REGISTRY: tuple[Registered, ...] = (
     _entry("reference", "router", REFERENCE_ROUTER, "process:ReferenceRouter"),
     # Qpid Dispatch Router / AMQ Interconnect: the product the routing documents describe.
-    _entry("qdrouterd", "router", QDROUTERD_ROUTER, "process:NativeQdrouterd", "containers:QdrouterdContainer"),
+    _entry("qdrouterd", "router", QDROUTERD_ROUTER, "process:NativeQdrouterd", "containers:QdrouterdContainer",
+           versions="qdrouterd_build:VERSIONS"),
     _entry("reference", "broker", REFERENCE_BROKER, "reference_broker:ReferenceBroker"),
     _entry("rabbitmq", "broker", RABBITMQ_BROKER, "rabbitmq:NativeRabbitMQ", "containers:RabbitMQContainer"),
-    _entry("artemis", "broker", ARTEMIS_BROKER, "artemis:NativeArtemis", "containers:ArtemisContainer"),
+    _entry("artemis", "broker", ARTEMIS_BROKER, "artemis:NativeArtemis", "containers:ArtemisContainer",
+           versions="artemis:VERSIONS"),
     _entry("activemq-classic", "broker", ACTIVEMQ_CLASSIC_BROKER, "activemq:NativeActiveMQ",
-           "containers:ActiveMQClassicContainer"),
+           "containers:ActiveMQClassicContainer", versions="activemq:VERSIONS"),
 )
 
 
@@ -155,7 +162,7 @@ def _missing_provider(class_name: str, why: str) -> type[Provider]:
         role = "?"
 
         @classmethod
-        def probe(cls) -> str | None:
+        def probe(cls, version: str | None = None) -> str | None:
             return why
 
         @classmethod

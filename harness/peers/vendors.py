@@ -9,6 +9,9 @@ A vendor name may play several roles ("reference" is both a router and a broker)
 
 * `VENDOR`: the vendor, from the first provider that can run it here (native, then container);
 * `VENDOR@PROVIDER`: one provider only (`rabbitmq@native`, `rabbitmq@container`, `artemis@container`, ...);
+* `VENDOR@VERSION`: one version of a product that has several here (`artemis@2.39.0`, `qdrouterd@1.18.0`,
+  `activemq-classic@6.1.8`); a part after `@` that starts with a digit is a version, any other a provider, and
+  both may be given (`artemis@2.39.0@native`). Without a version, the pinned default (harness/peers/versions.py);
 * `external:amqp://HOST:PORT[?caps=A,B&vendor=NAME&version=V&prefix=P]`: a peer someone else runs
   (harness/peers/external.py).
 """
@@ -16,6 +19,7 @@ A vendor name may play several roles ("reference" is both a router and a broker)
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..topology import ROLES
 from .base import VendorSpec
@@ -95,10 +99,48 @@ def vendor_names(role: str | None = None) -> list[str]:
     return names
 
 
-def split_choice(choice: str) -> tuple[str, str | None]:
-    """`rabbitmq@native` -> ("rabbitmq", "native"); `rabbitmq` -> ("rabbitmq", None)."""
-    name, sep, provider = choice.partition("@")
-    return name, (provider if sep else None)
+@dataclass(frozen=True)
+class Choice:
+    """One `--peer` choice taken apart: `artemis@2.39.0@native` -> vendor artemis, version 2.39.0, provider
+    native. An external choice is kept whole as its vendor (its URL may hold `@`; its version is a parameter)."""
+
+    vendor: str
+    version: str | None = None
+    provider: str | None = None
+
+    @property
+    def product(self) -> str:
+        """`artemis@2.39.0`: what is installed and probed (the provider does not change what must be had)."""
+        return self.vendor + (f"@{self.version}" if self.version else "")
+
+    def __str__(self) -> str:
+        return self.product + (f"@{self.provider}" if self.provider else "")
+
+    def target(self) -> str:
+        """`artemis 2.39.0`, `rabbitmq@native`: how a report's target names it (versions apart, readable)."""
+        provider = f"@{self.provider}" if self.provider else ""
+        return self.vendor + provider + (f" {self.version}" if self.version else "")
+
+
+def parse_choice(text: str) -> Choice:
+    """`VENDOR[@VERSION][@PROVIDER]` (either order after the vendor) -> Choice; ValueError (one line) for an empty
+    part or two versions or two providers."""
+    if text.startswith(EXTERNAL):
+        return Choice(text)
+    name, *parts = text.split("@")
+    version = provider = None
+    for part in parts:
+        if not part:
+            raise ValueError(f"{text}: empty part after '@' (expected VENDOR[@VERSION][@PROVIDER])")
+        if part[0].isdigit():
+            if version is not None:
+                raise ValueError(f"{text}: two versions ({version}, {part})")
+            version = part
+        else:
+            if provider is not None:
+                raise ValueError(f"{text}: two providers ({provider}, {part})")
+            provider = part
+    return Choice(name, version, provider)
 
 
 def vendor(name: str, role: str) -> VendorSpec:
@@ -109,7 +151,11 @@ def vendor(name: str, role: str) -> VendorSpec:
         return external_spec(name, role)
     from .registry import entries_of, entry
 
-    base, provider = split_choice(name)
+    try:
+        choice = parse_choice(name)
+    except ValueError as exc:
+        raise ValueError(f"--peer {role}={exc}") from None
+    base, provider = choice.vendor, choice.provider
     found = entry(base, role)
     if found is None:
         roles = [e.spec.role for e in entries_of(base)]
@@ -121,6 +167,8 @@ def vendor(name: str, role: str) -> VendorSpec:
     if provider is not None and provider not in found.provider_names():
         raise ValueError(f"--peer {role}={name}: {base} has no provider {provider!r} "
                          f"(expected one of: {', '.join(found.provider_names())})")
+    if choice.version is not None and found.versions is None:
+        raise ValueError(f"--peer {role}={name}: {base} runs in one version only here; drop @{choice.version}")
     return found.spec
 
 

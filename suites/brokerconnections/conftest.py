@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from harness.peers.vendors import split_choice
+from harness.peers.vendors import parse_choice
 from harness.pytest_plugin import NOT_APPLICABLE
 from harness.wait import wait_for
 
@@ -30,7 +30,7 @@ def paired_with_reference(interop, pair: dict[str, str] | None) -> dict[str, str
     """The node vendors of a case that pairs the session's broker vendor with reference brokers (`pair`: node ->
     vendor), or None for both ends of the session's vendor. Not-applicable where the session's broker vendor is
     the reference itself (both ends would be the reference) or one the harness does not start (external)."""
-    vendor = split_choice(interop.choices.get("broker", "reference"))[0]
+    vendor = parse_choice(interop.choices.get("broker", "reference")).vendor
     if pair and (vendor == "reference" or vendor.startswith("external")):
         pytest.skip(f"{NOT_APPLICABLE}a mirror between two vendors needs a broker vendor other than the reference "
                     f"that the harness starts (this session's: {vendor})")

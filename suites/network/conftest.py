@@ -22,7 +22,7 @@ import uuid
 
 import pytest
 
-from harness.peers.vendors import split_choice, vendor
+from harness.peers.vendors import parse_choice, vendor
 from harness.pytest_plugin import NOT_APPLICABLE
 from harness.wait import WaitTimeout, wait_for
 
@@ -56,7 +56,7 @@ def paired(interop, pair: dict[str, str] | None) -> dict[str, str] | None:
     if pair is None:
         return None
     name = interop.choices.get("broker", "reference")
-    base = split_choice(name)[0]
+    base = parse_choice(name).vendor
     if base == "reference" or name.startswith("external"):
         pytest.skip(f"{NOT_APPLICABLE}a network of two vendors needs a broker vendor other than the reference that "
                     f"the harness starts (this session's: {base})")

@@ -1,0 +1,96 @@
+"""qdrouterd in several versions side by side: which binary runs a version, and building one that is missing.
+
+No registry ships a qdrouterd binary, so a version is built from its source archive by the install script that
+sits beside the clone (`../shared/peers/qdrouterd/install.sh`, or QDROUTERD_INSTALL; the Makefile's
+`make qdrouterd` runs the same script). `QDROUTERD_VERSION=V bash install.sh` builds V into /opt/qpid-dispatch-V
+with wrappers `qdrouterd-V`, `qdstat-V` and `qdmanage-V` in /usr/local/bin (about 30-60 s on 2 cores), beside
+the others; the default build also installs the plain `qdrouterd`.
+
+A choice without a version runs the `qdrouterd` on PATH, whatever its version, as before; `qdrouterd@V` runs
+`qdrouterd-V` from PATH, or the plain `qdrouterd` when that one says it is V.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from .base import PeerUnavailable
+from .versions import Versions, cache_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+INSTALL_SCRIPT = ROOT.parent / "shared" / "peers" / "qdrouterd" / "install.sh"
+
+
+@functools.cache
+def reported_version(binary: str) -> str:
+    """What `BINARY --version` prints (once per binary per process: it starts an embedded Python)."""
+    done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30)
+    return done.stdout.strip() or "unknown"
+
+
+def binary_for(version: str | None) -> str | None:
+    """The qdrouterd binary that runs `version` (None: the one on PATH), or None when there is none."""
+    plain = shutil.which("qdrouterd")
+    if version is None:
+        return plain
+    own = shutil.which(f"qdrouterd-{version}")
+    if own is not None:
+        return own
+    return plain if plain is not None and reported_version(plain) == version else None
+
+
+def missing(version: str) -> str | None:
+    if binary_for(version) is not None:
+        return None
+    plain = shutil.which("qdrouterd")
+    have = f"the qdrouterd on PATH is {reported_version(plain)}" if plain else "no qdrouterd is on PATH"
+    return f"qdrouterd {version} is not installed here (no qdrouterd-{version} on PATH; {have})"
+
+
+def install_script() -> Path:
+    """QDROUTERD_INSTALL (relative to the checkout, as the Makefile reads it), else the one beside the clone."""
+    named = os.environ.get("QDROUTERD_INSTALL")
+    return ROOT / named if named else INSTALL_SCRIPT
+
+
+def archive(version: str) -> Path:
+    return install_script().parent / f"qpid-dispatch-{version}.tar.gz"
+
+
+def cannot_build(version: str) -> str | None:
+    """Why qdrouterd `version` cannot be built here (None: it can): the script, its source archive, root."""
+    script = install_script()
+    if not script.is_file():
+        return (f"qdrouterd {version} is not installed and there is no install script to build it ({script}; "
+                "QDROUTERD_INSTALL names another)")
+    if not archive(version).is_file():
+        return f"qdrouterd {version} is not installed and there is no source archive {archive(version)} to build it"
+    if os.geteuid() != 0:
+        return f"qdrouterd {version} is not installed, and building it ({script}) installs into /opt as root"
+    return None
+
+
+def build(version: str, say) -> None:
+    """Build and install `version` with the install script; its output goes to a log in the cache."""
+    script = install_script()
+    log = cache_dir() / f"qdrouterd-build-{version}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    say(f"qdrouterd: building {version} from {archive(version)} into /opt/qpid-dispatch-{version} "
+        f"(about 30-60 s; log {log})")
+    began = time.monotonic()
+    with open(log, "w") as out:
+        done = subprocess.run(["bash", str(script)], env={**os.environ, "QDROUTERD_VERSION": version},
+                              stdout=out, stderr=subprocess.STDOUT, cwd=os.environ.get("TMPDIR") or "/tmp")
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
+        raise PeerUnavailable(f"building qdrouterd {version} failed (exit {done.returncode}): {tail[0]} "
+                              f"(log {log})")
+    say(f"qdrouterd: built {version} in {time.monotonic() - began:.0f} s")
+
+
+VERSIONS = Versions("qdrouterd", None, missing, cannot_build, build)
