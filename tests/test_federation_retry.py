@@ -37,10 +37,11 @@ def anycast(name: str, *consumers):
     return SimpleNamespace(name=name, address=name, routing="anycast", internal=False, consumers=list(consumers))
 
 
-def federated(policies=(QUEUES,)):
-    """B1 dials B2 with `policies`; B2 answers the control link and the event links, then takes the remote policies:
-    (client, server, B1's federation, B2's federation). B2 pulls from B1 by them (the connector's direction)."""
+def control_answered(policies, b1_setup=lambda broker: None):
+    """B1 dials B2 with `policies` and B2 answers the control link, nothing more: (client, server, B1's federation,
+    B2's federation, B2's end of the control link). `b1_setup(broker)` prepares B1's fake broker before it dials."""
     client, server, session, b1 = dialling_broker("B1")
+    b1_setup(b1.broker)
     control = b1.dialled(client[0], ConnectionElement("federation", policies=tuple(policies)), session, "b1-b2")
     settle(client, server)
     remote = server[0].link_head(0)
@@ -53,6 +54,13 @@ def federated(policies=(QUEUES,)):
     assert b2.control_attach(remote) is None
     settle(server, client)
     assert b1.control_answered(control) is None
+    return client, server, b1, b2, remote
+
+
+def federated(policies=(QUEUES,)):
+    """B1 dials B2 with `policies`; B2 answers the control link and the event links, then takes the remote policies:
+    (client, server, B1's federation, B2's federation). B2 pulls from B1 by them (the connector's direction)."""
+    client, server, b1, b2, remote = control_answered(policies)
     settle(client, server)
     answer_event_links(client, server, b1, b2)
     while remote.current is not None:  # the policies, as the broker's on_delivery hands them over
@@ -167,19 +175,12 @@ def test_the_dialling_side_pulls_by_its_local_policies_only_once_its_event_recei
     """Else the other broker (Artemis registers a watch only when it has an event sender) could refuse a pull with
     nowhere to send the event, and the pull would never be tried again."""
     local = FederationPolicy("queue", "local", "b1-b2-back", (("#", "#"),), ())
-    client, server, session, b1 = dialling_broker("B1")
-    b1.broker.add_outgoing_producer = lambda *args: None
-    b1.broker.addresses = {JOBS: {"routings": {"anycast"}, "queues": [anycast(JOBS, consumer())]}}
-    control = b1.dialled(client[0], ConnectionElement("federation", policies=(local,)), session, "b1-b2")
-    settle(client, server)
-    remote = server[0].link_head(0)
-    server[0].container = "B2"
-    server[0].open()
-    server[0].session_head(0).open()
-    b2 = federation.Federation(fake_broker("B2"))
-    assert b2.control_attach(remote) is None
-    settle(server, client)
-    assert b1.control_answered(control) is None
+
+    def with_a_consumer_of_jobs(broker):
+        broker.add_outgoing_producer = lambda *args: None
+        broker.addresses = {JOBS: {"routings": {"anycast"}, "queues": [anycast(JOBS, consumer())]}}
+
+    client, server, b1, b2, _ = control_answered((local,), with_a_consumer_of_jobs)
     side = b1.sides[0]
     side.evaluate()
     assert side.pulls == {} and [link.is_receiver for link in side.event_links] == [True]
@@ -190,17 +191,7 @@ def test_the_dialling_side_pulls_by_its_local_policies_only_once_its_event_recei
 
 
 def test_a_refused_event_link_leaves_the_federation_working_without_events():
-    client, server, session, b1 = dialling_broker("B1")
-    control = b1.dialled(client[0], ConnectionElement("federation", policies=(QUEUES,)), session, "b1-b2")
-    settle(client, server)
-    remote = server[0].link_head(0)
-    server[0].container = "B2"
-    server[0].open()
-    server[0].session_head(0).open()
-    b2 = federation.Federation(fake_broker("B2"))
-    assert b2.control_attach(remote) is None
-    settle(server, client)
-    assert b1.control_answered(control) is None
+    client, server, b1, b2, remote = control_answered((QUEUES,))
     settle(client, server)
     refused = server[0].link_head(Endpoint.LOCAL_UNINIT)  # a broker that takes no event links: null target, detach
     refused.target.type = refused.target.UNSPECIFIED
