@@ -566,6 +566,8 @@ def _record_for(item) -> dict:
         lifted.update(cell=session.cell.name, target=session.cell.target())
     if session.cell.breaks:
         lifted["config_fault"] = " ".join(map(str, session.cell.breaks))
+    if running and (nodes := running.node_records()):
+        details["nodes"] = nodes  # a mixed topology: `peers` shows the first node of each role only
     if message and details.get("peers_down"):
         down = "; ".join(f"peer {node} down ({why})" for node, why in details["peers_down"].items())
         message = f"{down}: {message}"[:500]

@@ -6,7 +6,35 @@ Suites reach peers only through the wire (harness clients); they never import `r
 import pytest
 
 from harness.clients import RecordingSender
+from harness.peers.versions import previous_choice
+from harness.pytest_plugin import NOT_APPLICABLE
 from harness.wait import WaitTimeout, wait_for
+
+# The vendor of a pairing's node (node -> vendor, as `topology(name, vendors=...)` takes) that runs the previous
+# release of the session's vendor for its role (harness/peers/versions.py, `previous`), beside the session's own
+# release on the other nodes: the mixed period of an upgrade (UPGRADE-MIXED-1).
+PREVIOUS = "previous"
+# The spec mark of a pairing that puts a node on PREVIOUS: pytest.param(..., marks=MIXED_RELEASES)
+MIXED_RELEASES = pytest.mark.spec("UPGRADE-MIXED-1")
+
+
+def mixed_releases(interop, role: str, pair: dict[str, str] | None) -> dict[str, str] | None:
+    """`pair` with each PREVIOUS node given the previous release of the session's `role` vendor (`artemis` ->
+    `artemis@2.39.0`); other pairs as they are. Not-applicable, with the reason, where that vendor has no previous
+    release here (the reference, RabbitMQ, an external peer) or the session runs the previous release itself."""
+    if not pair or PREVIOUS not in pair.values():
+        return pair
+    previous, why = previous_choice(interop.choices.get(role, "reference"))
+    if previous is None:
+        pytest.skip(f"{NOT_APPLICABLE}a topology of two releases: {why}")
+    return {node: previous if name == PREVIOUS else name for node, name in pair.items()}
+
+
+def pairing_params(pairings: dict[str, dict[str, str] | None]) -> list:
+    """The names of `pairings` (name -> node vendors) as params of a fixture or case, a pairing that puts a node on
+    PREVIOUS marked with UPGRADE-MIXED-1 beside the case's own clauses."""
+    return [pytest.param(name, id=name, marks=MIXED_RELEASES) if PREVIOUS in (pair or {}).values() else name
+            for name, pair in pairings.items()]
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from proton import Message
@@ -350,3 +351,23 @@ def test_fetch_with_artemis_home_only_checks_that_install(install, monkeypatch):
     monkeypatch.setenv("ARTEMIS_HOME", str(install.home.parent / "nowhere"))
     with pytest.raises(PeerUnavailable, match="^ARTEMIS_HOME: "):
         art.fetch(say=said.append)
+
+
+def test_a_queue_listing_that_races_the_queues_removal_is_asked_again():
+    """listQueues fails on a queue removed while it was being listed (a mirror replaying a deletion); the next
+    listing no longer finds it. Any other refusal is raised at once."""
+    answers = [ManagementError('DC2: cannot list queues: the broker answered: Cannot invoke "org.apache.activemq.'
+                               'artemis.core.server.Queue.isPaused()" because "q" is null'), '{"data": []}']
+    asked = []
+
+    def manage(resource, what, **request):
+        asked.append(what)
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+    fake = SimpleNamespace(_manage=manage)
+    assert art.ArtemisPeer._queues(fake, "name", "created-1") == [] and len(asked) == 2
+    answers[:] = [ManagementError("DC2: cannot list queues: the broker answered: AMQ229017: Queue x does not exist")]
+    with pytest.raises(ManagementError, match="AMQ229017"):
+        art.ArtemisPeer._queues(fake, "name", "x")

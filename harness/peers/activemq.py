@@ -378,7 +378,8 @@ def _get(version: str, say) -> None:
 
 # Every 6.x release whose jars Maven Central serves (here 6.1.x and 6.3.1: no activemq-amqp 6.2.x), each in its own
 # cache folder; Java 17.
-VERSIONS = Versions("ActiveMQ Classic", VERSION, probe_reason, _cannot_fetch, _get)
+# The previous release is 6.1.8, not 6.2.x: Maven Central as reached from here serves no activemq-amqp 6.2.x.
+VERSIONS = Versions("ActiveMQ Classic", VERSION, probe_reason, _cannot_fetch, _get, previous="6.1.8")
 
 
 # ---- the peer -------------------------------------------------------------------------------------------------

@@ -118,6 +118,16 @@ class RunningTopology:
             records.setdefault(peer.role, peer.info.as_record())
         return records
 
+    def node_records(self) -> dict | None:
+        """node -> {vendor, version, provider} where the nodes of one role differ in vendor or version (a pairing
+        that mixes vendors or releases), which peer_records, one node per role, cannot show; None where each role's
+        nodes are alike. For the record's `details.nodes`."""
+        records = {name: peer.info.as_record() for name, peer in self.peers.items()}
+        kinds: dict[str, set] = {}
+        for name, peer in self.peers.items():
+            kinds.setdefault(peer.role, set()).add((records[name]["vendor"], records[name]["version"]))
+        return records if any(len(seen) > 1 for seen in kinds.values()) else None
+
     def down_peers(self) -> dict[str, str]:
         """node -> why it is down, for every peer that no longer serves: it crashed, a case killed or stopped it
         and did not bring it back, or it runs but probe_peers() found it hung."""

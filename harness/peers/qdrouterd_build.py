@@ -93,4 +93,5 @@ def build(version: str, say) -> None:
     say(f"qdrouterd: built {version} in {time.monotonic() - began:.0f} s")
 
 
-VERSIONS = Versions("qdrouterd", None, missing, cannot_build, build)
+# previous: the release before the 1.19.0 that `make qdrouterd` builds as the plain `qdrouterd`
+VERSIONS = Versions("qdrouterd", None, missing, cannot_build, build, previous="1.18.0")

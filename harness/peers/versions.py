@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .base import PeerUnavailable
-from .vendors import EXTERNAL, Choice
+from .vendors import EXTERNAL, Choice, parse_choice
 
 ENV = "INTEROP_VERSIONS"  # JSON {product: null or why not}: what `interop run` found before its cells started
 
@@ -45,6 +45,26 @@ class Versions:
     missing: Callable[[str], str | None]  # why version V is not ready to run here; None when it is
     cannot_get: Callable[[str], str | None]  # why V could not be fetched or built here; None when it could
     get: Callable[[str, Say], None]  # fetch or build V into its own folder; NoSuchVersion or PeerUnavailable
+    # The release before the pinned one that runs here: what an upgrade moves from. The version cells
+    # (tests/products.yaml, matrix.yaml) and the mixed-version pairings of the suites (previous_choice) use it.
+    previous: str | None = None
+
+
+def previous_choice(name: str) -> tuple[str | None, str]:
+    """(`artemis@2.39.0`, "") for a session's choice `artemis` (its provider kept): the same vendor at its previous
+    release, to run on one node of a mixed-version topology beside the session's. (None, why not) where there is
+    none: a product in one version only (the reference, RabbitMQ), a peer someone else runs, or a session that
+    already runs the previous release (the pair would be of one version)."""
+    choice = parse_choice(name)
+    if choice.vendor.startswith(EXTERNAL):
+        return None, f"a peer someone else runs ({choice.vendor.split('?')[0]}) has no previous release here"
+    versions = versions_of(choice.vendor)
+    if versions is None or versions.previous is None:
+        return None, f"{choice.vendor} runs here in one version only: it has no previous release to mix with"
+    if choice.version == versions.previous:
+        return None, (f"this session's {choice.vendor} is {versions.previous}, the previous release itself: a pair "
+                      f"with it would run one version")
+    return str(Choice(choice.vendor, versions.previous, choice.provider)), ""
 
 
 def versions_of(vendor: str) -> Versions | None:

@@ -15,21 +15,26 @@ from harness.peers.vendors import parse_choice
 from harness.pytest_plugin import NOT_APPLICABLE
 from harness.wait import wait_for
 
-from ..conftest import restart_or_skip
+from ..conftest import PREVIOUS, mixed_releases, restart_or_skip
 
 MIRROR_QUEUE_PREFIX = "$ACTIVEMQ_ARTEMIS_MIRROR_"  # 002, "Mirroring": where a broker keeps its mirror events
 WAIT = 30.0  # deadline for what the brokers do between themselves (connect, forward, mirror)
 
 
-# The pairings of a running-mirror case: both ends the session's broker vendor, or one of them a reference broker
-# (the node named runs as the reference instead of the session's vendor)
-PAIRS = {"same": None, "into-reference": {"DC2": "reference"}, "from-reference": {"DC1": "reference"}}
+# The pairings of a running-mirror case: both ends the session's broker vendor, one of them a reference broker
+# (the node named runs as the reference instead of the session's vendor), or one of them the previous release of
+# the session's vendor (an upgrade half done: the new release mirroring into the old one, and the old into the new)
+PAIRS = {"same": None, "into-reference": {"DC2": "reference"}, "from-reference": {"DC1": "reference"},
+         "into-previous": {"DC2": PREVIOUS}, "from-previous": {"DC1": PREVIOUS}}
 
 
 def paired_with_reference(interop, pair: dict[str, str] | None) -> dict[str, str] | None:
-    """The node vendors of a case that pairs the session's broker vendor with reference brokers (`pair`: node ->
-    vendor), or None for both ends of the session's vendor. Not-applicable where the session's broker vendor is
-    the reference itself (both ends would be the reference) or one the harness does not start (external)."""
+    """The node vendors of a case that pairs the session's broker vendor with reference brokers or with its own
+    previous release (`pair`: node -> vendor or PREVIOUS), or None for both ends of the session's vendor.
+    Not-applicable where the session's broker vendor is the reference itself (both ends would be the reference),
+    one the harness does not start (external), or, for PREVIOUS, one without a previous release here."""
+    if pair and PREVIOUS in pair.values():
+        return mixed_releases(interop, "broker", pair)
     vendor = parse_choice(interop.choices.get("broker", "reference")).vendor
     if pair and (vendor == "reference" or vendor.startswith("external")):
         pytest.skip(f"{NOT_APPLICABLE}a mirror between two vendors needs a broker vendor other than the reference "

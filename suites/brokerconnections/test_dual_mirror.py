@@ -1,13 +1,16 @@
 """Dual mirror (002_f23507c2891d6d06.txt, "Dual Mirror (Disaster Recovery)"): DC1 and DC2 mirror each other;
 sends and acknowledgements made on either are replayed on the other, and nothing echoes back. Where the session's
 broker vendor is not the reference, the case also runs with DC1 a reference broker (`with-reference`): each
-side's mirror then speaks the other vendor's wire form both ways."""
+side's mirror then speaks the other vendor's wire form both ways; and with DC1 on the previous release of the
+session's vendor (`with-previous`, where it has one here: harness/peers/versions.py), two releases mirroring each
+other as during an upgrade (UPGRADE-MIXED-1)."""
 
 import pytest
 
 from harness import checkers
 from harness.wait import wait_for
 
+from ..conftest import MIXED_RELEASES, PREVIOUS
 from .conftest import (WAIT, depth, empty, paired_with_reference, send_accepted, sender, wait_connected, wait_depth,
                        wait_mirror_idle)
 
@@ -15,7 +18,9 @@ pytestmark = pytest.mark.requires("mirror", "store-and-forward")
 
 
 @pytest.mark.spec("MIRROR-DUAL-1", "MIRROR-DUAL-2")
-@pytest.mark.parametrize("pair", [None, {"DC1": "reference"}], ids=["same", "with-reference"])
+@pytest.mark.parametrize("pair", [None, {"DC1": "reference"},
+                                  pytest.param({"DC1": PREVIOUS}, marks=MIXED_RELEASES)],
+                         ids=["same", "with-reference", "with-previous"])
 def test_each_side_gets_the_others_sends_once_and_acks_flow_back(topology, clients, details, interop, pair):
     running = topology("broker-dual-mirror", vendors=paired_with_reference(interop, pair))
     dc1, dc2 = running["DC1"], running["DC2"]

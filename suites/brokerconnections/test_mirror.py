@@ -8,7 +8,10 @@ empty DC2 too), so each sees only its own messages whatever an earlier case left
 The cases on a running mirror run three ways: both brokers of the session's vendor (`same`), and, where that
 vendor is not the reference, the session's vendor mirroring into a reference broker (`into-reference`) and a
 reference broker mirroring into it (`from-reference`). A mirror is a wire format between brokers: the reference
-claims to speak Artemis's, and only a pair of the two shows whether it does.
+claims to speak Artemis's, and only a pair of the two shows whether it does. So is it between two releases of one
+product: where the session's vendor has a previous release here (harness/peers/versions.py), the cases also run
+with DC2 on it (`into-previous`: the new release mirroring into the old) and with DC1 on it (`from-previous`), the
+mixed period of an upgrade (UPGRADE-MIXED-1).
 """
 
 import pytest
@@ -16,7 +19,7 @@ import pytest
 from harness import checkers
 from harness.wait import wait_for
 
-from ..conftest import kill_or_skip
+from ..conftest import kill_or_skip, pairing_params
 from .conftest import (PAIRS, WAIT, connection, delete_queue, depth, exists, mirror_queue, mirror_ready,
                        paired_with_reference, send_accepted, sender, start_connection, stats, unique, wait_connected,
                        wait_depth, wait_mirror_idle)
@@ -26,10 +29,10 @@ pytestmark = pytest.mark.requires("mirror", "store-and-forward")
 MIRROR = "DC2"  # the mirror connection's name on DC1, so its events wait on $ACTIVEMQ_ARTEMIS_MIRROR_DC2
 
 
-@pytest.fixture(params=list(PAIRS))
+@pytest.fixture(params=pairing_params(PAIRS))
 def mirrored(request, topology, clients, interop):
-    """broker-mirror with its mirror up and `orders` empty on both brokers (one end a reference broker but for
-    the `same` pair)."""
+    """broker-mirror with its mirror up and `orders` empty on both brokers (one end a reference broker or the
+    session's vendor's previous release but for the `same` pair)."""
     running = topology("broker-mirror", vendors=paired_with_reference(interop, PAIRS[request.param]))
     mirror_ready(clients, running, MIRROR)
     return running

@@ -11,7 +11,8 @@ failed_dials and resume_s (seconds from the link's return until the mirror queue
 
 As in test_mirror.py, each fault also runs with one end a reference broker (`into-reference`, `from-reference`)
 where the session's broker vendor is another: a reset that leaves events in doubt is where the two vendors'
-duplicate detection (by origin node and message id) must agree.
+duplicate detection (by origin node and message id) must agree; and with one end the vendor's previous release
+(`into-previous`, `from-previous`), where two releases' duplicate detection must agree.
 """
 
 import time
@@ -21,6 +22,7 @@ import pytest
 from harness import checkers
 from harness.wait import wait_for
 
+from ..conftest import pairing_params
 from .conftest import (PAIRS, WAIT, configured, connection, depth, mirror_queue, mirror_ready,
                        paired_with_reference, send_accepted, sender, stats, wait_depth, wait_mirror_idle)
 
@@ -30,7 +32,7 @@ MIRROR = "DC2"
 N = 100
 
 
-@pytest.fixture(params=list(PAIRS))
+@pytest.fixture(params=pairing_params(PAIRS))
 def faulty(request, topology, clients, interop):
     running = topology("broker-mirror", vendors=paired_with_reference(interop, PAIRS[request.param]))
     if running.faults is None:

@@ -5,6 +5,7 @@ import pytest
 from harness import checkers
 from harness.wait import wait_for
 
+from .conftest import across_releases
 from .late_drain import LATE_DRAIN_DELAYS, LATE_DRAIN_IDS, answers_drain_late
 
 pytestmark = pytest.mark.requires("edge")
@@ -63,6 +64,22 @@ def test_multicast_from_an_edge_reaches_every_consumer_once(edges, clients, deta
         checks.update(checkers.every_message_once(sender.name, r.name, suffix=f"_{name}"))
     verdict = checkers.compose(clients.history, **checks).fill(details, "duplicated")
     assert verdict.ok, f"each consumer gets each message exactly once, in order:\n{verdict.failures()}"
+
+
+# ---- the same cases with the interior router on the previous release (conftest.py, UPGRADE-MIXED-1) --------------
+
+
+@pytest.mark.spec("MESH-EDGE-1", "MESH-ADDR-1", "UPGRADE-MIXED-1")
+def test_client_on_one_edge_reaches_a_consumer_on_another_across_releases(topology, interop, clients, details):
+    test_client_on_one_edge_reaches_a_consumer_on_another(across_releases(topology, interop, "edge-interior"),
+                                                          clients, details)
+
+
+@pytest.mark.spec("MESH-EDGE-1", "MESH-MULTICAST-1", "UPGRADE-MIXED-1")
+@pytest.mark.requires("distribution.multicast")
+def test_multicast_from_an_edge_reaches_every_consumer_once_across_releases(topology, interop, clients, details):
+    test_multicast_from_an_edge_reaches_every_consumer_once(across_releases(topology, interop, "edge-interior"),
+                                                            clients, details)
 
 
 @pytest.mark.spec("MESH-CREDIT-3", "MESH-EDGE-1")

@@ -7,6 +7,8 @@ import pytest
 from harness import checkers
 from harness.wait import wait_for
 
+from .conftest import across_releases
+
 pytestmark = pytest.mark.requires("mesh")
 
 
@@ -188,3 +190,34 @@ def test_consumers_on_a_restarted_router_are_learned_anew(mesh, clients, details
     sender.send(5)
     assert {o.outcome for o in sender.wait_outcomes(5).values()} == {"accepted"}
     assert [m.seq for m in receiver.wait_received(5)] == list(range(5))
+
+
+# ---- the same cases with one router on the previous release (conftest.py, UPGRADE-MIXED-1) ----------------------
+
+
+@pytest.mark.spec("MESH-ADDR-1", "UPGRADE-MIXED-1")
+def test_consumer_on_another_router_is_reached_across_releases(topology, interop, clients, details):
+    test_consumer_on_another_router_is_reached(across_releases(topology, interop, "two-router-mesh"), clients, details)
+
+
+@pytest.mark.spec("MESH-PATH-1", "ROUTING-CLOSEST-1", "UPGRADE-MIXED-1")
+@pytest.mark.requires("distribution.closest")
+def test_closest_prefers_the_consumer_on_the_producers_router_across_releases(topology, interop, clients, details):
+    test_closest_prefers_the_consumer_on_the_producers_router(across_releases(topology, interop, "two-router-mesh"),
+                                                              clients, details)
+
+
+@pytest.mark.spec("MESH-MULTICAST-1", "ROUTING-MULTICAST-1", "UPGRADE-MIXED-1")
+@pytest.mark.requires("distribution.multicast")
+@pytest.mark.parametrize("name", ["router-triangle", "router-triangle-equal"])
+def test_multicast_reaches_each_consumer_once_over_redundant_paths_across_releases(topology, interop, name, clients,
+                                                                                   details):
+    # the case asks its `topology` fixture for `name`: here it gets the mixed pairing of it
+    test_multicast_reaches_each_consumer_once_over_redundant_paths(
+        lambda topology_name: across_releases(topology, interop, topology_name), name, clients, details)
+
+
+@pytest.mark.spec("MESH-REROUTE-1", "UPGRADE-MIXED-1")
+def test_traffic_reroutes_when_a_router_is_lost_across_releases(topology, interop, clients, details):
+    test_traffic_reroutes_when_a_router_is_lost(across_releases(topology, interop, "router-triangle"), clients,
+                                                details)

@@ -26,6 +26,8 @@ from harness.peers.vendors import parse_choice, vendor
 from harness.pytest_plugin import NOT_APPLICABLE
 from harness.wait import WaitTimeout, wait_for
 
+from ..conftest import PREVIOUS, mixed_releases
+
 WAIT = 30.0  # deadline for what brokers do between themselves: connect, pull, forward, reconnect
 SETTLE_CHECKS = 3  # successive equal observations that count as settled
 SETTLE_POLL = 0.05  # harness.wait's longest poll interval: settled means unchanged over 100 ms at least
@@ -36,7 +38,10 @@ ORDERS, PRICES = "orders", "prices"  # the anycast queue and the multicast addre
 # the session's vendor (`same`), a reference B1 dialling the session's vendor (`reference-dials`), and the
 # session's vendor dialling a reference B2 (`reference-dialled`). A network is a wire format between brokers as
 # much as a mirror is: only a mixed pair shows whether the reference speaks the vendor's.
-PAIRINGS = {"same": None, "reference-dials": {"B1": "reference"}, "reference-dialled": {"B2": "reference"}}
+# And the previous release of the session's vendor dialling its current one (`previous-dials`, where it has one here:
+# harness/peers/versions.py): an upgrade half done, the old release's connector forwarding to the new release.
+PAIRINGS = {"same": None, "reference-dials": {"B1": "reference"}, "reference-dialled": {"B2": "reference"},
+            "previous-dials": {"B1": PREVIOUS}}
 # network-hub-spoke: a reference hub between the vendor's spokes (they dial it), and reference spokes dialling the
 # vendor's hub, which passes messages between them.
 HUB_PAIRINGS = {"same": None, "reference-hub": {"H": "reference"},
@@ -50,11 +55,14 @@ AMQP_FEDERATION = frozenset({"network-of-brokers", "broker-connection"})
 
 
 def paired(interop, pair: dict[str, str] | None) -> dict[str, str] | None:
-    """The node vendors of a network case in a pairing (node -> vendor, None: all the session's vendor); a mixed
-    pairing is not-applicable where the session's broker vendor is the reference itself (every node would be the
+    """The node vendors of a network case in a pairing (node -> vendor or PREVIOUS, None: all the session's vendor);
+    a pairing with PREVIOUS is not-applicable where the vendor has no previous release here, one with a reference
+    node where the session's broker vendor is the reference itself (every node would be the
     reference), one the harness does not start, or one whose networks are not AMQP federation."""
     if pair is None:
         return None
+    if PREVIOUS in pair.values():  # two releases of the session's own vendor: its own connectors, AMQP or not
+        return mixed_releases(interop, "broker", pair)
     name = interop.choices.get("broker", "reference")
     base = parse_choice(name).vendor
     if base == "reference" or name.startswith("external"):

@@ -9,7 +9,8 @@ between them and the producer: queues get a name no case used before, and `alert
 consumers' broker. A broker whose demand reached another before the queue or topic did must not leave it at that:
 when the producer comes, its messages go to the consumer that was waiting. They also run with reference brokers
 among the session's vendor's (conftest.PAIRINGS; network-line with a reference B2 in the middle), since whether
-"not there yet" is told and heard is part of the wire between brokers.
+"not there yet" is told and heard is part of the wire between brokers; network-first also with B1 on the vendor's
+previous release (`previous-dials`).
 
 A topic case waits until probes published after every subscriber attached reach them all (conftest's
 wait_topic_ready: a topic's messages published before its subscription reached the producer's broker go nowhere,
@@ -20,6 +21,7 @@ import pytest
 
 from harness import checkers
 
+from ..conftest import pairing_params
 from .conftest import (PAIRINGS, WAIT, Network, depths, paired, send_accepted, stats_or_reason, unique, wait_all,
                        wait_settled, wait_topic_ready)
 
@@ -32,7 +34,7 @@ ALERTS = "alerts"  # declared on the consumers' broker only (topologies/network-
 LINE_PAIRINGS = {"same": None, "reference-b2": {"B2": "reference"}}
 
 
-@pytest.fixture(params=list(PAIRINGS))
+@pytest.fixture(params=pairing_params(PAIRINGS))
 def first(request, topology, clients, interop):
     return _connected(Network(topology("network-first", vendors=paired(interop, PAIRINGS[request.param])), clients),
                       [("producer", "consumer")])

@@ -9,7 +9,8 @@ doubt) and `resume_s` (seconds from the end of the fault, the link's return or t
 was where it belongs), which the report's recovery table reads.
 
 The moving consumer and the link outage also run mixed, as in test_forwarding.py (conftest.PAIRINGS): a reference
-broker dialling the session's vendor, and the session's vendor dialling a reference broker.
+broker dialling the session's vendor, the session's vendor dialling a reference broker, and the vendor's previous
+release dialling its current one (UPGRADE-MIXED-1).
 """
 
 import time
@@ -19,7 +20,7 @@ import pytest
 from harness import checkers
 from harness.wait import wait_for
 
-from ..conftest import kill_or_skip, restart_or_skip
+from ..conftest import kill_or_skip, pairing_params, restart_or_skip
 from .conftest import (ORDERS, PAIRINGS, WAIT, Network, connector_rows, depths, distinct, drained_network, link_between,
                        paired, send_accepted, stats_or_reason, wait_or_say, wait_settled)
 
@@ -41,7 +42,7 @@ def _union(receivers, snd) -> set[int]:
 # ---- a consumer moving between brokers ---------------------------------------------------------------------------
 
 
-@pytest.fixture(params=list(PAIRINGS))
+@pytest.fixture(params=pairing_params(PAIRINGS))
 def duplex(request, topology, clients, interop):
     return drained_network(topology("network-duplex", vendors=paired(interop, PAIRINGS[request.param])), clients)
 
@@ -80,7 +81,7 @@ def test_a_consumer_moving_from_b2_to_b1_while_messages_are_in_flight_gets_every
 # ---- the network link through the fault proxy ----------------------------------------------------------------------
 
 
-@pytest.fixture(params=list(PAIRINGS))
+@pytest.fixture(params=pairing_params(PAIRINGS))
 def faulty_pair(request, topology, clients, interop):
     running = topology("network-pair", vendors=paired(interop, PAIRINGS[request.param]))
     if running.faults is None:

@@ -4,6 +4,9 @@ Broker" and "Next Steps": a producer on MyBroker1, a consumer on MyBroker2, the 
 network-pair: B1's connector forwards every queue and the `prices` topics to B2's consumers, one way.
 network-duplex: B1's one duplex connector carries both ways; B2 declares none.
 
+Both run in conftest.PAIRINGS: all the session's vendor, a reference broker on one end, and B1 on the vendor's
+previous release dialling its current one (`previous-dials`, UPGRADE-MIXED-1).
+
 Figures per case in the result record: the checkers' counts (`checks`), and where a broker's queue depth
 matters, the depths seen.
 """
@@ -12,6 +15,7 @@ import pytest
 
 from harness import checkers
 
+from ..conftest import pairing_params
 from .conftest import (ORDERS, PAIRINGS, PRICES, depths, drained_network, send_accepted, stats_or_reason, wait_all,
                        wait_consumed, wait_settled, wait_topic_ready, paired)
 
@@ -20,12 +24,12 @@ pytestmark = pytest.mark.requires("network-of-brokers")
 N = 100
 
 
-@pytest.fixture(params=list(PAIRINGS))
+@pytest.fixture(params=pairing_params(PAIRINGS))
 def pair(request, topology, clients, interop):
     return drained_network(topology("network-pair", vendors=paired(interop, PAIRINGS[request.param])), clients)
 
 
-@pytest.fixture(params=list(PAIRINGS))
+@pytest.fixture(params=pairing_params(PAIRINGS))
 def duplex(request, topology, clients, interop):
     return drained_network(topology("network-duplex", vendors=paired(interop, PAIRINGS[request.param])), clients)
 
