@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.fuzz.config_breaks import unfold_one_line_sections as unfold
 from reference.router.config import (
     KNOWN_FEATURES,
     SUPPORTED_FEATURES,
@@ -27,6 +28,11 @@ def _error(text: str) -> ConfigError:
     with pytest.raises(ConfigError) as info:
         parse_config(text, "r.conf")
     return info.value
+
+
+def _parse(text: str) -> RouterConfig:
+    """Sections a test writes on one line for brevity, unfolded into qdrouterd's layout (one per line)."""
+    return parse_config(unfold(text))
 
 
 def _without_lines(cfg: RouterConfig) -> RouterConfig:
@@ -56,7 +62,7 @@ def test_example_file_parses_and_is_supported() -> None:
     assert (main.host, main.port, main.role, main.authenticate_peer) == ("127.0.0.1", 5672, "normal", False)
     assert main.sasl_mechanisms == ("ANONYMOUS",)
     assert (main.link_capacity, main.idle_timeout_seconds) == (250, 16)
-    assert (tools.name, tools.port, tools.line) == ("local-tools", 5673, 26)
+    assert (tools.name, tools.port, tools.line) == ("local-tools", 5673, 27)
     assert [(a.prefix, a.pattern, a.distribution, a.priority) for a in cfg.addresses] == [
         ("multicast", None, "multicast", None),
         ("service", None, "closest", None),
@@ -90,7 +96,7 @@ def test_defaults_for_an_empty_file() -> None:
 
 
 def test_section_defaults() -> None:
-    cfg = parse_config("listener {\n}\naddress { prefix: q }\nlog { module: DEFAULT }\n")
+    cfg = _parse("listener {\n}\naddress { prefix: q }\nlog { module: DEFAULT }\n")
     listener = cfg.listeners[0]
     assert (listener.host, listener.port, listener.role, listener.cost) == ("", 5672, "normal", 1)
     assert listener.sasl_mechanisms == () and listener.authenticate_peer is False
@@ -130,41 +136,73 @@ connector {
 }
 """
 
-ONE_LINE = """
-router { mode: standalone id: R1 }
-listener { host: 127.0.0.1 port: 5672 saslMechanisms: ANONYMOUS PLAIN authenticatePeer: no }
-address { pattern: news/# distribution: multicast priority: 3 }
-autoLink { address: queue.a direction: out connection: broker }
-connector { name: broker role: route-container port: 61616 }
-"""
-
-BRACES_ELSEWHERE = """
-router
-{
-    mode: standalone
-    id: R1 }
-listener{ host: 127.0.0.1
-    port: 5672
-    saslMechanisms: ANONYMOUS PLAIN
-    authenticatePeer: no}
-address {pattern: news/#
-  distribution: multicast priority: 3
-}
-autoLink { address: queue.a
-    direction: out connection: broker }  connector { name: broker role: route-container port: 61616 }
-"""
-
-
-@pytest.mark.parametrize("other", [ONE_LINE, BRACES_ELSEWHERE])
-def test_one_line_and_multi_line_sections_are_equivalent(other: str) -> None:
-    assert _without_lines(parse_config(MULTI_LINE)) == _without_lines(parse_config(other))
-
 
 def test_multi_line_values() -> None:
     cfg = parse_config(MULTI_LINE)
     assert cfg.listeners[0].sasl_mechanisms == ("ANONYMOUS", "PLAIN")
     assert cfg.addresses[0].line == 12
     assert cfg.auto_links[0].connection == "broker"
+
+
+# qdrouterd 1.19 reads one construct per line (config.py turns each line into a line of JSON): a section on one
+# line, a brace glued to a value or a name and its brace on two lines are refused, by qdrouterd and the reference.
+@pytest.mark.parametrize(("text", "line", "message"), [
+    ("router { mode: interior id: R1 }\n", 1, "a section on one line"),
+    ("router {\n    mode: interior\n}\nlistener { port: 0 }\n", 4, "a section on one line"),
+    ("router {\n    mode: interior\n    id: R1 }\nlistener {\n    port: 0\n}\n", 3,
+     "attribute 'id': '}' must stand alone on its line"),
+    ("router\n{\n    id: R1\n}\n", 1, "expected 'NAME {', 'attribute: value' or '}'"),
+    ("listener {  port: 0\n}\n", 1, "'{' must end the line"),
+    ("router {\n    id: R1\n", 1, "section 'router' is never closed"),
+    ("router {\n    id: R1\n}\n}\n", 4, "'}' without a section to close"),
+    ("router {\n    id: R1\n}\nlistener {\n    port: 0\n\naddress {\n    prefix: a\n}\n", 7,
+     "section 'address' starts inside another section"),
+    ("router {\n    id:\n}\n", 2, "attribute 'id' has no value"),
+    ('router {\n    id: "R1"\n}\n', 2, "attribute 'id': a value may not hold '\"'"),
+    ("router {\n    id: 'R1\n}\n", 0, None),  # a single quote is an ordinary character
+    ("router {\n    id: a\\qb\n}\n", 2, "a backslash in a value must start a JSON escape"),
+    ("router {\n    id: a\tb\n}\n", 2, "its value is not the text of a JSON string"),
+    ("port: 5672\n", 1, "attribute 'port' outside of any section"),
+])
+def test_one_construct_per_line(text: str, line: int, message: str | None) -> None:
+    if message is None:
+        parse_config(text)
+        return
+    error = _error(text)
+    assert error.line == line and message in error.message, str(error)
+    assert "(qdrouterd: " in error.message
+
+
+def test_what_qdrouterds_line_reader_accepts() -> None:
+    cfg = parse_config(
+        "\n".join([
+            "router {",
+            "    mode:interior",  # no space after the colon
+            "    id : R1",  # a space before it
+            "}",
+            "listener   {",
+            "\tsasl_mechanisms: ANONYMOUS",  # snake_case keys are camelCased
+            "    link-capacity: 10",
+            "    port: 0",
+            "    port: 1",  # a key given twice: the last wins
+            "    idleTimeoutSeconds: +5",  # Python's int()
+            "    authenticatePeer: OFF",
+            "}",
+            "address {",
+            "    pattern: news/# # a comment after the '#' of the pattern",
+            "    distribution: 0",  # an enum value by its index: multicast
+            "}",
+            "address {",
+            "    prefix: a#b",  # any other '#' starts a comment
+            "    waypoint: on",
+            "}",
+        ]) + "\n")
+    assert (cfg.router.mode, cfg.router.id) == ("interior", "R1")
+    (listener,) = cfg.listeners
+    assert (listener.sasl_mechanisms, listener.link_capacity, listener.port) == (("ANONYMOUS",), 10, 1)
+    assert (listener.idle_timeout_seconds, listener.authenticate_peer) == (5, False)
+    assert [(a.prefix, a.pattern, a.distribution, a.waypoint) for a in cfg.addresses] == [
+        (None, "news/#", "multicast", False), ("a", None, "balanced", True)]
 
 
 @pytest.mark.parametrize(
@@ -176,85 +214,79 @@ def test_multi_line_values() -> None:
         ("pattern: news/# # a comment", "news/#"),
         ("pattern: # # everything", "#"),
         ("pattern: a.*.#   #comment glued to the hash", "a.*.#"),
-        ("pattern: '# quoted'", None),  # whitespace in a pattern is an error, see below
-        ("pattern: \"a/#\"", "a/#"),
+        ("pattern: a.*.# two words", "a.*.#"),  # the first word only
     ],
 )
 def test_hash_wildcard_versus_comment(line: str, pattern: str | None) -> None:
-    text = f"address {{\n    {line}\n}}\n"
-    if pattern is None:
-        assert "must not contain whitespace" in _error(text).message
-    else:
-        assert parse_config(text).addresses[0].pattern == pattern
-
-
-def test_one_line_section_with_hash_pattern_then_comment() -> None:
-    cfg = parse_config("address { pattern: # distribution: multicast }  # catch-all\n")
-    assert (cfg.addresses[0].pattern, cfg.addresses[0].distribution) == ("#", "multicast")
+    assert parse_config(f"address {{\n    {line}\n}}\n").addresses[0].pattern == pattern
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        "# whole-line comment\nlistener { port: 1 }",
-        "   # indented comment\nlistener { port: 1 }",
+        "# whole-line comment\nlistener {\n port: 1\n}",
+        "   # indented comment\nlistener {\n port: 1\n}",
         "listener {   # after the brace\n port: 1\n}",
         "listener {\n port: 1 # after a value\n}",
         "listener {\n port: 1\n}  # after the closing brace",
         "listener {\n#port: 2\n port: 1\n}",
         "listener {# glued to the brace\n port: 1\n}",
+        "listener {\n port: 1#glued to the value\n}",
     ],
 )
 def test_comments(text: str) -> None:
     assert parse_config(text).listeners[0].port == 1
 
 
-def test_byte_order_mark_and_crlf_line_ends() -> None:
-    cfg = parse_config("\ufeffrouter {\r\n  id: R1\r\n}\r\nlistener {\r\n  port: 1\r\n}\r\n")
+def test_crlf_line_ends_and_a_byte_order_mark() -> None:
+    cfg = parse_config("router {\r\n  id: R1\r\n}\r\nlistener {\r\n  port: 1\r\n}\r\n")
     assert (cfg.router.id, cfg.listeners[0].port, cfg.listeners[0].line) == ("R1", 1, 4)
+    # qdrouterd reads a UTF-8 file's BOM as a character before the first section: refused
+    assert _error("\ufeffrouter {\n  id: R1\n}\n").line == 1
 
 
-def test_hash_inside_a_word_is_not_a_comment() -> None:
-    cfg = parse_config("router {\n    id: R#1\n}\n")
-    assert cfg.router.id == "R#1"
-
-
-def test_quoted_values_keep_spaces_hashes_braces_and_colons() -> None:
-    cfg = parse_config("""log {\n module: DEFAULT\n output: "/tmp/a dir/#{x}.log"\n}\n"""
-                       """router { id: 'ends:' }\n""")
-    assert cfg.logs[0].output == "/tmp/a dir/#{x}.log"
-    assert cfg.router.id == "ends:"
+def test_hash_inside_a_word_starts_a_comment() -> None:
+    assert parse_config("router {\n    id: R#1\n}\n").router.id == "R"
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("yes", True), ("YES", True), ("true", True), ("True", True),
-     ("no", False), ("No", False), ("false", False), ("FALSE", False)],
+    [("yes", True), ("YES", True), ("true", True), ("True", True), ("on", True),
+     ("no", False), ("No", False), ("false", False), ("FALSE", False), ("Off", False)],
 )
 def test_booleans(value: str, expected: bool) -> None:
-    assert parse_config(f"address {{ prefix: q waypoint: {value} }}").addresses[0].waypoint is expected
+    assert _parse(f"address {{ prefix: q waypoint: {value} }}").addresses[0].waypoint is expected
 
 
-@pytest.mark.parametrize(("value", "port"), [("amqp", 5672), ("amqps", 5671), ("0", 0), ("65535", 65535)])
+# proton resolves the port with getaddrinfo, as the reference does: names of the services database, signs, zeros
+@pytest.mark.parametrize(("value", "port"), [("amqp", 5672), ("amqps", 5671), ("0", 0), ("65535", 65535),
+                                             ("+5", 5), ("00", 0), ("-0", 0)])
 def test_ports(value: str, port: int) -> None:
-    assert parse_config(f"listener {{ port: {value} }}").listeners[0].port == port
+    assert _parse(f"listener {{ port: {value} }}").listeners[0].port == port
 
 
 def test_priority_minus_one_means_unset() -> None:
-    cfg = parse_config("address { prefix: a priority: -1 }\naddress { prefix: b priority: 0 }")
+    cfg = _parse("address { prefix: a priority: -1 }\naddress { prefix: b priority: 0 }")
     assert [a.priority for a in cfg.addresses] == [None, 0]
 
 
+def test_qdrouterd_defaults_for_link_capacity_and_frame_size() -> None:
+    """qdrouterd takes linkCapacity 0 as its default and raises a maxFrameSize below AMQP's 512 to 512."""
+    listener = _parse("listener { linkCapacity: 0 maxFrameSize: 100 }").listeners[0]
+    assert (listener.link_capacity, listener.max_frame_size) == (None, 512)
+
+
 def test_alternative_spellings() -> None:
-    cfg = parse_config(
-        "connector { name: b role: route-container addr: 10.0.0.1 }\n"
-        "autoLink { addr: q dir: in containerID: broker-1 externalAddr: ext.q }\n"
+    """The older spellings qdrouterd 1.19 still takes (its schema's deprecationName)."""
+    cfg = _parse(
+        "connector { name: b role: route-container host: 10.0.0.1 verifyHostName: no }\n"
+        "autoLink { addr: q dir: in containerId: broker-1 externalAddr: ext.q }\n"
         "autoLink { address: q direction: out containerId: broker-1 externalAddress: ext.q phase: 0 }\n"
-        "linkRoute { prefix: b2 dir: out containerID: broker-1 }\n"
+        "linkRoute { prefix: b2 dir: out containerId: broker-1 }\n"
         "log { module: DEFAULT output: stdout source: yes timestamp: no }\n"
-        "router { routerId: R9 }\n"
+        "router { id: R9 helloInterval: 2 }\n"
     )
-    assert cfg.connectors[0].host == "10.0.0.1"
+    assert (cfg.connectors[0].host, cfg.connectors[0].verify_hostname) == ("10.0.0.1", False)
     assert [(a.direction, a.container_id, a.external_address) for a in cfg.auto_links] == [
         ("in", "broker-1", "ext.q"), ("out", "broker-1", "ext.q")]
     assert (cfg.link_routes[0].direction, cfg.link_routes[0].container_id) == ("out", "broker-1")
@@ -264,22 +296,20 @@ def test_alternative_spellings() -> None:
 
 
 def test_ignored_attributes_are_accepted_but_still_checked() -> None:
-    cfg = parse_config(
+    cfg = _parse(
         "router { workerThreads: 8 helloIntervalSeconds: 1 raIntervalSeconds: 30 saslConfigDir: /etc/sasl2"
-        " saslConfigName: qdrouterd debugDumpFile: /tmp/d }\n"
+        " saslConfigName: qdrouterd debugDumpFile: /tmp/d addrCount: 3 }\n"
         "listener { maxSessions: 10 stripAnnotations: both messageLoggingComponents: all name: l1 }\n"
     )
     assert cfg.router.mode == "standalone" and cfg.listeners[0].name == "l1"
     error = _error("router {\n workerThreads: many\n}")
-    assert str(error) == "r.conf:2: router: 'workerThreads' must be an integer >= 1, got 'many'"
+    assert str(error) == "r.conf:2: router: 'workerThreads' must be an integer, got 'many'"
 
 
 def test_link_route_and_auto_link_fields() -> None:
-    cfg = parse_config(
-        "connector { name: broker role: route-container host: 192.0.2.1 port: 61617\n"
-        "            saslMechanisms: ANONYMOUS }\n"
-        "linkRoute { prefix: b2 direction: in connection: broker\n"
-        "            addExternalPrefix: ext. delExternalPrefix: b2. }\n"
+    cfg = _parse(
+        "connector { name: broker role: route-container host: 192.0.2.1 port: 61617 saslMechanisms: ANONYMOUS }\n"
+        "linkRoute { prefix: b2 direction: in connection: broker addExternalPrefix: ext. delExternalPrefix: b2. }\n"
         "linkRoute { pattern: b3/*/x direction: out }\n"
         "address { prefix: my_address enableFallback: yes }\n"
         "autoLink { address: my_address.2 direction: out connection: broker fallback: yes }\n"
@@ -293,8 +323,8 @@ def test_link_route_and_auto_link_fields() -> None:
 
 
 def test_the_coordinator_link_route_of_the_document_parses() -> None:
-    """003 §12.2.2 gives this one-line section for routing transactions to a broker."""
-    cfg = parse_config(
+    """003 §12.2.2 gives this section (on one line) for routing transactions to a broker."""
+    cfg = _parse(
         "connector { name: my_broker role: route-container host: 192.0.2.1 port: 61617 }\n"
         "linkRoute { prefix: $coordinator connection: my_broker direction: in }\n"
     )
@@ -306,97 +336,90 @@ def test_the_coordinator_link_route_of_the_document_parses() -> None:
 # --- errors: every one is FILE:LINE: message --------------------------------------------------
 
 ERRORS = [
-    # structure
+    # structure (more in test_one_construct_per_line)
     ("listener {\n  port: 1\n", 1, "section 'listener' is never closed (missing '}')"),
-    ("listener {\n  port: 1\n}\n}\n", 4, "'}' without a matching '{'"),
-    ("\nport: 5672\n", 2, "attribute 'port' outside of any section"),
-    ("{\n}\n", 1, "'{' without a section name before it"),
-    ("listener\n\nport: 1\n", 1, "expected '{' after section name 'listener'"),
-    ("listener {\n  port: 1\naddress {\n  prefix: a\n}\n", 3,
-     ("listener: unexpected '{' inside the section; "
-      "is the '}' closing the 'listener' section of line 1 missing?")),
-    ("listener {\n  port:\n}\n", 2, "listener: attribute 'port' has no value"),
-    ("listener {\n  port: }\n", 2, "listener: attribute 'port' has no value"),
-    ("listener { port: host: x }\n", 1, "listener: attribute 'port' has no value"),
-    ("listener {\n  port 5672\n}\n", 2, "listener: expected 'attribute: value', got 'port'"),
-    ("address {\n  prefix:a\n}\n", 2,
-     "address: expected 'attribute: value', got 'prefix:a' (put a space after ':')"),
-    ("router {\n  id: 'R1\n}\n", 2, "unterminated ' quote"),
-    ("router {\n  id: \"R1\"x\n}\n", 2, "unexpected text after closing \" quote"),
-    ("\"router\" {\n}\n", 1, "expected a section name, got 'router'"),
+    ("listener {\n  port: 1\n}\n}\n", 4, "'}' without a section to close"),
+    ("{\n}\n", 1, "'{' must end the line that names a section"),
+    ("listener\n\nport: 1\n", 1, "expected 'NAME {', 'attribute: value' or '}'"),
+    ("listener {\n  port: 1\naddress {\n  prefix: a\n}\n", 3, "section 'address' starts inside another section"),
+    ("listener {\n  port:\n}\n", 2, "attribute 'port' has no value"),
+    ("listener {\n  port 5672\n}\n", 2, "expected 'NAME {', 'attribute: value' or '}'"),
+    ("\"router\" {\n}\n", 1, "'{' must end the line that names a section"),
     # sections
     ("\n\nsslProfile {\n  certFile: /x\n}\n", 3, "sslProfile: 'name' is required"),
     ("listener {\n sslProfile: nope\n}\n", 1, "listener: sslProfile 'nope' does not name an sslProfile section "
-                                             "(have: none defined)"),
+                                              "(have: none defined)"),
     ("listener {\n saslMechanisms: GSSAPI\n}\n", 2, "listener: 'saslMechanisms' must be a space-separated list of "
      "ANONYMOUS, PLAIN, EXTERNAL"),
     ("listener {\n requireSsl: yes\n}\n", 1, "listener: requireSsl/requireEncryption needs an sslProfile"),
     ("vhost {\n  groups: {\n  }\n}\n", 1, "section 'vhost' is not supported yet by the reference router"),
     ("router {\n}\nrouter {\n}\n", 3, "duplicate section 'router' (first at line 1)"),
+    ("listener {\n  port: 0\n}\nlistener {\n  port: 0\n}\n", 4,
+     "listener: identity 'listener/:0' is the same as that of the listener of line 1"),
+    ("listener {\n  name: x\n}\naddress {\n  prefix: a\n  name: x\n}\n", 6,
+     "address: name 'x' is already used by another section"),
     # attributes
     ("listener {\n  prot: 5672\n}\n", 2,
-     "listener: unknown attribute 'prot' (expected one of: name, host, port, "),
-    ("listener {\n  port: 1\n  port: 2\n}\n", 3, "listener: attribute 'port' given twice (first at line 2)"),
-    ("autoLink {\n  dir: in\n  direction: in\n}\n", 3,
-     "autoLink: attribute 'dir' (same attribute as 'direction') given twice (first at line 2)"),
+     "listener: unknown attribute 'prot' (expected one of: "),
+    ("autoLink {\n  dir: in\n  direction: in\n  address: q\n}\n", 2,
+     "autoLink: 'dir' and 'direction' are the same attribute; give one"),
+    ("router {\n  type: listener\n}\n", 2, "router: attribute 'type' cannot be set"),
+    ("linkRoute {\n  containerID: b\n  prefix: a\n  direction: in\n}\n", 2, "unknown attribute 'containerID'"),
     # values
-    ("listener {\n  port: 65536\n}\n", 2,
-     "listener: 'port' must be a port number 0..65535, 'amqp' or 'amqps', got '65536'"),
+    ("listener {\n  port: 0x10\n}\n", 2,
+     "listener: 'port' must be a port number or a service name such as 'amqp' or 'amqps', got '0x10'"),
     ("listener {\n  port: -1\n}\n", 2, "listener: 'port' must be a port number"),
-    ("listener {\n  port: http\n}\n", 2, "listener: 'port' must be a port number"),
+    ("listener {\n  port: AMQP\n}\n", 2, "listener: 'port' must be a port number"),
     ("listener {\n  role: broker\n}\n", 2,
      "listener: 'role' must be one of normal, inter-router, route-container, edge, got 'broker'"),
+    ("listener {\n  role: 4\n}\n", 2, "listener: 'role' must be one of"),
     ("listener {\n  authenticatePeer: maybe\n}\n", 2,
-     "listener: 'authenticatePeer' must be yes, no, true or false, got 'maybe'"),
+     "listener: 'authenticatePeer' must be yes, no, true, false, on or off, got 'maybe'"),
     ("router {\n  mode: mesh\n}\n", 2,
      "router: 'mode' must be one of standalone, interior, edge, got 'mesh'"),
+    ("router {\n  id: R 1\n}\n", 2, "router: 'id' must not hold spaces or control characters"),
+    ("router {\n  id: " + "R" * 128 + "\n}\n", 2, "router: 'id' is longer than 127 characters"),
     ("address {\n  prefix: a\n  distribution: fanout\n}\n", 3,
-     "address: 'distribution' must be one of balanced, closest, multicast, unavailable, got 'fanout'"),
+     "address: 'distribution' must be one of multicast, closest, balanced, unavailable, got 'fanout'"),
     ("address {\n  prefix: a\n  priority: 10\n}\n", 3,
      "address: 'priority' must be an integer 0..9 (or -1 for unset), got '10'"),
     ("address {\n  prefix: a\n  priority: -2\n}\n", 3, "address: 'priority' must be an integer 0..9"),
-    ("address {\n  prefix: a\n  priority: high\n}\n", 3, "address: 'priority' must be an integer 0..9"),
+    ("address {\n  prefix: a\n  priority: high\n}\n", 3, "address: 'priority' must be an integer, got 'high'"),
     ("linkRoute {\n  prefix: a\n  direction: both\n}\n", 3,
      "linkRoute: 'direction' must be one of in, out, got 'both'"),
     ("autoLink {\n  address: q\n  direction: sideways\n}\n", 3,
      "autoLink: 'direction' must be one of in, out"),
     ("log {\n  module: ROUTE\n}\n", 2, "log: 'module' must be one of ROUTER, "),
-    ("log {\n  module: DEFAULT\n  enable: loud+\n}\n", 3,
-     "log: 'enable' must be 'none', 'default' or a comma-separated"),
+    ("log {\n  module: TCP_ADAPTOR\n}\n", 2, "log: 'module' must be one of ROUTER, "),
+    ("log {\n  module: DEFAULT\n  enable: loud+\n}\n", 3, "log: 'enable' must be levels of none, trace"),
+    ("listener {\n  role: inter-router\n}\n", 2, "listener: role 'inter-router' needs router mode interior"),
+    ("router {\n  mode: edge\n}\nlistener {\n  role: edge\n}\n", 5, "listener: role 'edge' needs router mode"),
     # address semantics
     ("\naddress {\n  distribution: multicast\n}\n", 2, "address: one of 'prefix' or 'pattern' is required"),
     ("address {\n  prefix: a\n  pattern: a/#\n}\n", 3,
      "address: 'prefix' and 'pattern' cannot both be given"),
-    ("address {\n  prefix: ''\n}\n", 2, "address: 'prefix' must not be empty"),
-    ("address {\n  pattern: \"/\"\n}\n", 2, "address: 'pattern' must not be empty"),
-    ("address {\n  prefix: a/#\n}\n", 2, "address: prefix 'a/#' must not contain '*' or '#'"),
-    ("address {\n  prefix: a.*.b\n}\n", 2, "address: prefix 'a.*.b' must not contain '*' or '#'"),
+    ("address {\n  prefix: /\n}\n", 2, "address: 'prefix' must not be empty"),
+    ("address {\n  pattern: /\n}\n", 2, "address: 'pattern' must not be empty"),
     ("address {\n  pattern: a*/b\n}\n", 2, "address: pattern 'a*/b': word 'a*' mixes a wildcard"),
-    ("address {\n  prefix: # not a comment here\n}\n", 2,
-     "address: prefix '# not a comment here' must not contain"),
-    ("address { prefix: a distribution multicast }\n", 1,
-     "address: prefix 'a distribution multicast' must not contain whitespace"),
+    ("address {\n  prefix: a.*.b\n}\n", 2, "address: prefix 'a.*.b' must not contain '*' or '#'"),
+    ("address {\n  prefix: a distribution: multicast\n}\n", 2,
+     "address: prefix 'a distribution: multicast' must not contain whitespace"),
     ("address {\n  prefix: a\n}\naddress {\n  pattern: a/#\n}\n", 4,
      "address: pattern 'a/#' duplicates prefix 'a' of line 1 (both match the pattern 'a/#')"),
-    ("address { prefix: a.b }\naddress { prefix: a/b distribution: multicast }\n", 2,
-     "address: prefix 'a/b' duplicates prefix 'a.b' of line 1"),
-    ("address { pattern: x/#/* }\naddress { pattern: x.*.# }\n", 2, "duplicates pattern 'x/#/*' of line 1"),
     # link routes, autolinks, connections, logs
-    ("linkRoute {\n  prefix: a\n}\n", 1, "linkRoute: 'direction' (in or out) is required"),
+    ("linkRoute {\n  prefix: a\n}\n", 1, "linkRoute: attribute 'direction' is required"),
     ("linkRoute {\n  direction: in\n}\n", 1, "linkRoute: one of 'prefix' or 'pattern' is required"),
-    ("connector { name: b }\nlinkRoute { prefix: a direction: in\n connection: b\n containerId: c }\n", 4,
-     "linkRoute: 'connection' and 'containerId' cannot both be given"),
-    ("autoLink {\n  direction: in\n  connection: b\n}\n", 1, "autoLink: 'address' is required"),
-    ("autoLink {\n  address: q\n  connection: b\n}\n", 1, "autoLink: 'direction' (in or out) is required"),
+    ("autoLink {\n  direction: in\n  connection: b\n}\n", 1, "autoLink: attribute 'address' is required"),
+    ("autoLink {\n  address: q\n  connection: b\n}\n", 1, "autoLink: attribute 'direction' is required"),
     ("autoLink {\n  address: q\n  direction: in\n}\n", 1,
      "autoLink: exactly one of 'connection' or 'containerId' is required"),
     ("autoLink {\n  address: q\n  direction: in\n  connection: nowhere\n}\n", 1,
      "autoLink: connection 'nowhere' does not name any listener or connector"),
-    ("listener { name: x port: 1 }\nconnector { name: x port: 2 }\n", 2,
-     "connector: name 'x' already used by the listener of line 1"),
-    ("log {\n  enable: info+\n}\n", 1, "log: 'module' is required"),
-    ("log { module: DEFAULT }\nlog { module: DEFAULT enable: none }\n", 2,
-     "log: module 'DEFAULT' configured twice (first at line 1)"),
+    ("listener {\n  name: x\n  port: 1\n}\nconnector {\n  name: x\n  port: 2\n}\n", 6,
+     "connector: name 'x' is already used by another section"),
+    ("log {\n  enable: info+\n}\n", 1, "log: attribute 'module' is required"),
+    ("log {\n  module: DEFAULT\n}\nlog {\n  module: DEFAULT\n  enable: none\n}\n", 4,
+     "log: identity 'log/DEFAULT' is the same as that of the log of line 1"),
 ]
 
 
@@ -479,7 +502,7 @@ UNSUPPORTED = [
 @pytest.mark.parametrize(("text", "line", "feature", "what"),
                          [row for row in UNSUPPORTED if row[2] not in SUPPORTED_FEATURES])
 def test_check_supported_rejects(text: str, line: int, feature: str, what: str) -> None:
-    cfg = parse_config(text, "r.conf")
+    cfg = parse_config(unfold(text), "r.conf")
     with pytest.raises(ConfigError) as info:
         check_supported(cfg)
     assert info.value.line == line
@@ -489,16 +512,16 @@ def test_check_supported_rejects(text: str, line: int, feature: str, what: str) 
 
 
 def test_check_supported_accepts_router_networks() -> None:
-    check_supported(parse_config("router { mode: interior id: R1 }\nlistener { role: inter-router port: 0 }\n"
+    check_supported(_parse("router { mode: interior id: R1 }\nlistener { role: inter-router port: 0 }\n"
                                  "connector { name: r2 role: inter-router port: 1 cost: 3 }\n"))
 
 
 def test_check_supported_accepts_anonymous_authenticate_peer() -> None:
-    check_supported(parse_config("listener { authenticatePeer: yes saslMechanisms: ANONYMOUS }"))
+    check_supported(_parse("listener { authenticatePeer: yes saslMechanisms: ANONYMOUS }"))
 
 
 def test_check_supported_is_table_driven() -> None:
-    cfg = parse_config("router { mode: interior }\nlistener { role: inter-router }\n"
+    cfg = _parse("router { mode: interior }\nlistener { role: inter-router }\n"
                        "address { prefix: q waypoint: yes }\n")
     check_supported(cfg)
     with pytest.raises(ConfigError, match="address: waypoint"):

@@ -156,28 +156,60 @@ class HandDrivenProducer:
 
 
 STANDALONE = """
-    router { mode: standalone  id: R.credit }
-    listener { name: clients  host: 127.0.0.1  port: 0 }
+    router {
+        mode: standalone
+        id: R.credit
+    }
+    listener {
+        name: clients
+        host: 127.0.0.1
+        port: 0
+    }
 """
 
 R1 = """
-    router { mode: interior  id: R1 }
-    listener { name: clients  host: 127.0.0.1  port: 0 }
-    listener { name: mesh  host: 127.0.0.1  port: 0  role: inter-router }
+    router {
+        mode: interior
+        id: R1
+    }
+    listener {
+        name: clients
+        host: 127.0.0.1
+        port: 0
+    }
+    listener {
+        name: mesh
+        host: 127.0.0.1
+        port: 0
+        role: inter-router
+    }
 """
 
 R2 = """
-    router {{ mode: interior  id: R2 }}
-    listener {{ name: clients  host: 127.0.0.1  port: 0 }}
-    connector {{ name: to-r1  host: 127.0.0.1  port: {port}  role: inter-router }}
+    router {{
+        mode: interior
+        id: R2
+    }}
+    listener {{
+        name: clients
+        host: 127.0.0.1
+        port: 0
+    }}
+    connector {{
+        name: to-r1
+        host: 127.0.0.1
+        port: {port}
+        role: inter-router
+    }}
 """
 
 
 def _drain_answered_after_the_consumer_returned(producer_url: str, consumer_url: str, clients: Clients,
                                                 address: str, router_knows=None) -> None:
     """The last consumer leaves, the router drains the producer, a consumer returns, and only then does the
-    producer answer the drain (its answer crossing the router's flow that calls the drain off). `router_knows(phase)` waits, where needed, until the producer's router has
-    seen the consumer go ("gone") or come back ("back")."""
+    producer answer the drain (its answer crossing the router's flow that calls the drain off).
+    `router_knows(phase)` waits, where needed, until the producer's router has seen the consumer go ("gone") or
+    come back ("back")."""
     router_knows = router_knows or (lambda phase: None)
     producer = HandDrivenProducer(producer_url, address)
     try:
@@ -239,9 +271,19 @@ def test_a_drain_answered_after_a_remote_consumer_returned_gets_new_credit(start
 
 
 WAYPOINT = """
-    router { mode: standalone  id: R.park }
-    listener { name: clients  host: 127.0.0.1  port: 0 }
-    address { prefix: wp  waypoint: yes }
+    router {
+        mode: standalone
+        id: R.park
+    }
+    listener {
+        name: clients
+        host: 127.0.0.1
+        port: 0
+    }
+    address {
+        prefix: wp
+        waypoint: yes
+    }
 """
 
 

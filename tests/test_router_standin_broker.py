@@ -24,15 +24,53 @@ from tests.test_router_credit import HandDrivenProducer, pump_socket, socket_con
 TIMEOUT = 10.0
 
 ROUTER = """
-    router { mode: interior  id: R1 }
-    listener { name: clients  host: 127.0.0.1  port: 0 }
-    listener { name: brokers  host: 127.0.0.1  port: 0  role: route-container }
-    linkRoute { prefix: b1  direction: in  containerId: broker-b1 }
-    linkRoute { prefix: b1  direction: out  containerId: broker-b1 }
-    linkRoute { prefix: ext  direction: in  containerId: broker-b1  delExternalPrefix: ext.  addExternalPrefix: store. }
-    linkRoute { prefix: "!legacy"  direction: in  containerId: broker-b1  addExternalPrefix: store. }
-    address { prefix: q1  waypoint: yes }
-    autoLink { address: q1  direction: out  containerId: broker-b1 }
+    router {
+        mode: interior
+        id: R1
+    }
+    listener {
+        name: clients
+        host: 127.0.0.1
+        port: 0
+    }
+    listener {
+        name: brokers
+        host: 127.0.0.1
+        port: 0
+        role: route-container
+    }
+    linkRoute {
+        prefix: b1
+        direction: in
+        containerId: broker-b1
+    }
+    linkRoute {
+        prefix: b1
+        direction: out
+        containerId: broker-b1
+    }
+    linkRoute {
+        prefix: ext
+        direction: in
+        containerId: broker-b1
+        delExternalPrefix: ext.
+        addExternalPrefix: store.
+    }
+    linkRoute {
+        prefix: !legacy
+        direction: in
+        containerId: broker-b1
+        addExternalPrefix: store.
+    }
+    address {
+        prefix: q1
+        waypoint: yes
+    }
+    autoLink {
+        address: q1
+        direction: out
+        containerId: broker-b1
+    }
 """
 
 
@@ -226,10 +264,26 @@ def test_a_broker_connection_that_never_opened_is_no_route(start_router, clients
     silent = Silent()
     try:
         router = start_router("R1", f"""
-            router {{ mode: interior  id: R1 }}
-            listener {{ name: clients  host: 127.0.0.1  port: 0 }}
-            connector {{ name: B9  host: 127.0.0.1  port: {silent.port}  role: route-container }}
-            linkRoute {{ prefix: b9  direction: in  connection: B9 }}
+            router {{
+                mode: interior
+                id: R1
+            }}
+            listener {{
+                name: clients
+                host: 127.0.0.1
+                port: 0
+            }}
+            connector {{
+                name: B9
+                host: 127.0.0.1
+                port: {silent.port}
+                role: route-container
+            }}
+            linkRoute {{
+                prefix: b9
+                direction: in
+                connection: B9
+            }}
         """)
         wait_for(lambda: silent.accepted, TIMEOUT, "the router to dial the silent broker")
         sender = clients.connect(router.url()).sender("b9.orders", wait=False)

@@ -1,32 +1,33 @@
 """Parser for qdrouterd.conf files (the qdrouterd 1.19 syntax) for the reference router.
 
-File shape
-    A file is a list of sections ``name { ... }``. The ``{`` may follow the name on the same
-    line or on a later one. Inside a section each attribute is ``key: value``; a key is a
-    bare word ending in ``:`` (``prefix:``). A value is every following token on the same
-    line up to the next key, ``}`` or comment, joined by single spaces, so
-    ``saslMechanisms: ANONYMOUS PLAIN`` works and several attributes may share one line:
-    ``address { prefix: a distribution: multicast }``. A value must start on its key's line.
-    ``{`` and ``}`` outside quotes always stand alone, even when glued to a word.
-    Values may be quoted with ``"`` or ``'`` to keep spaces, ``#``, braces or a trailing
-    ``:`` literal; there are no escapes inside quotes.
+It reads a file exactly when qdrouterd 1.19 does (issue 53; checked against the real qdrouterd by
+`interop fuzz --configs`, harness/fuzz/configs.py), then adds its own checks, each refusing at a line:
 
-Comment rule
-    Outside quotes, a token that *starts* with ``#`` begins a comment running to the end of
-    the line, unless that token comes straight after a key on the same line: then it is the
-    first token of the value. A ``#`` inside a token is never a comment.
-    So ``pattern: #``, ``pattern: #/x`` and ``pattern: news/#`` keep their wildcards,
-    ``pattern: # # anything`` is the pattern ``#`` followed by a comment, ``port: 5672 # x``
-    and ``listener {  # x`` end in comments, and a line whose first token starts with ``#``
-    is a comment. (qdrouterd itself special-cases the ``pattern`` key; this rule is lexical
-    and applies to every key, and a stray ``key: # text`` becomes a value that later fails
-    validation instead of silently vanishing.)
-
-Attribute names are qdrouterd's camelCase spellings, case-sensitive. Deprecated spellings
-that qdrouterd still accepts (``dir``, ``addr``, ``containerID``, ``output`` ...) are
-aliases. Attributes that qdrouterd knows but that change nothing in the reference router
-are accepted and dropped; they are listed in the tables below (``_Attr`` with no field).
-Anything else is an error naming the file, line, section and what was expected.
+File shape, as qdrouterd's python/qpid_dispatch_internal/management/config.py reads it
+    Each line on its own becomes a line of JSON (_to_json): `NAME {` alone opens a section, `key: value` is
+    one attribute (the value is the rest of the line, copied into a JSON string: so a `"` or a backslash that
+    starts no JSON escape is refused, `\\u0041` is `A`), `key: {` opens a map (its lines follow the same rules),
+    `}` alone closes; a blank line or one starting with `#` is skipped; on any other line a `#` starts a comment,
+    inside a word too (`id: R#1` is `R`), except on `pattern:`, `bindingKey:` and `hostname:` lines, whose value
+    is their first word. Anything else is left to the JSON parser, which refuses it: a section on one line
+    (`router { mode: interior }`), a brace glued to a value, a name and its brace on two lines. A key may be
+    written snake_case or kebab-case (qdrouterd camelCases it); a key given twice takes the last value. The
+    file is read as UTF-8 text; a byte order mark is a character before the first section (refused).
+Schema, qdrouterd's qdrouter.json (_QD_SCHEMA)
+    Section names and attribute names as qdrouterd knows them, with the older spellings it still takes (its
+    deprecationName: `dir`, `addr` on autoLink, `output` ...; both spellings at once are refused), the required
+    ones, and each value of its type as qdrouterd's schema.py validates it: integers by Python's int() (`+5`,
+    `1_0`), booleans yes/no/true/false/on/off in any case, an enum value or the index of one (`mode: 1`). Then
+    qdrouterd's checks over the file: one router section, `name` and `identity` unique across all sections,
+    a router id of at most 127 characters without spaces or control characters, the role of listeners and
+    connectors against the router's mode, and the identities qdrouterd gives unnamed sections unique (two
+    unnamed listeners on one host and port are refused; so is a log module configured twice).
+The reference's own checks
+    What the reference needs to run the file: prefix/pattern rules, priorities and phases in range, TLS and SASL
+    settings it can honour, names that connections refer to, no two sections for one address pattern; and
+    `check_supported` below. Where qdrouterd would start anyway (dropping the section with an error in its log,
+    or failing later), the difference is deliberate and recorded in harness/fuzz/config_known.py. Errors name the
+    file, the line and the section or attribute: `FILE:LINE: listener: 'port' must be ...`.
 
 Security (issue 20): ``sslProfile`` sections, listener ``sslProfile``/``requireSsl``/``authenticatePeer``/
 ``saslMechanisms`` and connector ``sslProfile``/``verifyHostname``/``saslMechanisms``/``saslUsername``/
@@ -41,8 +42,12 @@ every construct in the file maps to a feature name and each must be in SUPPORTED
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
+import socket
+import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +64,7 @@ class ConfigError(Exception):
     """A user mistake in a config file; str() is one line: ``path:line: message``."""
 
     def __init__(self, path: str, line: int, message: str) -> None:
+        message = message.replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever a value held
         super().__init__(path, line, message)  # all three in args, so the error pickles
         self.path = path
         self.line = line
@@ -220,66 +226,194 @@ class RouterConfig:
 
 
 # ---------------------------------------------------------------------------------------
-# Value converters: each returns the converted value or raises ValueError(<what was expected>)
+# qdrouterd's schema (qdrouter.json of 1.19) for the sections the reference router reads: attribute -> its type
+# (string, path, integer, boolean, properties, or a tuple of enum tags), and the older spelling qdrouterd still
+# takes for it (its `deprecationName`). Every entity also has `name` and `identity` (unique strings).
+
+_STR, _PATH, _INT, _BOOL, _PROPS = "string", "path", "integer", "boolean", "properties"
+_ROLES = ("normal", "inter-router", "route-container", "edge")
+_DISTRIBUTIONS = ("multicast", "closest", "balanced", "unavailable")
+_LOG_MODULES = ("ROUTER", "ROUTER_CORE", "ROUTER_HELLO", "ROUTER_LS", "ROUTER_MA", "MESSAGE", "SERVER", "AGENT",
+                "AUTHSERVICE", "CONTAINER", "ERROR", "POLICY", "HTTP", "CONN_MGR", "PYTHON", "PROTOCOL", "DEFAULT")
+
+_QD_SCHEMA: dict[str, dict[str, tuple[Any, str | None]]] = {
+    "router": {
+        "id": (_STR, None), "mode": (("standalone", "interior", "edge"), None), "area": (_STR, None),
+        "version": (_STR, None), "hostName": (_STR, None), "helloIntervalSeconds": (_INT, "helloInterval"),
+        "helloMaxAgeSeconds": (_INT, "helloMaxAge"), "raIntervalSeconds": (_INT, "raInterval"),
+        "raIntervalFluxSeconds": (_INT, "raIntervalFlux"), "remoteLsMaxAgeSeconds": (_INT, "remoteLsMaxAge"),
+        "workerThreads": (_INT, None), "debugDumpFile": (_PATH, "debugDump"),
+        "saslConfigDir": (_PATH, "saslConfigPath"), "saslConfigName": (_STR, None),
+        "allowResumableLinkRoute": (_BOOL, None), "timestampsInUTC": (_BOOL, None), "timestampFormat": (_STR, None),
+        "allowUnsettledMulticast": (_BOOL, None), "defaultDistribution": (_DISTRIBUTIONS, None),
+        "metadata": (_STR, None),
+        # statistics: operational, yet in the schema, so a file may set them (qdrouterd ignores the values)
+        **{counter: (_INT, None) for counter in (
+            "addrCount", "linkCount", "blockedLinkCount", "nodeCount", "linkRouteCount", "autoLinkCount",
+            "connectionCount", "presettledDeliveries", "droppedPresettledDeliveries", "acceptedDeliveries",
+            "rejectedDeliveries", "releasedDeliveries", "modifiedDeliveries", "deliveriesDelayed1Sec",
+            "deliveriesDelayed10Sec", "deliveriesStuck", "deliveriesIngress", "deliveriesEgress",
+            "deliveriesTransit", "deliveriesIngressRouteContainer", "deliveriesEgressRouteContainer",
+            "deliveriesRedirectedToFallback", "uptimeSeconds", "memoryUsage")},
+    },
+    "listener": {
+        "host": (_STR, None), "port": (_STR, None), "socketAddressFamily": (("IPv4", "IPv6"), "protocolFamily"),
+        "role": (_ROLES, None), "cost": (_INT, None), "sslProfile": (_STR, None), "saslMechanisms": (_STR, None),
+        "authenticatePeer": (_BOOL, None), "saslPlugin": (_STR, None), "requireEncryption": (_BOOL, None),
+        "requireSsl": (_BOOL, None), "trustedCertsFile": (_PATH, "trustedCerts"), "maxFrameSize": (_INT, None),
+        "maxSessions": (_INT, None), "maxSessionFrames": (_INT, None), "idleTimeoutSeconds": (_INT, None),
+        "initialHandshakeTimeoutSeconds": (_INT, None), "stripAnnotations": (("in", "out", "both", "no"), None),
+        "linkCapacity": (_INT, None), "multiTenant": (_BOOL, None), "failoverUrls": (_STR, "failoverList"),
+        "healthz": (_BOOL, None), "metrics": (_BOOL, None), "websockets": (_BOOL, None), "http": (_BOOL, None),
+        "httpRootDir": (_PATH, "httpRoot"), "messageLoggingComponents": (_STR, "logMessage"),
+        "policyVhost": (_STR, None), "openProperties": (_PROPS, None),
+    },
+    "connector": {
+        "host": (_STR, None), "port": (_STR, None), "protocolFamily": (("IPv4", "IPv6"), None),
+        "role": (_ROLES, None), "cost": (_INT, None), "sslProfile": (_STR, None), "saslMechanisms": (_STR, None),
+        "allowRedirect": (_BOOL, None), "maxFrameSize": (_INT, None), "maxSessions": (_INT, None),
+        "maxSessionFrames": (_INT, None), "idleTimeoutSeconds": (_INT, None),
+        "stripAnnotations": (("in", "out", "both", "no"), None), "linkCapacity": (_INT, None),
+        "verifyHostname": (_BOOL, "verifyHostName"), "saslUsername": (_STR, None), "saslPassword": (_STR, None),
+        "messageLoggingComponents": (_STR, "logMessage"), "failoverUrls": (_STR, "failoverList"),
+        "connectionStatus": (_STR, None), "connectionMsg": (_STR, None), "policyVhost": (_STR, None),
+        "openProperties": (_PROPS, None),
+    },
+    "sslProfile": {
+        "ciphers": (_STR, None), "protocols": (_STR, None), "caCertFile": (_PATH, "certDb"),
+        "certFile": (_PATH, None), "privateKeyFile": (_PATH, "keyFile"), "passwordFile": (_PATH, None),
+        "password": (_STR, None), "uidFormat": (_STR, None), "uidNameMappingFile": (_STR, "displayNameFile"),
+    },
+    "address": {
+        "prefix": (_STR, None), "pattern": (_STR, None), "distribution": (_DISTRIBUTIONS, None),
+        "waypoint": (_BOOL, None), "ingressPhase": (_INT, None), "egressPhase": (_INT, None),
+        "priority": (_INT, None), "enableFallback": (_BOOL, None),
+    },
+    "linkRoute": {
+        "prefix": (_STR, None), "pattern": (_STR, None), "addExternalPrefix": (_STR, None),
+        "delExternalPrefix": (_STR, None), "containerId": (_STR, None), "connection": (_STR, None),
+        "distribution": (("linkBalanced",), None), "direction": (("in", "out"), "dir"),
+        "operStatus": (("inactive", "active"), None),
+    },
+    "autoLink": {
+        "address": (_STR, "addr"), "direction": (("in", "out"), "dir"), "phase": (_INT, None),
+        "containerId": (_STR, None), "connection": (_STR, None), "externalAddress": (_STR, "externalAddr"),
+        "fallback": (_BOOL, None), "linkRef": (_STR, None),
+        "operStatus": (("inactive", "attaching", "failed", "active", "quiescing", "idle"), None),
+        "lastError": (_STR, None),
+    },
+    "log": {
+        "module": (_LOG_MODULES, None), "enable": (_STR, None), "includeTimestamp": (_BOOL, "timestamp"),
+        "includeSource": (_BOOL, "source"), "outputFile": (_STR, "output"),
+    },
+}
+for _attrs in _QD_SCHEMA.values():
+    _attrs.update({"name": (_STR, None), "identity": (_STR, None)})
+_REQUIRED = {"linkRoute": ("direction",), "autoLink": ("address", "direction"), "log": ("module",)}
+# Every other section qdrouterd 1.19 knows (its entity types a file can name): the reference does not read them.
+_OTHER_QD_SECTIONS = frozenset({
+    "policy", "vhost", "vhostUserGroupSettings", "authServicePlugin", "exchange", "binding", "console",
+    "management", "entity", "configurationEntity", "operationalEntity", "logStats", "connection", "allocator",
+    "vhostStats", "dummy",
+})
+_ROUTER_ID_MAX = 127  # QdSchema.ROUTER_ID_MAX_LEN
 
 
-def _string(raw: str) -> str:
-    return raw
+def _qd_value(kind: Any, value: Any) -> Any:
+    """`value` as qdrouterd's schema validates it (schema.py of 1.19), or ValueError(what was expected):
+    strings take anything (a nested map becomes its Python text), integers follow Python's int() (so `+5`,
+    ` 7` and `1_0` are integers), booleans are yes/true/on/no/false/off in any case, an enum value is one of
+    its tags or the index of one (negative too)."""
+    if kind in (_STR, _PATH):
+        return str(value)
+    if kind == _INT:
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ValueError("an integer") from None
+    if kind == _BOOL:
+        if isinstance(value, str):
+            flags = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
+            if value.lower() not in flags:
+                raise ValueError("yes, no, true, false, on or off")
+            return flags[value.lower()]
+        return bool(value)
+    if kind == _PROPS:
+        if not isinstance(value, dict) or any(not isinstance(k, str) or not k.isascii() for k in value):
+            raise ValueError("a map with ASCII keys")
+        return value
+    if value in kind:
+        return value
+    try:
+        return kind[int(value)]
+    except (TypeError, ValueError, IndexError):
+        raise ValueError("one of " + ", ".join(kind)) from None
 
 
-def _boolean(raw: str) -> bool:
-    lowered = raw.lower()
-    if lowered in ("yes", "true"):
-        return True
-    if lowered in ("no", "false"):
-        return False
-    raise ValueError("yes, no, true or false")
+# ---------------------------------------------------------------------------------------
+# What the reference does with the attributes it reads: the dataclass field and a check of the value qdrouterd's
+# schema let through. Each check returns the value to keep or raises ValueError(<what was expected>).
 
 
-def _integer(lo: int | None = None, hi: int | None = None) -> Callable[[str], int]:
-    span = f" {lo}..{hi}" if lo is not None and hi is not None else (f" >= {lo}" if lo is not None else "")
+def _keep(value: Any) -> Any:
+    return value
 
-    def convert(raw: str) -> int:
-        if not re.fullmatch(r"-?[0-9]+", raw):
-            raise ValueError(f"an integer{span}")
-        value = int(raw)
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise ValueError(f"an integer{span}")
+
+def _at_least(lo: int) -> Callable[[int], int]:
+    def check(value: int) -> int:
+        if value < lo:
+            raise ValueError(f"an integer >= {lo}")
         return value
 
-    return convert
+    return check
 
 
-def _port(raw: str) -> int:
-    named = {"amqp": 5672, "amqps": 5671}
-    if raw in named:
-        return named[raw]
-    if re.fullmatch(r"[0-9]+", raw) and int(raw) <= 65535:
-        return int(raw)
-    raise ValueError("a port number 0..65535, 'amqp' or 'amqps'")
+def _between(lo: int, hi: int) -> Callable[[int], int]:
+    def check(value: int) -> int:
+        if not lo <= value <= hi:
+            raise ValueError(f"an integer {lo}..{hi}")
+        return value
+
+    return check
 
 
-def _choice(*allowed: str) -> Callable[[str], str]:
-    def convert(raw: str) -> str:
-        if raw not in allowed:
-            raise ValueError("one of " + ", ".join(allowed))
-        return raw
+def _port(value: str) -> int:
+    """The port qdrouterd listens on or dials for `value`: proton gives it to getaddrinfo as the service, so it is
+    resolved the same way here, by the same C library: decimal digits (`+5` and `00` too; above 65535 the number
+    wraps as the library wraps it) or a name of the services database (`amqp`, `amqps`, ...)."""
+    try:
+        found = socket.getaddrinfo(None, value, socket.AF_INET, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
+    except (OSError, UnicodeError, ValueError):
+        raise ValueError("a port number or a service name such as 'amqp' or 'amqps'") from None
+    return found[0][4][1]
 
-    return convert
 
-
-def _priority(raw: str) -> int | None:
-    if not re.fullmatch(r"-?[0-9]+", raw) or not -1 <= int(raw) <= 9:
+def _priority(value: int) -> int | None:
+    if not -1 <= value <= 9:
         raise ValueError("an integer 0..9 (or -1 for unset)")
-    return None if int(raw) == -1 else int(raw)
+    return None if value == -1 else value
+
+
+def _link_capacity(value: int) -> int | None:
+    """qdrouterd: 0 means its default (250); the reference then keeps its own default."""
+    if value < 0:
+        raise ValueError("an integer >= 0 (0: the default)")
+    return value or None
+
+
+def _max_frame_size(value: int) -> int:
+    """qdrouterd raises a value below AMQP's minimum (512, §2.7.1) to 512 ("silently promote")."""
+    if value < 0:
+        raise ValueError("an integer >= 0 (below 512: 512)")
+    return max(512, value)
 
 
 # The SASL mechanisms the reference offers (reference/security/sasl.py); qdrouterd takes whatever its Cyrus has.
 SASL_MECHANISMS = ("ANONYMOUS", "PLAIN", "EXTERNAL")
 
 
-def _mechanisms(raw: str) -> tuple[str, ...]:
-    names = tuple(raw.replace(",", " ").split())
+def _mechanisms(value: str) -> tuple[str, ...]:
+    names = tuple(value.replace(",", " ").split())
     unknown = [n for n in names if n not in SASL_MECHANISMS]
     if unknown:
         raise ValueError(f"a space-separated list of {', '.join(SASL_MECHANISMS)} (the mechanisms the reference "
@@ -290,210 +424,78 @@ def _mechanisms(raw: str) -> tuple[str, ...]:
 _TLS_PROTOCOLS = ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
 
 
-def _protocols(raw: str) -> str:
-    if not raw.split() or any(word not in _TLS_PROTOCOLS for word in raw.split()):
+def _protocols(value: str) -> str:
+    if not value.split() or any(word not in _TLS_PROTOCOLS for word in value.split()):
         raise ValueError(f"a space-separated list of {', '.join(_TLS_PROTOCOLS)}")
-    return raw
+    return value
 
 
-_LOG_LEVELS = ("trace", "debug", "info", "notice", "warning", "error", "critical")
+# qdrouterd's log levels (log.c of 1.19): name, the bit of that level alone, the mask of it and those above.
+_LOG_LEVEL_BITS = (("default", -1, -1), ("none", 0, 0), ("trace", 1, 127), ("debug", 2, 126), ("info", 4, 124),
+                   ("notice", 8, 120), ("warning", 16, 112), ("error", 32, 96), ("critical", 64, 64))
 
 
-def _log_enable(raw: str) -> str:
-    if raw in ("none", "default"):
-        return raw
-    for item in raw.split(","):
-        if item.strip().rstrip("+") not in _LOG_LEVELS:
-            raise ValueError(
-                "'none', 'default' or a comma-separated list of " + ", ".join(_LOG_LEVELS)
-                + " (each optionally followed by '+')"
-            )
-    return raw
-
-
-# ---------------------------------------------------------------------------------------
-# Section schemas
+def _log_enable(value: str) -> str:
+    """qdrouterd's enable_mask(): words split at `, ;:`, each a level name or any prefix of one in any case (the
+    first level it begins: `i` is info, an empty word is `default`), `+` after it for that level and above; the
+    bits are OR-ed and the file refused when the result is below -1 (an unknown word, unless OR-ed away)."""
+    mask = 0
+    for word in re.split(r"[, ;:]", value):
+        if not word:
+            continue
+        plus = word.endswith("+")
+        name = (word[:-1] if plus else word).lower()
+        level = next((lv for lv in _LOG_LEVEL_BITS if lv[0][:len(name)] == name and len(name) <= len(lv[0])),
+                     None)
+        mask |= (-2 if level is None else level[2] if plus else level[1])
+    if mask < -1:
+        raise ValueError("levels of " + ", ".join(lv[0] for lv in _LOG_LEVEL_BITS[1:])
+                         + " ('+': that level and above), separated by commas")
+    return value
 
 
 @dataclass(frozen=True)
 class _Attr:
-    field: str | None  # dataclass field to set; None: accepted, validated, then dropped
-    convert: Callable[[str], Any] = _string
+    field: str | None  # dataclass field to set; None: accepted (qdrouterd's schema checked it), then dropped
+    check: Callable[[Any], Any] = _keep
 
 
-_ROLES = ("normal", "inter-router", "route-container", "edge")
-_DISTRIBUTIONS = ("balanced", "closest", "multicast", "unavailable")
-_LOG_MODULES = (
-    "ROUTER", "ROUTER_CORE", "ROUTER_HELLO", "ROUTER_LS", "ROUTER_MA", "MESSAGE", "SERVER",
-    "AGENT", "AUTHSERVICE", "CONTAINER", "ERROR", "POLICY", "HTTP", "CONN_MGR", "PYTHON",
-    "PROTOCOL", "TCP_ADAPTOR", "HTTP_ADAPTOR", "DEFAULT",
-)
-
-# Listener and connector attributes that tune qdrouterd internals the reference does not have.
-_CONNECTION_IGNORED = {
-    "maxSessions": _Attr(None, _integer(0)),
-    "maxSessionFrames": _Attr(None, _integer(0)),
-    "stripAnnotations": _Attr(None, _choice("in", "out", "both", "no")),
-    "socketAddressFamily": _Attr(None, _choice("IPv4", "IPv6")),
-    "messageLoggingComponents": _Attr(None),
-    "policyVhost": _Attr(None),
+_CONNECTION_FIELDS = {
+    "name": _Attr("name"), "host": _Attr("host"), "port": _Attr("port", _port), "role": _Attr("role"),
+    "cost": _Attr("cost", _at_least(1)), "saslMechanisms": _Attr("sasl_mechanisms", _mechanisms),
+    "linkCapacity": _Attr("link_capacity", _link_capacity),
+    "idleTimeoutSeconds": _Attr("idle_timeout_seconds", _at_least(0)),
+    "maxFrameSize": _Attr("max_frame_size", _max_frame_size), "sslProfile": _Attr("ssl_profile"),
 }
 
-_SCHEMAS: dict[str, dict[str, _Attr]] = {
-    "router": {
-        "id": _Attr("id"),
-        "mode": _Attr("mode", _choice("standalone", "interior", "edge")),
-        "defaultDistribution": _Attr("default_distribution", _choice(*_DISTRIBUTIONS)),
-        # Routing-protocol timers, threading, SASL database location, dumps, formatting.
-        "name": _Attr(None),
-        "helloIntervalSeconds": _Attr(None, _integer(1)),
-        "helloMaxAgeSeconds": _Attr(None, _integer(1)),
-        "raIntervalSeconds": _Attr(None, _integer(1)),
-        "raIntervalFluxSeconds": _Attr(None, _integer(1)),
-        "remoteLsMaxAgeSeconds": _Attr(None, _integer(1)),
-        "workerThreads": _Attr(None, _integer(1)),
-        "debugDumpFile": _Attr(None),
-        "saslConfigDir": _Attr("sasl_config_dir"),
-        "saslConfigName": _Attr("sasl_config_name"),
-        "allowResumableLinkRoute": _Attr(None, _boolean),
-        "timestampsInUTC": _Attr(None, _boolean),
-        "timestampFormat": _Attr(None),
-        "metadata": _Attr(None),
-        "dataConnectionCount": _Attr(None),
-        "mobileAddrMaxAge": _Attr(None, _integer(0)),
-    },
-    "listener": {
-        "name": _Attr("name"),
-        "host": _Attr("host"),
-        "port": _Attr("port", _port),
-        "role": _Attr("role", _choice(*_ROLES)),
-        "cost": _Attr("cost", _integer(1)),
-        "saslMechanisms": _Attr("sasl_mechanisms", _mechanisms),
-        "authenticatePeer": _Attr("authenticate_peer", _boolean),
-        "linkCapacity": _Attr("link_capacity", _integer(1)),
-        "idleTimeoutSeconds": _Attr("idle_timeout_seconds", _integer(0)),
-        "maxFrameSize": _Attr("max_frame_size", _integer(512)),
-        "sslProfile": _Attr("ssl_profile"),
-        "requireSsl": _Attr("require_ssl", _boolean),
-        "requireEncryption": _Attr("require_encryption", _boolean),
-        "http": _Attr("http", _boolean),
-        "multiTenant": _Attr("multi_tenant", _boolean),
-        "saslPlugin": _Attr("sasl_plugin"),
-        **_CONNECTION_IGNORED,
-        "initialHandshakeTimeoutSeconds": _Attr(None, _integer(0)),
-        "failoverUrls": _Attr(None),
-        "httpRootDir": _Attr(None),
-        "websockets": _Attr(None, _boolean),
-        "healthz": _Attr(None, _boolean),
-        "metrics": _Attr(None, _boolean),
-        "trustedCerts": _Attr(None),
-        "allowNoSasl": _Attr(None, _boolean),
-        "requirePeerAuth": _Attr(None, _boolean),
-        "allowUnsecured": _Attr(None, _boolean),
-    },
-    "connector": {
-        "name": _Attr("name"),
-        "host": _Attr("host"),
-        "port": _Attr("port", _port),
-        "role": _Attr("role", _choice(*_ROLES)),
-        "cost": _Attr("cost", _integer(1)),
-        "saslMechanisms": _Attr("sasl_mechanisms", _mechanisms),
-        "saslUsername": _Attr("sasl_username"),
-        "saslPassword": _Attr("sasl_password"),
-        "linkCapacity": _Attr("link_capacity", _integer(1)),
-        "idleTimeoutSeconds": _Attr("idle_timeout_seconds", _integer(0)),
-        "maxFrameSize": _Attr("max_frame_size", _integer(512)),
-        "sslProfile": _Attr("ssl_profile"),
-        "verifyHostname": _Attr("verify_hostname", _boolean),
-        **_CONNECTION_IGNORED,
-        "allowRedirect": _Attr(None, _boolean),
-    },
-    "sslProfile": {
-        "name": _Attr("name"),
-        "certFile": _Attr("cert_file"),
-        "privateKeyFile": _Attr("private_key_file"),
-        "password": _Attr("password"),
-        "passwordFile": _Attr("password_file"),  # deprecated in qdrouterd for `password: file:PATH`
-        "caCertFile": _Attr("ca_cert_file"),
-        "ciphers": _Attr("ciphers"),
-        "protocols": _Attr("protocols", _protocols),
-        # Certificate-to-user mappings: the reference takes the subject CN (reference/security/sasl.py).
-        "uidFormat": _Attr(None),
-        "uidNameMappingFile": _Attr(None),
-    },
-    "address": {
-        "prefix": _Attr("prefix"),
-        "pattern": _Attr("pattern"),
-        "distribution": _Attr("distribution", _choice(*_DISTRIBUTIONS)),
-        "priority": _Attr("priority", _priority),
-        "waypoint": _Attr("waypoint", _boolean),
-        "enableFallback": _Attr("enable_fallback", _boolean),
-        "ingressPhase": _Attr("ingress_phase", _integer(0, 9)),
-        "egressPhase": _Attr("egress_phase", _integer(0, 9)),
-        "name": _Attr("name"),
-    },
-    "linkRoute": {
-        "prefix": _Attr("prefix"),
-        "pattern": _Attr("pattern"),
-        "direction": _Attr("direction", _choice("in", "out")),
-        "connection": _Attr("connection"),
-        "containerId": _Attr("container_id"),
-        "addExternalPrefix": _Attr("add_external_prefix"),
-        "delExternalPrefix": _Attr("del_external_prefix"),
-        "name": _Attr("name"),
-        "distribution": _Attr(None, _choice("linkBalanced")),  # the only value qdrouterd has
-    },
-    "autoLink": {
-        "address": _Attr("address"),
-        "direction": _Attr("direction", _choice("in", "out")),
-        "connection": _Attr("connection"),
-        "containerId": _Attr("container_id"),
-        "externalAddress": _Attr("external_address"),
-        "phase": _Attr("phase", _integer(0, 9)),
-        "fallback": _Attr("fallback", _boolean),
-        "name": _Attr("name"),
-    },
-    "log": {
-        "module": _Attr("module", _choice(*_LOG_MODULES)),
-        "enable": _Attr("enable", _log_enable),
-        "includeSource": _Attr("include_source", _boolean),
-        "includeTimestamp": _Attr("include_timestamp", _boolean),
-        "outputFile": _Attr("output"),
-        "name": _Attr(None),
-    },
-}
-
-# Older or alternative spellings qdrouterd still accepts -> the canonical key above.
-_ALIASES: dict[str, dict[str, str]] = {
-    "router": {
-        "routerId": "id",
-        "helloInterval": "helloIntervalSeconds",
-        "helloMaxAge": "helloMaxAgeSeconds",
-        "raInterval": "raIntervalSeconds",
-        "raIntervalFlux": "raIntervalFluxSeconds",
-        "remoteLsMaxAge": "remoteLsMaxAgeSeconds",
-        "debugDump": "debugDumpFile",
-        "saslConfigPath": "saslConfigDir",
-    },
-    "listener": {
-        "addr": "host",
-        "protocolFamily": "socketAddressFamily",
-        "logMessage": "messageLoggingComponents",
-        "httpRoot": "httpRootDir",
-        "failoverList": "failoverUrls",
-    },
-    "connector": {
-        "addr": "host",
-        "protocolFamily": "socketAddressFamily",
-        "logMessage": "messageLoggingComponents",
-        "verifyHostName": "verifyHostname",
-    },
-    "sslProfile": {"certDb": "caCertFile", "keyFile": "privateKeyFile"},
-    "address": {},
-    "linkRoute": {"dir": "direction", "containerID": "containerId"},
-    "autoLink": {"addr": "address", "dir": "direction", "containerID": "containerId",
-                 "externalAddr": "externalAddress"},
-    "log": {"output": "outputFile", "source": "includeSource", "timestamp": "includeTimestamp"},
+_FIELDS: dict[str, dict[str, _Attr]] = {
+    "router": {"id": _Attr("id"), "mode": _Attr("mode"), "defaultDistribution": _Attr("default_distribution"),
+               "saslConfigDir": _Attr("sasl_config_dir"), "saslConfigName": _Attr("sasl_config_name"),
+               # qdrouterd allocates this many threads before it serves: below 1 it cannot start (qd_calloc)
+               "workerThreads": _Attr(None, _at_least(1))},
+    "listener": {**_CONNECTION_FIELDS, "authenticatePeer": _Attr("authenticate_peer"),
+                 "requireSsl": _Attr("require_ssl"), "requireEncryption": _Attr("require_encryption"),
+                 "http": _Attr("http"), "multiTenant": _Attr("multi_tenant"), "saslPlugin": _Attr("sasl_plugin")},
+    "connector": {**_CONNECTION_FIELDS, "saslUsername": _Attr("sasl_username"),
+                  "saslPassword": _Attr("sasl_password"), "verifyHostname": _Attr("verify_hostname")},
+    "sslProfile": {"name": _Attr("name"), "certFile": _Attr("cert_file"),
+                   "privateKeyFile": _Attr("private_key_file"), "password": _Attr("password"),
+                   "passwordFile": _Attr("password_file"), "caCertFile": _Attr("ca_cert_file"),
+                   "ciphers": _Attr("ciphers"), "protocols": _Attr("protocols", _protocols)},
+    "address": {"prefix": _Attr("prefix"), "pattern": _Attr("pattern"), "distribution": _Attr("distribution"),
+                "priority": _Attr("priority", _priority), "waypoint": _Attr("waypoint"),
+                "enableFallback": _Attr("enable_fallback"), "ingressPhase": _Attr("ingress_phase", _between(0, 9)),
+                "egressPhase": _Attr("egress_phase", _between(0, 9)), "name": _Attr("name")},
+    "linkRoute": {"prefix": _Attr("prefix"), "pattern": _Attr("pattern"), "direction": _Attr("direction"),
+                  "connection": _Attr("connection"), "containerId": _Attr("container_id"),
+                  "addExternalPrefix": _Attr("add_external_prefix"),
+                  "delExternalPrefix": _Attr("del_external_prefix"), "name": _Attr("name")},
+    "autoLink": {"address": _Attr("address"), "direction": _Attr("direction"), "connection": _Attr("connection"),
+                 "containerId": _Attr("container_id"), "externalAddress": _Attr("external_address"),
+                 "phase": _Attr("phase", _between(0, 9)), "fallback": _Attr("fallback"), "name": _Attr("name")},
+    "log": {"module": _Attr("module"), "enable": _Attr("enable", _log_enable),
+            "includeSource": _Attr("include_source"), "includeTimestamp": _Attr("include_timestamp"),
+            "outputFile": _Attr("output")},
 }
 
 _SECTION_TYPES: dict[str, type] = {
@@ -507,72 +509,211 @@ _SECTION_TYPES: dict[str, type] = {
     "sslProfile": SslProfile,
 }
 
-# Real qdrouterd sections the reference router does not parse yet.
-_NOT_YET_SECTIONS = frozenset({
-    "policy", "vhost", "authServicePlugin", "exchange", "binding", "console",
-    "tcpListener", "tcpConnector", "httpListener", "httpConnector", "site", "management",
-})
-
 
 # ---------------------------------------------------------------------------------------
-# Tokenizer
+# Reading the file as qdrouterd 1.19 does (python/qpid_dispatch_internal/management/config.py): every line on its
+# own is turned into a line of JSON by the regexes below, the lines are joined into one JSON list, commas before
+# a closing bracket are dropped, and json.loads reads it. Line N of the file is line N of the JSON text.
+
+_ENTITY = re.compile(r"([\w-]+)[ \t]*{[ \t]*$")  # WORD {
+_ATTR_MAP = re.compile(r"([\$]*[\w-]+)[ \t]*:[ \t]*{[ \t]*$")  # WORD: {
+_JSON_MAP = re.compile(r'("[\$]*[\w-]+)"[ \t]*:[ \t]*{[ \t]*$')  # "WORD": {
+_ATTR_ITEM = re.compile(r"([\w-]+)[ \t]*:[ \t]*([^ \t{]+.*)$")  # WORD: VALUE
+_END = re.compile(r"^}$")  # } alone
+_JSON_END = re.compile(r"}$")
+_HASH_OK = re.compile(r"([\w-]+)[ \t]*:[ \t]*([\S]+).*")  # a key whose value may hold '#': its first word
+_HASH_KEYS = ("pattern", "bindingKey", "hostname")
+_JSON_KEYS = ("openProperties", "groups")  # their `{ ... }` is copied as JSON
+_SPARE_COMMA = re.compile(r",\s*([]}])")
+_SEPARATOR = re.compile(r" |_|-|\.")
 
 
-@dataclass(frozen=True)
-class _Token:
-    kind: str  # "word", "quoted", "{" or "}"
-    text: str
-    line: int
-
-    @property
-    def is_key(self) -> bool:
-        return self.kind == "word" and _KEY.fullmatch(self.text) is not None
+@dataclass
+class _Line:
+    kind: str  # blank | json | attr | map | section | end | other
+    key: str | None = None  # attr and map lines: the key as written
 
 
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*:")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _tokenize(text: str, path: str) -> list[_Token]:
-    tokens: list[_Token] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        on_line: list[_Token] = []
-        i, n = 0, len(line)
-        while i < n:
-            ch = line[i]
-            if ch.isspace():
-                i += 1
-            elif ch in "{}":
-                on_line.append(_Token(ch, ch, lineno))
-                i += 1
-            elif ch in "\"'":
-                close = line.find(ch, i + 1)
-                if close < 0:
-                    raise ConfigError(path, lineno, f"unterminated {ch} quote")
-                if close + 1 < n and not (line[close + 1].isspace() or line[close + 1] in "{}"):
-                    raise ConfigError(path, lineno, f"unexpected text after closing {ch} quote")
-                on_line.append(_Token("quoted", line[i + 1:close], lineno))
-                i = close + 1
-            elif ch == "#" and not (on_line and on_line[-1].is_key):
-                break  # comment (see the module docstring for the rule)
+def _to_json(lines: list[str]) -> tuple[list[str], list[_Line]]:
+    """qdrouterd's per-line substitution (Config._parse.sub), line for line."""
+    out: list[str] = []
+    kinds: list[_Line] = []
+    level, in_json = 0, False
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            out.append("")
+            kinds.append(_Line("blank"))
+            continue
+        if in_json:  # inside openProperties/groups: JSON as written, nested maps counted
+            if _JSON_MAP.search(line):
+                level += 1
+            if _JSON_END.search(line):
+                level -= 1
+                if level == 0:
+                    in_json = False
+                    line = _JSON_END.sub("},", line)
+            out.append(line)
+            kinds.append(_Line("json"))
+            continue
+        if _ATTR_ITEM.search(line) and _ATTR_ITEM.sub(r"\1", line) in _HASH_KEYS:
+            out.append(_HASH_OK.sub(r'"\1": "\2",', line))  # a '#' here is no comment
+            kinds.append(_Line("attr", _ATTR_ITEM.search(line).group(1)))
+            continue
+        line = line.split("#")[0].strip()  # a '#' anywhere else starts a comment
+        if _ENTITY.search(line):
+            kinds.append(_Line("section", _ENTITY.search(line).group(1)))
+            line = _ENTITY.sub(r'["\1", {', line)
+        elif _ATTR_MAP.search(line):
+            key = _ATTR_MAP.sub(r"\1", line)
+            kinds.append(_Line("map", _ATTR_MAP.search(line).group(1)))
+            line = _ATTR_MAP.sub(r'"\1": {', line)
+            level += 1
+            if key in _JSON_KEYS:
+                in_json = True
+        elif _ATTR_ITEM.search(line):
+            kinds.append(_Line("attr", _ATTR_ITEM.search(line).group(1)))
+            line = _ATTR_ITEM.sub(r'"\1": "\2",', line)
+        elif _END.search(line):
+            kinds.append(_Line("end"))
+            if level > 0:
+                line = _END.sub("},", line)
+                level -= 1
             else:
-                start = i
-                while i < n and not line[i].isspace() and line[i] not in "{}":
-                    i += 1
-                on_line.append(_Token("word", line[start:i], lineno))
-        tokens.extend(on_line)
-    return tokens
+                line = _END.sub("}],", line)
+        else:
+            kinds.append(_Line("other"))  # qdrouterd leaves it to the JSON parser
+        out.append(line)
+    return out, kinds
 
 
-# ---------------------------------------------------------------------------------------
-# Parser
+def _camelcase(name: Any) -> str:
+    """qdrouterd's camelcase(): words split at ' ', '_', '-' or '.', the first kept, the rest capitalized
+    (`sasl_mechanisms` and `link-route` are `saslMechanisms` and `linkRoute`)."""
+    if not name:
+        return ""
+    words = _SEPARATOR.split(name)
+    return words[0] + "".join(w.capitalize() for w in words[1:])
+
+
+def _split_lines(text: str) -> list[str]:
+    """The lines Python's text mode gives qdrouterd: split at \\n, \\r\\n and \\r, nothing else."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _json_error_line(js_text: str, position: int) -> int:
+    """The line of `position`, a place in `js_text` after qdrouterd dropped its spare commas (with the white
+    space, newlines too, between each and its bracket), in `js_text` before that."""
+    shift = 0
+    for match in _SPARE_COMMA.finditer(js_text):
+        if match.start() - shift > position:
+            break
+        shift += match.start(1) - match.start()
+    return js_text.count("\n", 0, position + shift) + 1
+
+
+def _syntax_error(path: str, lines: list[str], kinds: list[_Line], js_text: str,
+                  exc: json.JSONDecodeError) -> ConfigError:
+    """A JSON error as a one-line ConfigError at the file line that caused it, saying what qdrouterd expects."""
+    line = max(1, min(len(lines), _json_error_line(js_text, exc.pos)))
+    culprit = _culprit(kinds, lines, line)
+    text = lines[culprit - 1].strip()
+    kind = kinds[culprit - 1]
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    key = f"attribute '{kind.key}': " if kind.kind == "attr" else ""
+    if kind.kind == "attr" and "{" not in text and not any(k.kind == "section" for k in kinds[:culprit]):
+        hint = f"attribute '{kind.key}' outside of any section"
+    elif kind.kind in ("other", "attr") and "{" in text and "}" in text:
+        hint = ("a section on one line: qdrouterd reads 'NAME {' alone on a line, one 'attribute: value' per "
+                "line, then '}' alone on a line")
+    elif kind.kind in ("other", "attr") and "{" in text:
+        hint = f"{key}'{{' must end the line that names a section ('NAME {{')"
+    elif kind.kind in ("other", "attr") and "}" in text:
+        hint = f"{key}'}}' must stand alone on its line"
+    elif kind.kind == "other" and text.endswith(":"):
+        hint = f"attribute '{text[:-1].strip()}' has no value"
+    elif kind.kind == "other":
+        hint = "expected 'NAME {', 'attribute: value' or '}'"
+    elif kind.kind == "attr" and '"' in text:
+        hint = f"{key}a value may not hold '\"' (qdrouterd copies it into a JSON string)"
+    elif kind.kind == "attr" and "\\" in text:
+        hint = f"{key}a backslash in a value must start a JSON escape (\\\\, \\n, \\u0041 ...)"
+    elif kind.kind == "attr":
+        hint = f"{key}its value is not the text of a JSON string (a control character?)"
+    elif kind.kind == "section":
+        hint = f"section '{kind.key}' starts inside another section: is a '}}' missing before it?"
+    elif kind.kind == "end":
+        hint = "'}' without a section to close"
+    else:  # past the last line: a section left open
+        opened = [n for n, k in enumerate(kinds[:culprit], start=1) if k.kind == "section"]
+        if opened:
+            culprit = opened[-1]
+            hint = f"section '{kinds[culprit - 1].key}' is never closed (missing '}}')"
+        else:
+            hint = "the file ends inside a section: is a '}' missing?"
+        return ConfigError(path, culprit, f"{hint} (qdrouterd: {exc.msg} at the end of the file)")
+    return ConfigError(path, culprit, f"{hint} (qdrouterd: {exc.msg}, at '{shown}')")
+
+
+def _culprit(kinds: list[_Line], lines: list[str], line: int) -> int:
+    """The line to blame. JSON errors show up after the line that caused them at times (a '}' glued to a value
+    leaves the section open until the next one starts): prefer, at or up to three lines before the error, a line
+    qdrouterd could not read, or an attribute line holding a brace or a double quote."""
+    for candidate in range(line, max(0, line - 4), -1):
+        kind, text = kinds[candidate - 1], lines[candidate - 1]
+        if kind.kind == "other" or (kind.kind == "attr" and any(ch in text for ch in '{}"')):
+            return candidate
+    return line
 
 
 @dataclass
 class _Section:
-    name: str
+    name: str  # as qdrouterd names it after camelcase()
     line: int
-    attrs: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # key -> (written, value, line)
+    attrs: dict[str, Any]  # key (camelCase) -> value (JSON: a string, or a map)
+    lines: dict[str, int]  # key -> line of its last occurrence
+    validated: dict[str, Any] = field(default_factory=dict)
+
+
+def _read_json_sections(text: str, path: str) -> list[_Section]:
+    lines = _split_lines(text)
+    out, kinds = _to_json(lines)
+    js_text = "[" + "\n".join(out) + "]"
+    try:
+        loaded = json.loads(_SPARE_COMMA.sub(r"\1", js_text))
+    except json.JSONDecodeError as exc:
+        raise _syntax_error(path, lines, kinds, js_text, exc) from None
+    except RecursionError:
+        raise ConfigError(path, 1, "sections nested too deep") from None
+    heads = [i + 1 for i, k in enumerate(kinds) if k.kind == "section"]
+    sections: list[_Section] = []
+    for index, item in enumerate(loaded):
+        line = heads[index] if index < len(heads) else (heads[-1] if heads else 1)
+        if not isinstance(item, list) or len(item) < 2 or not isinstance(item[1], dict) or (
+                item[0] and not isinstance(item[0], str)):
+            raise ConfigError(path, line, "expected a section ('NAME {' ... '}'), got a JSON value in its place")
+        sections.append(_Section(_camelcase(item[0]), line, {}, {}))
+        for key, value in item[1].items():
+            sections[-1].attrs[_camelcase(key)] = value
+    _attribute_lines(sections, kinds, lines)
+    return sections
+
+
+def _attribute_lines(sections: list[_Section], kinds: list[_Line], lines: list[str]) -> None:
+    """Where each attribute was written (its last line): for the messages."""
+    index, depth = -1, 0
+    for number, kind in enumerate(kinds, start=1):
+        if kind.kind == "section" and depth == 0:
+            index += 1
+            depth = 1
+        elif kind.kind == "map":
+            if depth == 1 and 0 <= index < len(sections):
+                sections[index].lines[_camelcase(kind.key)] = number
+            depth += 1
+        elif kind.kind == "end":
+            depth = max(0, depth - 1)
+        elif kind.kind == "attr" and depth == 1 and 0 <= index < len(sections):
+            sections[index].lines[_camelcase(kind.key)] = number
 
 
 def _close_match(word: str, options: list[str]) -> str:
@@ -580,96 +721,156 @@ def _close_match(word: str, options: list[str]) -> str:
     return f"; did you mean '{near[0]}'?" if near else ""
 
 
-def _read_sections(tokens: list[_Token], path: str) -> Iterator[_Section]:
-    pos, count = 0, len(tokens)
-    while pos < count:
-        tok = tokens[pos]
-        if tok.kind == "{":
-            raise ConfigError(path, tok.line, "'{' without a section name before it")
-        if tok.kind == "}":
-            raise ConfigError(path, tok.line, "'}' without a matching '{'")
-        if tok.is_key:
-            raise ConfigError(path, tok.line, f"attribute '{tok.text[:-1]}' outside of any section")
-        if tok.kind != "word" or not _NAME.fullmatch(tok.text):
-            raise ConfigError(path, tok.line, f"expected a section name, got '{tok.text}'")
-        _check_section_name(tok, path)
-        if pos + 1 >= count or tokens[pos + 1].kind != "{":
-            raise ConfigError(path, tok.line, f"expected '{{' after section name '{tok.text}'")
-        section = _Section(tok.text, tok.line)
-        pos += 2
-        while True:
-            if pos >= count:
-                raise ConfigError(path, section.line,
-                                  f"section '{section.name}' is never closed (missing '}}')")
-            tok = tokens[pos]
-            if tok.kind == "}":
-                pos += 1
-                break
-            if tok.kind == "{" or (pos + 1 < count and tokens[pos + 1].kind == "{"):
-                raise ConfigError(
-                    path, tok.line,
-                    f"{section.name}: unexpected '{{' inside the section; is the '}}' closing the "
-                    f"'{section.name}' section of line {section.line} missing?",
-                )
-            if not tok.is_key:
-                hint = " (put a space after ':')" if ":" in tok.text else ""
-                raise ConfigError(path, tok.line,
-                                  f"{section.name}: expected 'attribute: value', got '{tok.text}'{hint}")
-            pos += 1
-            values: list[str] = []
-            while (pos < count and tokens[pos].line == tok.line
-                   and tokens[pos].kind in ("word", "quoted") and not tokens[pos].is_key):
-                values.append(tokens[pos].text)
-                pos += 1
-            key = tok.text[:-1]
-            if not values:
-                raise ConfigError(path, tok.line, f"{section.name}: attribute '{key}' has no value")
-            _store(section, key, " ".join(values), tok.line, path)
-        yield section
+def _validate_schema(section: _Section, path: str) -> None:
+    """qdrouterd's EntityType.validate for one section: older spellings moved to the current name (both given
+    is an error), required attributes present, every attribute known and of its type."""
+    schema = _QD_SCHEMA[section.name]
+    attrs = dict(section.attrs)
+    if "type" in attrs:
+        raise ConfigError(path, section.lines.get("type", section.line),
+                          f"{section.name}: attribute 'type' cannot be set (qdrouterd sets it from the section)")
+    for name, (_, old) in schema.items():
+        if attrs.get(name) is None:
+            if old is not None and attrs.get(old) is not None:
+                attrs[name] = attrs.pop(old)
+                section.lines.setdefault(name, section.lines.get(old, section.line))
+            elif name in _REQUIRED.get(section.name, ()):
+                raise ConfigError(path, section.line, f"{section.name}: attribute '{name}' is required")
+            else:
+                attrs.pop(name, None)
+        elif old is not None and attrs.get(old) is not None:
+            raise ConfigError(path, section.lines.get(old, section.line),
+                              f"{section.name}: '{old}' and '{name}' are the same attribute; give one")
+    known = {name for name in schema} | {old for _, old in schema.values() if old}
+    for key, value in attrs.items():
+        line = section.lines.get(key, section.line)
+        if key not in schema:
+            names = sorted(schema)
+            raise ConfigError(path, line, f"{section.name}: unknown attribute '{key}' (expected one of: "
+                                          f"{', '.join(names)})" + _close_match(key, sorted(known)))
+        try:
+            section.validated[key] = _qd_value(schema[key][0], value)
+        except ValueError as exc:
+            raise ConfigError(path, line, f"{section.name}: '{key}' must be {exc}, got {_shown(value)}") from None
 
 
-def _check_section_name(tok: _Token, path: str) -> None:
-    name = tok.text
-    if name in _SECTION_TYPES:
-        return
-    if name in _NOT_YET_SECTIONS:
-        raise ConfigError(path, tok.line, f"section '{name}' is not supported yet by the reference router")
-    known = sorted(_SECTION_TYPES)
-    raise ConfigError(
-        path, tok.line,
-        f"unknown section '{name}' (expected one of: {', '.join(known)})"
-        + _close_match(name, known + sorted(_NOT_YET_SECTIONS)),
-    )
+def _shown(value: Any) -> str:
+    return f"a map {json.dumps(value)[:60]}" if isinstance(value, dict) else repr(str(value))
 
 
-def _store(section: _Section, key: str, value: str, line: int, path: str) -> None:
-    schema = _SCHEMAS[section.name]
-    canonical = _ALIASES[section.name].get(key, key)
-    if canonical not in schema:
-        names = list(schema)
-        raise ConfigError(
-            path, line,
-            f"{section.name}: unknown attribute '{key}' (expected one of: {', '.join(names)})"
-            + _close_match(key, names + list(_ALIASES[section.name])),
-        )
-    if canonical in section.attrs:
-        written, _, first = section.attrs[canonical]
-        same = f"'{written}'" if written == key else f"'{written}' (same attribute as '{key}')"
-        raise ConfigError(path, line, f"{section.name}: attribute {same} given twice (first at line {first})")
-    section.attrs[canonical] = (key, value, line)
+def _check_entities(sections: list[_Section], path: str) -> None:
+    """qdrouterd's checks over the whole file, in its order: Schema.validate_add (one router; `name` and
+    `identity` unique across all sections) and QdSchema.validate_add (router id length; the role of the last
+    listener or connector so far against the router's mode), then the agent's (a router id without control or
+    space characters; each entity's identity and name, with qdrouterd's defaults, unique)."""
+    seen: list[_Section] = []
+    router_mode = router_id = last_role = last_listener_role = None
+    for section in sections:
+        values = section.validated
+        for unique in ("name", "identity"):
+            if unique in values and any(other.validated.get(unique) == values[unique] for other in seen):
+                raise ConfigError(path, section.lines.get(unique, section.line),
+                                  f"{section.name}: {unique} '{values[unique]}' is already used by another section")
+        if section.name == "router" and any(other.name == "router" for other in seen):
+            first = next(other for other in seen if other.name == "router")
+            raise ConfigError(path, section.line, f"duplicate section 'router' (first at line {first.line})")
+        seen.append(section)
+        if section.name == "router":
+            router_mode = values.get("mode", "standalone")
+            router_id = values.get("id", router_id)
+        if section.name in ("listener", "connector"):
+            last_role = values.get("role", "normal")
+            if section.name == "listener":
+                last_listener_role = last_role
+        if router_id is not None and len(router_id) > _ROUTER_ID_MAX:
+            router = next(other for other in seen if other.name == "router")
+            raise ConfigError(path, router.lines.get("id", router.line), f"router: 'id' is longer than "
+                              f"{_ROUTER_ID_MAX} characters")
+        if router_mode and last_role:
+            if router_mode == "standalone" and last_role in ("inter-router", "edge"):
+                raise ConfigError(path, _role_line(seen), f"{_last_connection(seen).name}: role '{last_role}' "
+                                  "needs router mode interior (a standalone router connects to no other router)")
+            if router_mode != "interior" and last_role == "inter-router":
+                raise ConfigError(path, _role_line(seen), f"{_last_connection(seen).name}: role 'inter-router' "
+                                  f"needs router mode interior (mode is {router_mode})")
+        if router_mode == "edge" and last_listener_role == "edge":
+            listener = next(s for s in reversed(seen) if s.name == "listener")
+            raise ConfigError(path, listener.lines.get("role", listener.line), "listener: role 'edge' needs "
+                              "router mode interior (edge routers connect to interior routers only)")
+    _check_agent(sections, path)
+
+
+def _last_connection(seen: list[_Section]) -> _Section:
+    return next(s for s in reversed(seen) if s.name in ("listener", "connector"))
+
+
+def _role_line(seen: list[_Section]) -> int:
+    last = _last_connection(seen)
+    return last.lines.get("role", last.line)
+
+
+def _check_agent(sections: list[_Section], path: str) -> None:
+    """What qdrouterd's management agent checks as it creates each entity (agent.py of 1.19)."""
+    router = next(s for s in sections if s.name == "router")
+    router_id = router.validated.get("id")
+    for ch in router_id or "":
+        if unicodedata.category(ch)[0] in "CZ":
+            raise ConfigError(path, router.lines.get("id", router.line),
+                              f"router: 'id' must not hold spaces or control characters, got {_shown(router_id)}")
+    # identity TYPE/IDENTIFIER (listener and connector: host:port[:name], defaults filled in; sslProfile: its
+    # name; log: its module; router: its id; others: a counter), and name defaulting to the identity
+    taken: dict[str, _Section] = {}
+    counters: Counter[str] = Counter()
+    for section in _agent_order(sections):
+        values = section.validated
+        identity = values.get("identity") or f"{section.name}/{_identifier(section, counters)}"
+        name = values.get("name") or identity
+        for key, value in (("identity", identity), ("name", name)):
+            other = taken.get(f"{key}:{value}")
+            if other is not None and other is not section:
+                raise ConfigError(path, section.line, f"{section.name}: {key} '{value}' is the same as that of the "
+                                  f"{other.name} of line {other.line} (qdrouterd names an unnamed "
+                                  f"{section.name} {identity})")
+            taken[f"{key}:{value}"] = section
+
+
+def _agent_order(sections: list[_Section]) -> list[_Section]:
+    """configure_dispatch's order: logs, router, the other kinds, then connectors and listeners."""
+    first = [s for s in sections if s.name == "log"] + [s for s in sections if s.name == "router"]
+    last = [s for s in sections if s.name == "connector"] + [s for s in sections if s.name == "listener"]
+    return first + [s for s in sections if s not in first and s not in last] + last
+
+
+def _identifier(section: _Section, counters: Counter[str]) -> str:
+    values = section.validated
+    if section.name in ("listener", "connector"):
+        host = values.get("host", "" if section.name == "listener" else "127.0.0.1")
+        port = values.get("port", "amqp")
+        return f"{host}:{port}:{values['name']}" if values.get("name") else f"{host}:{port}"
+    if section.name == "sslProfile":
+        return str(values.get("name"))
+    if section.name == "log":
+        return str(values.get("module"))
+    if section.name == "router":
+        return str(values.get("id"))
+    counters[section.name] += 1
+    return str(counters[section.name])
 
 
 def _build(section: _Section, path: str) -> Any:
-    schema = _SCHEMAS[section.name]
+    fields = _FIELDS[section.name]
     kwargs: dict[str, Any] = {}
-    for canonical, (written, raw, line) in section.attrs.items():
-        attr = schema[canonical]
+    for key, value in section.validated.items():
+        attr = fields.get(key)
+        if attr is None:
+            continue
         try:
-            value = attr.convert(raw)
+            checked = attr.check(value)
+            if attr.field is not None:
+                kwargs[attr.field] = checked
         except ValueError as exc:
-            raise ConfigError(path, line, f"{section.name}: '{written}' must be {exc}, got '{raw}'") from None
-        if attr.field is not None:
-            kwargs[attr.field] = value
+            raise ConfigError(path, section.lines.get(key, section.line),
+                              f"{section.name}: '{key}' must be {exc}, got {_shown(value)}") from None
     obj = _SECTION_TYPES[section.name](line=section.line, **kwargs)
     _VALIDATORS.get(section.name, _no_check)(obj, section, path)
     return obj
@@ -680,7 +881,7 @@ def _no_check(obj: Any, section: _Section, path: str) -> None:
 
 
 def _line_of(section: _Section, key: str) -> int:
-    return section.attrs[key][2] if key in section.attrs else section.line
+    return section.lines.get(key, section.line)
 
 
 def _check_match_target(obj: AddressSection | LinkRoute, section: _Section, path: str) -> None:
@@ -713,8 +914,6 @@ def _check_address(obj: AddressSection, section: _Section, path: str) -> None:
 
 def _check_link_route(obj: LinkRoute, section: _Section, path: str) -> None:
     _check_match_target(obj, section, path)
-    if not obj.direction:
-        raise ConfigError(path, section.line, "linkRoute: 'direction' (in or out) is required")
     if obj.connection is not None and obj.container_id is not None:
         raise ConfigError(path, _line_of(section, "containerId"),
                           "linkRoute: 'connection' and 'containerId' cannot both be given")
@@ -722,39 +921,40 @@ def _check_link_route(obj: LinkRoute, section: _Section, path: str) -> None:
 
 def _check_auto_link(obj: AutoLink, section: _Section, path: str) -> None:
     if not obj.address:
-        raise ConfigError(path, section.line, "autoLink: 'address' is required")
-    if not obj.direction:
-        raise ConfigError(path, section.line, "autoLink: 'direction' (in or out) is required")
+        raise ConfigError(path, _line_of(section, "address"), "autoLink: 'address' must not be empty")
     if (obj.connection is None) == (obj.container_id is None):
         raise ConfigError(path, section.line,
                           "autoLink: exactly one of 'connection' or 'containerId' is required")
-
-
-def _check_log(obj: LogSection, section: _Section, path: str) -> None:
-    if not obj.module:
-        raise ConfigError(path, section.line, "log: 'module' is required")
 
 
 _VALIDATORS: dict[str, Callable[[Any, _Section, str], None]] = {
     "address": _check_address,
     "linkRoute": _check_link_route,
     "autoLink": _check_auto_link,
-    "log": _check_log,
 }
 
 
 def parse_config(text: str, path: str = "<string>") -> RouterConfig:
     """Parse qdrouterd.conf text; raises ConfigError at the first mistake."""
+    sections = _read_json_sections(text, path)
+    for section in sections:
+        if section.name in _SECTION_TYPES:
+            continue
+        if section.name in _OTHER_QD_SECTIONS:
+            raise ConfigError(path, section.line, f"section '{section.name}' is not supported yet by the reference "
+                                                  "router")
+        known = sorted(_SECTION_TYPES)
+        raise ConfigError(path, section.line, f"unknown section '{section.name}' (expected one of: "
+                          f"{', '.join(known)})" + _close_match(section.name, known + sorted(_OTHER_QD_SECTIONS)))
+    if not any(s.name == "router" for s in sections):  # qdrouterd adds the singleton with its defaults, last
+        sections.append(_Section("router", 0, {}, {}))
+    for section in sections:
+        _validate_schema(section, path)
+    _check_entities(sections, path)
     cfg = RouterConfig(path=path)
-    router_line = 0
-    text = text.removeprefix("\ufeff")  # editors on some platforms start UTF-8 files with a BOM
-    for section in _read_sections(_tokenize(text, path), path):
+    for section in sections:
         obj = _build(section, path)
         if isinstance(obj, RouterSection):
-            if router_line:
-                raise ConfigError(path, section.line,
-                                  f"duplicate section 'router' (first at line {router_line})")
-            router_line = section.line
             cfg.router = obj
         elif isinstance(obj, Listener):
             cfg.listeners.append(obj)
@@ -787,14 +987,17 @@ def _check_across_sections(cfg: RouterConfig) -> None:
                 f"(both match the pattern '{key}')",
             )
         patterns[key] = addr
-    names: dict[str, Listener | Connector] = {}
-    for conn in sorted([*cfg.listeners, *cfg.connectors], key=lambda c: c.line):
-        if conn.name is None:
-            continue
-        if conn.name in names:
-            raise ConfigError(path, conn.line, f"{_kind(conn)}: name '{conn.name}' already used by the "
-                                               f"{_kind(names[conn.name])} of line {names[conn.name].line}")
-        names[conn.name] = conn
+    routes: dict[tuple[str, str], LinkRoute] = {}
+    for route in cfg.link_routes:  # each direction's routes are one table, keyed by pattern (linkroutes.py)
+        key = (route.direction, normalize_pattern(route.match_pattern))
+        if key in routes:
+            first = routes[key]
+            raise ConfigError(path, route.line, f"linkRoute: {_describe(route)} direction {route.direction} "
+                              f"duplicates {_describe(first)} of line {first.line} (both match the pattern "
+                              f"'{key[1]}')")
+        routes[key] = route
+    names: dict[str, Listener | Connector] = {
+        conn.name: conn for conn in [*cfg.listeners, *cfg.connectors] if conn.name is not None}
     # A linkRoute may name a connection this router does not have: 003 §12.2.3 recommends giving every
     # router of the network the same link-route configuration, though only one holds the broker connection.
     for ref in sorted(cfg.auto_links, key=lambda r: r.line):
@@ -802,12 +1005,6 @@ def _check_across_sections(cfg: RouterConfig) -> None:
             raise ConfigError(path, ref.line, f"{_kind(ref)}: connection '{ref.connection}' does not name "
                                               f"any listener or connector")
     _check_security_references(cfg)
-    modules: dict[str, int] = {}
-    for log in cfg.logs:
-        if log.module in modules:
-            raise ConfigError(path, log.line, f"log: module '{log.module}' configured twice "
-                                              f"(first at line {modules[log.module]})")
-        modules[log.module] = log.line
 
 
 def _check_security_references(cfg: RouterConfig) -> None:
@@ -838,7 +1035,7 @@ def _check_security_references(cfg: RouterConfig) -> None:
             raise ConfigError(path, co.line, "connector: saslMechanisms PLAIN needs saslUsername and saslPassword")
 
 
-def _describe(addr: AddressSection) -> str:
+def _describe(addr: AddressSection | LinkRoute) -> str:
     return f"prefix '{addr.prefix}'" if addr.prefix is not None else f"pattern '{addr.pattern}'"
 
 
