@@ -119,12 +119,12 @@ def test_an_unreadable_file_is_one_line(tmp_path):
 def _config(auto: bool = True):
     from reference.broker.config import parse_config
 
-    text = ('<core xmlns="urn:activemq:core"><security-enabled>true</security-enabled>'
+    text = ('<configuration><core xmlns="urn:activemq:core"><security-enabled>true</security-enabled>'
             '<acceptors><acceptor name="a">tcp://127.0.0.1:0</acceptor></acceptors>'
             f'<address-settings><address-setting match="#"><auto-create-queues>{str(auto).lower()}'
             f'</auto-create-queues><auto-create-addresses>{str(auto).lower()}</auto-create-addresses>'
             '<default-address-routing-type>ANYCAST</default-address-routing-type></address-setting>'
-            '</address-settings></core>')
+            '</address-settings></core></configuration>')
     return parse_config(text)
 
 

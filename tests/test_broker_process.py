@@ -193,13 +193,12 @@ def test_a_refused_element_is_one_line_with_its_line_number(tmp_path, start_brok
 @pytest.mark.parametrize("core, expected", [
     ("    <cluster-connections/>\n",
      "broker.xml:10: <cluster-connections> is not supported yet by the reference broker"),
-    ("    <persistence-enabled>yes</persistence-enabled>\n",
-     "broker.xml:10: <persistence-enabled>: expected true or false, got 'yes'"),
-    ("    <naem>x</naem>\n", "broker.xml:10: unknown element <naem> in <core> (expected one of: "),
+    ("    <journal-datasync>yes</journal-datasync>\n",
+     "broker.xml:10: <journal-datasync>: expected true or false, got 'yes'"),
+    ("    <naem>x</naem>\n", "broker.xml:10: unknown element <naem> in <core>; did you mean <name>?"),
     ("    <name>x</nam>\n", "broker.xml:10: not well-formed XML: mismatched tag"),
-    ('    <acceptors><acceptor name="stomp">tcp://127.0.0.1:0?protocols=STOMP</acceptor></acceptors>\n',
-     "broker.xml:10: acceptor 'stomp': protocols=STOMP does not include AMQP"),
-], ids=["refused", "bad-boolean", "unknown", "malformed", "no-amqp"])
+    ("    <name>again</name>\n", "broker.xml:10: <core>: <name> given twice"),
+], ids=["refused", "bad-boolean", "unknown", "malformed", "twice"])
 def test_config_errors_are_one_line(tmp_path, start_broker, core, expected):
     (tmp_path / "broker.xml").write_text(broker_xml(core=core))
     line = one_error_line(start_broker("broker.xml"))

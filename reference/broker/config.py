@@ -1,8 +1,14 @@
 """Read the subset of ActiveMQ Artemis `broker.xml` the reference broker implements.
 
 One topology renders to Artemis and to the reference broker the same way, so the reference reads Artemis's
-own file format. The root is `<configuration>` holding `<core>` (a `<jms>` sibling is tolerated), or a bare
-`<core>`. What it does with each element:
+own file format, and it reads a file exactly when Artemis 2.40 does (issue 53; checked against Artemis's own
+start-up by `interop fuzz --configs`, harness/fuzz/configs.py), or refuses it at a line for a recorded reason
+(harness/fuzz/config_known.py). As Artemis: the file is UTF-8 text (a byte order mark is refused); the first
+`<core>` below the root is read, whatever the root and its other children are (a document whose root is `<core>`
+gives Artemis none: refused); `<core>` is first checked against the parts of artemis-configuration.xsd the
+reference mirrors (`_check_schema`: the namespace, each child once, XSD value types, no unknown attributes); an
+xs:boolean is true, false, 1 or 0 and reads true only for "true", as Java's Boolean.parseBoolean has it.
+What it does with each element:
 
 * implemented: `name`, `persistence-enabled`, `journal-directory` (where the journal lives),
   `journal-datasync` (fsync before a durable message is accepted; default true),
@@ -70,6 +76,7 @@ Errors are `ConfigError` whose text is one line: `FILE:LINE: what was expected`.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 import re
@@ -79,10 +86,15 @@ from xml.parsers import expat
 from urllib.parse import parse_qsl, urlsplit
 
 ANYCAST, MULTICAST = "anycast", "multicast"
+CORE_NS = "urn:activemq:core"
+_XINCLUDE_NS = "http://www.w3.org/2001/XInclude"
+_XSI_NS = "http://www.w3.org/2001/XMLSchema-instance"
+_XML_NS = "http://www.w3.org/XML/1998/namespace"
 
 
 class ConfigError(Exception):
     def __init__(self, path: str, line: int, message: str):
+        message = message.replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever a value held
         super().__init__(f"{path}:{line}: {message}")
         self.path, self.line, self.message = path, line, message
 
@@ -403,16 +415,17 @@ def load_config(path: str | os.PathLike) -> BrokerConfig:
 def parse_config(data: bytes | str, path: str = "<string>") -> BrokerConfig:
     root = _parse_xml(data, path)
     cfg = BrokerConfig(path=path)
-    if _local(root.tag) == "core":
-        core = root  # a bare <core> document: it has no siblings to check
-    else:
-        core = next((child for child in root if _local(child.tag) == "core"), None)
-        if core is None:
-            raise ConfigError(path, root.line, "expected a <core> element (urn:activemq:core) in <configuration>")
-        for child in root:
-            if child is not core and _local(child.tag) not in ("jms",):
-                raise ConfigError(path, child.line,
-                                  f"<{_local(child.tag)}> is not supported by the reference broker")
+    # Artemis takes the first <core> below the root, whatever the root is called, and reads nothing else of the
+    # file (FileDeploymentManager: getElementsByTagName("core")); a document whose root is <core> has none.
+    core = next((el for el in root.iter() if el is not root and el.tag.rpartition("}")[2] == "core"
+                 and ":" not in el.tag.rpartition("}")[2]), None)
+    if core is None:
+        raise ConfigError(path, root.line, "expected a <core> element (urn:activemq:core) below the root element "
+                          "(<configuration>); Artemis does not read a document whose root is <core>")
+    include = next((el for el in root.iter() if el.tag.startswith(_XINCLUDE_NS + "}")), None)
+    if include is not None:  # Artemis reads the file with XInclude on: an include changes what it reads
+        raise ConfigError(path, include.line, "<xi:include> (XInclude) is not supported yet by the reference broker")
+    _check_schema(core, path)
     security_seen = False
     security_settings = None
     for el in core:
@@ -422,7 +435,7 @@ def parse_config(data: bytes | str, path: str = "<string>") -> BrokerConfig:
         if tag in _REFUSED_CORE:
             raise ConfigError(path, el.line, f"<{tag}> is not supported yet by the reference broker")
         if tag == "name":
-            cfg.name = _text(el, path)
+            cfg.name = (el.text or "").strip()  # Artemis takes an empty name
         elif tag == "persistence-enabled":
             cfg.persistence_enabled = _bool(el, path)
         elif tag == "journal-directory":
@@ -437,7 +450,14 @@ def parse_config(data: bytes | str, path: str = "<string>") -> BrokerConfig:
             security_settings = el  # read once security-enabled is known: with security off it is ignored
         elif tag == "acceptors":
             cfg.acceptors, cfg.skipped_acceptors = [], []
+            # Artemis starts one acceptor per name, and which of two with one name depends on Java hash order
+            # (a HashSet of their configurations): a second declaration is refused here
+            first_line: dict[str, int] = {}
             for a in _children(el, "acceptor", path):
+                if a.get("name") is not None and a.get("name") in first_line:
+                    raise ConfigError(path, a.line, f"acceptor {a.get('name')!r} is declared twice (first at line "
+                                      f"{first_line[a.get('name')]}; Artemis would start one of them)")
+                first_line.setdefault(a.get("name"), a.line)
                 acceptor = _acceptor(a, path)
                 (cfg.acceptors if isinstance(acceptor, Acceptor) else cfg.skipped_acceptors).append(acceptor)
         elif tag == "addresses":
@@ -446,13 +466,18 @@ def parse_config(data: bytes | str, path: str = "<string>") -> BrokerConfig:
             cfg.address_settings = [_setting(s, path) for s in _children(el, "address-setting", path)]
         elif tag == "broker-connections":
             cfg.broker_connections = _broker_connections(el, path)
-        else:
-            known = sorted(_CORE_SCALARS | _CORE_LISTS)
-            raise ConfigError(path, el.line, f"unknown element <{tag}> in <core> (expected one of: {', '.join(known)})")
+        else:  # in Artemis's schema (checked above), but neither read nor ignored here
+            raise ConfigError(path, el.line, f"<{tag}> is not supported yet by the reference broker")
     if not security_seen:  # Artemis's default is true: say so in the file rather than rely on the default
         cfg.security_enabled, cfg.security_line = True, core.line
     if cfg.security_enabled and security_settings is not None:
         cfg.security_settings = _security_settings(security_settings, path)
+    elif security_settings is not None:  # ignored, yet Artemis checks each match as it deploys the settings
+        for setting in security_settings:
+            match = setting.get("match") or ""
+            if _local(setting.tag) == "security-setting" and "#" in match and match.index("#") != len(match) - 1:
+                raise ConfigError(path, setting.line, f"security-setting {match!r}: '#' may only be the last "
+                                  "character of a match")
     if not cfg.acceptors:
         if cfg.skipped_acceptors:
             first = cfg.skipped_acceptors[0]
@@ -460,6 +485,227 @@ def parse_config(data: bytes | str, path: str = "<string>") -> BrokerConfig:
                               "include AMQP, and no other acceptor does (the broker serves AMQP only)")
         raise ConfigError(path, core.line, "no <acceptors>: the broker needs at least one AMQP acceptor")
     return cfg
+
+
+# ---- Artemis's schema, for what it checks before anything is read ----------------------------------------------
+#
+# `artemis run` validates <core> against artemis-configuration.xsd (2.40) before FileConfigurationParser reads it:
+# <core> in namespace urn:activemq:core, each of its children at most once (xsd:all) and known, each value of its
+# XSD type (xs:boolean is true, false, 1 or 0 - and Artemis then reads it with Java's Boolean.parseBoolean, so
+# "1" means false -, xs:int and xs:long optionally signed decimal digits in range, white space around them
+# collapsed), unknown attributes refused. The tables below are the types of <core>'s and <address-setting>'s
+# children, copied from that XSD: s string, b boolean, i int, l long, n integer, d double, A|B an enumeration,
+# c an element with content of its own (checked where the reference reads it: _STRUCTURE).
+
+
+def _types(spec: str) -> dict[str, str]:
+    return dict(item.split(":", 1) for item in spec.split())
+
+
+_CORE_TYPES = _types(
+    "name:s system-property-prefix:s internal-naming-prefix:s amqp-use-core-subscription-naming:b "
+    "resolve-protocols:b journal-datasync:b large-message-sync:b persistence-enabled:b "
+    "scheduled-thread-pool-max-size:i thread-pool-max-size:i graceful-shutdown-enabled:b "
+    "graceful-shutdown-timeout:l security-enabled:b security-invalidation-interval:l "
+    "authentication-cache-size:l authorization-cache-size:l journal-lock-acquisition-timeout:l "
+    "wild-card-routing-enabled:b management-address:s management-notification-address:s cluster-user:s "
+    "cluster-password:s password-codec:s mask-password:b log-delegate-factory-class-name:s "
+    "jmx-management-enabled:b jmx-domain:s jmx-use-broker-name:b message-counter-enabled:b "
+    "message-counter-sample-period:l message-counter-max-day-history:i connection-ttl-override:l "
+    "connection-ttl-check-interval:l configuration-file-refresh-period:l temporary-queue-namespace:s "
+    "async-connection-execution-enabled:b transaction-timeout:l transaction-timeout-scan-period:l "
+    "message-expiry-scan-period:l message-expiry-thread-priority:i address-queue-scan-period:l id-cache-size:i "
+    "persist-id-cache:b remoting-incoming-interceptors:c remoting-outgoing-interceptors:c "
+    "persist-delivery-count-before-delivery:b max-redelivery-records:l populate-validated-user:b "
+    "reject-empty-validated-user:b mqtt-session-scan-interval:l mqtt-session-state-persistence-timeout:l "
+    "connectors:c acceptors:c broadcast-groups:c discovery-groups:c diverts:c queues:c bridges:c federations:c "
+    "ha-policy:c cluster-connections:c broker-connections:c connection-routers:c grouping-handler:c "
+    "paging-directory:s bindings-directory:s create-bindings-dir:b page-max-concurrent-io:i read-whole-page:b "
+    "journal-directory:s journal-retention-directory:c node-manager-lock-directory:s create-journal-dir:b "
+    "journal-type:ASYNCIO|NIO|MAPPED journal-buffer-timeout:l journal-device-block-size:l journal-buffer-size:s "
+    "journal-sync-transactional:b journal-sync-non-transactional:b log-journal-write-rate:b journal-file-size:s "
+    "journal-min-files:i journal-pool-files:i journal-compact-percentage:i journal-compact-min-files:i "
+    "journal-max-io:i journal-file-open-timeout:i server-dump-interval:l global-max-messages:l "
+    "global-max-size-percent-of-jvm-max-memory:s global-max-size:s max-disk-usage:i min-disk-free:s "
+    "disk-scan-period:l memory-warning-threshold:i memory-measure-interval:l large-messages-directory:s store:c "
+    "critical-analyzer:b critical-analyzer-timeout:l critical-analyzer-check-period:l "
+    "critical-analyzer-policy:LOG|HALT|SHUTDOWN page-sync-timeout:i mirror-ack-manager-queue-attempts:i "
+    "mirror-ack-manager-page-attempts:i mirror-ack-manager-retry-delay:i mirror-ack-manager-warn-unacked:b "
+    "mirror-page-transaction:b suppress-session-notifications:b literal-match-markers:s "
+    "view-permission-method-match-pattern:s management-message-rbac:b management-rbac-prefix:s "
+    "security-settings:c broker-plugins:c metrics-plugin:c metrics:c address-settings:c "
+    "resource-limit-settings:c connector-services:c addresses:c network-check-list:s network-check-URL-list:s "
+    "network-check-period:l network-check-timeout:l network-check-NIC:s network-check-ping-command:s "
+    "network-check-ping6-command:s wildcard-addresses:c "
+)
+_SETTING_TYPES = _types(
+    "dead-letter-address:s auto-create-dead-letter-resources:b dead-letter-queue-prefix:s "
+    "dead-letter-queue-suffix:s expiry-address:s auto-create-expiry-resources:b expiry-queue-prefix:s "
+    "expiry-queue-suffix:s no-expiry:b expiry-delay:l min-expiry-delay:l max-expiry-delay:l redelivery-delay:l "
+    "redelivery-delay-multiplier:d redelivery-collision-avoidance-factor:d max-redelivery-delay:l "
+    "max-delivery-attempts:i max-size-bytes:s max-size-messages:l page-limit-bytes:s page-limit-messages:l "
+    "max-size-bytes-reject-threshold:l page-size-bytes:s page-max-cache-size:i max-read-page-messages:i "
+    "prefetch-page-messages:i max-read-page-bytes:s prefetch-page-bytes:s "
+    "address-full-policy:DROP|FAIL|PAGE|BLOCK page-full-policy:DROP|FAIL message-counter-history-day-limit:i "
+    "last-value-queue:b default-last-value-queue:b default-last-value-key:s default-non-destructive:b "
+    "default-exclusive-queue:b default-group-rebalance:b default-group-rebalance-pause-dispatch:b "
+    "default-group-buckets:i default-group-first-key:s default-consumers-before-dispatch:i "
+    "default-delay-before-dispatch:l redistribution-delay:l send-to-dla-on-no-route:b slow-consumer-threshold:l "
+    "slow-consumer-threshold-measurement-unit:MESSAGES_PER_SECOND|MESSAGES_PER_MINUTE|MESSAGES_PER_HOUR|"
+    "MESSAGES_PER_DAY slow-consumer-policy:KILL|NOTIFY slow-consumer-check-period:l auto-create-jms-queues:b "
+    "auto-delete-jms-queues:b auto-create-jms-topics:b auto-delete-jms-topics:b auto-create-queues:b "
+    "auto-delete-queues:b auto-delete-created-queues:b auto-delete-queues-delay:l "
+    "auto-delete-queues-message-count:l auto-delete-queues-skip-usage-check:b config-delete-queues:OFF|FORCE "
+    "auto-create-addresses:b auto-delete-addresses:b auto-delete-addresses-delay:l "
+    "auto-delete-addresses-skip-usage-check:b config-delete-addresses:OFF|FORCE config-delete-diverts:OFF|FORCE "
+    "management-browse-page-size:i management-message-attribute-size-limit:i default-purge-on-no-consumers:b "
+    "default-max-consumers:i default-queue-routing-type:ANYCAST|MULTICAST "
+    "default-address-routing-type:ANYCAST|MULTICAST default-consumer-window-size:i default-ring-size:l "
+    "retroactive-message-count:l enable-metrics:b enable-ingress-timestamp:b id-cache-size:i "
+    "initial-queue-buffer-size:i "
+)
+# Strings of the XSD that Artemis parses as byte sizes (ByteUtil.convertTextBytes): z
+for _name in ("journal-buffer-size", "journal-file-size", "global-max-size"):
+    _CORE_TYPES[_name] = "z"
+for _name in ("max-size-bytes", "page-size-bytes", "page-limit-bytes", "max-read-page-bytes", "prefetch-page-bytes"):
+    _SETTING_TYPES[_name] = "z"
+_BYTES = re.compile(r"\s*[+-]?[0-9]+\s*(k|kb|kib|m|mb|mib|g|gb|gib)?\s*", re.IGNORECASE)
+_INT_RANGES = {"i": (-2**31, 2**31 - 1), "l": (-2**63, 2**63 - 1), "n": (None, None)}
+_DOUBLE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|[+-]?INF|NaN")
+
+
+def _xsd_value(kind: str, text: str) -> str | None:
+    """Why `text` is not a value of XSD type `kind` (see _CORE_TYPES), or None when it is."""
+    if kind in ("s", "c"):
+        return None
+    if kind == "z":
+        return None if _BYTES.fullmatch(text) else "a byte size (digits, then K, KB, KiB, M, MB, MiB, G, GB or GiB)"
+    value = " ".join(text.split())  # every type but string collapses white space
+    if kind == "b":  # empty (not even white space): the element's XSD default applies (_NO_DEFAULT: none)
+        return None if value in ("true", "false", "1", "0") or text == "" else "true or false"
+    if kind in _INT_RANGES:
+        lo, hi = _INT_RANGES[kind]
+        ok = re.fullmatch(r"[+-]?[0-9]+", value) is not None and (lo is None or lo <= int(value) <= hi)
+        return None if ok else {"i": "an int", "l": "a long", "n": "an integer"}[kind]
+    if kind == "d":
+        return None if _DOUBLE.fullmatch(value) else "a number"
+    choices = kind.split("|")
+    return None if text in choices else "one of " + ", ".join(choices)
+
+
+# Element-only content the reference reads: element -> (children allowed: name -> (min, max) count,
+# attributes: name -> (XSD type, required)). xsd:all containers allow each child once; sequences repeat.
+_UNBOUNDED = 1 << 30
+_STRUCTURE: dict[str, tuple[dict[str, tuple[int, int]], dict[str, tuple[str, bool]]]] = {
+    "acceptors": ({"acceptor": (1, _UNBOUNDED)}, {}),
+    "acceptor": ({}, {"name": ("s", False)}),
+    "addresses": ({"address": (0, _UNBOUNDED)}, {}),
+    "address": ({"anycast": (0, 1), "multicast": (0, 1)}, {"name": ("s", True)}),
+    "anycast": ({"queue": (0, _UNBOUNDED)}, {}),
+    "multicast": ({"queue": (0, _UNBOUNDED)}, {}),
+    "queue": ({"filter": (0, 1), "durable": (0, 1), "user": (0, 1)}, {
+        "name": ("s", True), "max-consumers": ("n", False), "purge-on-no-consumers": ("b", False),
+        "exclusive": ("b", False), "group-rebalance": ("b", False), "group-rebalance-pause-dispatch": ("b", False),
+        "group-buckets": ("i", False), "group-first-key": ("s", False), "last-value": ("b", False),
+        "last-value-key": ("s", False), "non-destructive": ("b", False), "consumers-before-dispatch": ("i", False),
+        "delay-before-dispatch": ("l", False), "ring-size": ("l", False), "enabled": ("b", False)}),
+    "filter": ({}, {"string": ("s", True)}),
+    "address-settings": ({"address-setting": (0, _UNBOUNDED)}, {}),
+    "address-setting": ({name: (0, 1) for name in _SETTING_TYPES}, {"match": ("s", True)}),
+    "security-settings": ({"security-setting": (0, _UNBOUNDED), "security-setting-plugin": (0, 1),
+                           "role-mapping": (0, _UNBOUNDED)}, {}),
+    "security-setting": ({"permission": (0, _UNBOUNDED)}, {"match": ("s", True)}),
+    "permission": ({}, {"type": ("s", True), "roles": ("s", True)}),
+    "role-mapping": ({}, {"from": ("s", True), "to": ("s", True)}),
+    "broker-connections": ({"amqp-connection": (0, _UNBOUNDED)}, {}),
+    "amqp-connection": ({name: (0, _UNBOUNDED) for name in ("sender", "receiver", "peer", "mirror", "federation")},
+                        {"uri": ("s", True), "name": ("s", True), "auto-start": ("b", False),
+                         "reconnect-attempts": ("i", False), "retry-interval": ("l", False), "user": ("s", False),
+                         "password": ("s", False)}),
+    "sender": ({}, {"address-match": ("s", False), "queue-name": ("s", False)}),
+    "receiver": ({}, {"address-match": ("s", False), "queue-name": ("s", False)}),
+    "peer": ({}, {"address-match": ("s", False), "queue-name": ("s", False)}),
+    "mirror": ({"property": (0, _UNBOUNDED)}, {
+        "message-acknowledgements": ("b", False), "queue-creation": ("b", False), "queue-removal": ("b", False),
+        "durable": ("b", False), "sync": ("b", False), "address-filter": ("s", False)}),
+}
+_LEAF_TYPES = {"durable": "b", "user": "s"}  # the leaf children of <queue>
+_NO_DEFAULT = {"send-to-dla-on-no-route"}  # the one boolean of the tables without an XSD default
+_TEXT_CONTENT = {"acceptor"}  # of _STRUCTURE's elements, the ones whose content is text
+
+
+def _check_schema(core, path) -> None:
+    """What Artemis's XSD validation refuses in <core> (see above), before the reference reads the file."""
+    namespace = core.tag.rpartition("}")[0]  # _parse_xml names an element NAMESPACE}LOCAL
+    if namespace != CORE_NS:
+        raise ConfigError(path, core.line, f"<core> must be in namespace {CORE_NS} (Artemis validates it against "
+                          f"artemis-configuration.xsd; got {namespace or 'none'})")
+    if core.has_text:
+        raise ConfigError(path, core.line, "<core> holds text (Artemis's XSD: it takes elements only)")
+    _check_children(core, {name: (0, 1) for name in _CORE_TYPES}, _CORE_TYPES, path)
+
+
+def _check_children(el, allowed: dict[str, tuple[int, int]], types: dict[str, str], path) -> None:
+    counts: dict[str, int] = {}
+    for child in el:
+        namespace, _, tag = child.tag.rpartition("}")
+        if namespace != CORE_NS:
+            raise ConfigError(path, child.line, f"<{tag}> in <{_local(el.tag)}> must be in namespace {CORE_NS} "
+                              "(Artemis's XSD knows no other)")
+        if tag not in allowed:
+            if len(allowed) >= 12:  # <core>, <address-setting>: too many to list
+                near = difflib.get_close_matches(tag, list(allowed), n=1, cutoff=0.75)
+                raise ConfigError(path, child.line, f"unknown element <{tag}> in <{_local(el.tag)}>"
+                                  + (f"; did you mean <{near[0]}>?" if near else ""))
+            expected = ", ".join(f"<{name}>" for name in sorted(allowed)) or "no elements"
+            raise ConfigError(path, child.line, f"<{_local(el.tag)}>: unexpected <{tag}> (expected {expected})")
+        counts[tag] = counts.get(tag, 0) + 1
+        if counts[tag] > allowed[tag][1]:
+            raise ConfigError(path, child.line, f"<{_local(el.tag)}>: <{tag}> given twice (Artemis's XSD allows it "
+                              "once)" if allowed[tag][1] == 1 else f"<{_local(el.tag)}>: too many <{tag}>")
+        _check_element(child, tag, types.get(tag, _LEAF_TYPES.get(tag, "c")), path)
+    for tag, (low, _) in allowed.items():
+        if counts.get(tag, 0) < low:
+            raise ConfigError(path, el.line, f"<{_local(el.tag)}> needs at least one <{tag}>")
+
+
+def _check_element(el, tag: str, kind: str, path) -> None:
+    structure = _STRUCTURE.get(tag)
+    if structure is None:
+        if kind != "c":
+            extra = [k for k in el.attrib if not k.startswith((_XSI_NS + "}", _XML_NS + "}"))]
+            if extra:
+                raise ConfigError(path, el.line, f"<{tag}>: attribute {_local(extra[0])}={el.attrib[extra[0]]!r} is "
+                                  "not allowed (Artemis's XSD: a value element takes no attributes)")
+            if len(el):
+                raise ConfigError(path, el[0].line, f"<{tag}> holds a value, not <{_local(el[0].tag)}>")
+            why = _xsd_value(kind, el.text or "")
+            if why is None and kind == "b" and not (el.text or "").strip() and tag in _NO_DEFAULT:
+                why = "true or false (it has no default)"
+            if why is not None:
+                source = "Artemis's byte sizes" if kind == "z" else "Artemis's XSD"
+                raise ConfigError(path, el.line, f"<{tag}>: expected {why}, got {(el.text or '')!r} ({source})")
+        return
+    children, attributes = structure
+    if el.has_text and tag not in _TEXT_CONTENT:
+        raise ConfigError(path, el.line, f"<{tag}> holds text (Artemis's XSD: it takes elements only)")
+    for key, value in el.attrib.items():
+        if key.startswith((_XML_NS + "}", _XSI_NS + "}")):
+            continue  # xml:lang, xml:base ... (the XSD's xml:specialAttrs)
+        if key not in attributes:
+            raise ConfigError(path, el.line, f"<{tag}>: attribute {_local(key)}={value!r} is not allowed "
+                              f"(Artemis's XSD; expected: {', '.join(sorted(attributes)) or 'none'})")
+        why = _xsd_value(attributes[key][0], value)
+        if why is not None:
+            raise ConfigError(path, el.line, f"<{tag}>: attribute {key}: expected {why}, got {value!r}")
+    for key, (_, required) in attributes.items():
+        if required and key not in el.attrib:
+            raise ConfigError(path, el.line, f"<{tag}> needs a {key} attribute")
+    if children or not len(el):
+        _check_children(el, children, _SETTING_TYPES if tag == "address-setting" else {}, path)
+    if tag == "amqp-connection" and not len(el):  # its XSD choice is required once at least
+        raise ConfigError(path, el.line, "<amqp-connection> needs at least one of <sender>, <receiver>, <peer>, "
+                          "<mirror> or <federation> (Artemis's XSD)")
 
 
 # ---- element readers -------------------------------------------------------------------------------------------
@@ -473,7 +719,8 @@ def _acceptor(el, path) -> Acceptor | SkippedAcceptor:
     except ValueError:  # e.g. an unclosed IPv6 bracket
         parts = None
     after_host = parts.netloc.rpartition("]")[2] if parts else ""  # an IPv6 host is in brackets
-    if parts is None or parts.scheme != "tcp" or not after_host.rpartition(":")[1]:
+    # the scheme as written: urlsplit lowers it, Artemis does not ("Schema TCP not found")
+    if parts is None or not url.startswith("tcp://") or not after_host.rpartition(":")[1]:
         raise ConfigError(path, el.line, f"acceptor {name!r}: expected tcp://HOST:PORT?protocols=AMQP, got {url!r}")
     try:
         port = parts.port
@@ -484,7 +731,8 @@ def _acceptor(el, path) -> Acceptor | SkippedAcceptor:
                           f"acceptor {name!r}: expected a port 0-65535, got {after_host.rpartition(':')[2]!r}")
     params = dict(parse_qsl(parts.query.replace(";", "&"), keep_blank_values=True))
     protocols = params.pop("protocols", None)
-    if protocols is not None and "AMQP" not in [p.strip() for p in protocols.upper().split(",")]:
+    # an empty protocols= is Artemis's "every protocol", AMQP among them
+    if protocols is not None and protocols.strip() and "AMQP" not in [p.strip() for p in protocols.upper().split(",")]:
         return SkippedAcceptor(name, protocols, el.line)  # its other parameters concern the other protocols
     tls = _acceptor_tls(name, params, path, el.line)
     for key, value in params.items():
@@ -512,22 +760,22 @@ _TLS_READ = {"keyStorePath", "keyStorePassword", "keyStoreType", "trustStorePath
              "trustStoreType", "needClientAuth", "wantClientAuth", "verifyHost", "sslProvider"}
 
 
+def _java_flag(params: dict, key: str) -> bool:
+    """A URL parameter read as Artemis reads it (ConfigurationHelper: Java's Boolean.valueOf): "true" in any case
+    is true, anything else false."""
+    return params.get(key, "false").strip().lower() == "true"
+
+
 def _acceptor_tls(name: str, params: dict, path, line: int) -> AcceptorTls | None:
     """The TLS of an acceptor URL: keyStorePath and trustStorePath are PEM files (the reference reads no Java
     keystore: keyStoreType and trustStoreType must be PEM when given); keyStorePassword decrypts the key;
     trustStorePassword means nothing for PEM and is ignored; needClientAuth / wantClientAuth ask for a client
     certificate verified by trustStorePath; verifyHost=true is refused."""
-    enabled = params.get("sslEnabled", "false").strip().lower()
-    if enabled not in ("true", "false"):
-        raise ConfigError(path, line, f"acceptor {name!r}: sslEnabled: expected true or false, got {enabled!r}")
-    if enabled == "false":
+    if not _java_flag(params, "sslEnabled"):
         return None
 
     def flag(key: str) -> bool:
-        value = params.get(key, "false").strip().lower()
-        if value not in ("true", "false"):
-            raise ConfigError(path, line, f"acceptor {name!r}: {key}: expected true or false, got {value!r}")
-        return value == "true"
+        return _java_flag(params, key)
 
     for key in params:
         if key in _TLS_PARAMS and key not in _TLS_READ:
@@ -649,8 +897,8 @@ def _address(el, path) -> AddressDef:
                 else:
                     raise ConfigError(path, sub.line, f"queue {qname!r}: unknown element <{subtag}>")
             queues.append(QueueDef(qname, tag, durable, q.line))
-    if not routings:
-        routings.append(ANYCAST)  # Artemis: an address with no routing element behaves as anycast
+    if not routings:  # AMQ229247 at start-up: "Address must support multicast and/or anycast"
+        raise ConfigError(path, el.line, f"address {name!r}: needs <anycast> or <multicast> (or both)")
     return AddressDef(name, tuple(routings), tuple(queues), el.line)
 
 
@@ -738,7 +986,7 @@ def _connection_endpoints(uri: str, path, line: int,
         except ValueError:
             split, port = None, None
         shown = "the uri" if i == 0 else f"alternate {part!r}"
-        if split is None or split.scheme != "tcp" or not split.hostname or port is None:
+        if split is None or not text.startswith("tcp://") or not split.hostname or port is None:
             raise ConfigError(path, line, f"{what}: {shown}: expected tcp://HOST:PORT (alternates after '#' as "
                               f"HOST:PORT, comma-separated), got {uri!r}")
         if (split.query and i > 0) or (split.path and split.path != "/"):
@@ -765,12 +1013,7 @@ def _connection_tls(params: dict, path, line: int, what: str) -> ConnectionTls |
         if key in params and params[key].strip().upper() != "PEM":
             raise ConfigError(path, line, f"{what}: {key}={params[key]}: the reference broker reads PEM files only "
                               "(expected PEM)")
-    flags = {}
-    for key in ("sslEnabled", "verifyHost"):
-        value = params.get(key, "false").strip().lower()
-        if value not in ("true", "false"):
-            raise ConfigError(path, line, f"{what}: {key}: expected true or false, got {value!r}")
-        flags[key] = value == "true"
+    flags = {key: _java_flag(params, key) for key in ("sslEnabled", "verifyHost")}
     if not flags["sslEnabled"]:
         return None
     folder = os.path.dirname(os.path.abspath(path)) if path != "<string>" else os.getcwd()
@@ -865,10 +1108,11 @@ def _federation_policy(el, kind: str, side: str, path, what: str) -> FederationP
 
 
 def _attr_bool(attrs: dict, key: str, default: bool, path, line: int, what: str) -> bool:
+    """An xs:boolean attribute as Artemis reads it (see _bool)."""
     if key not in attrs:
         return default
-    text = attrs[key].strip().lower()
-    if text not in ("true", "false"):
+    text = " ".join(attrs[key].split())
+    if text not in ("true", "false", "1", "0"):
         raise ConfigError(path, line, f"{what}: {key}: expected true or false, got {attrs[key]!r}")
     return text == "true"
 
@@ -876,10 +1120,8 @@ def _attr_bool(attrs: dict, key: str, default: bool, path, line: int, what: str)
 def _attr_int(attrs: dict, key: str, default: int, lowest: int, path, line: int, what: str) -> int:
     if key not in attrs:
         return default
-    try:
-        value = int(attrs[key].strip())
-    except ValueError:
-        value = None
+    text = " ".join(attrs[key].split())
+    value = int(text) if re.fullmatch(r"[+-]?[0-9]+", text) else None
     if value is None or value < lowest:
         raise ConfigError(path, line, f"{what}: {key}: expected an integer >= {lowest}, got {attrs[key]!r}")
     return value
@@ -898,7 +1140,11 @@ def _setting(el, path) -> AddressSetting:
         if tag in _IGNORED_SETTING:
             continue
         if tag in _DEFAULT_ONLY_SETTING:
-            value, default = _text(child, path), _DEFAULT_ONLY_SETTING[tag]
+            default = _DEFAULT_ONLY_SETTING[tag]
+            if _SETTING_TYPES.get(tag) == "b":  # as Artemis reads it: "1" and empty are false
+                value = str(_bool(child, path)).lower()
+            else:
+                value = _text(child, path)
             if not _same_value(value, default):
                 raise ConfigError(path, child.line, f"address-setting {match!r}: <{tag}>{value} is not supported "
                                   f"yet by the reference broker (only {default}, Artemis's default)")
@@ -916,8 +1162,8 @@ def _setting(el, path) -> AddressSetting:
             if value not in (ANYCAST, MULTICAST):
                 raise ConfigError(path, child.line, f"<{tag}>: expected ANYCAST or MULTICAST, got {value!r}")
             values[tag] = value
-        else:
-            values[tag] = _text(child, path)
+        else:  # an address: empty is Artemis's "" (an address nothing is bound to), here no address at all
+            values[tag] = os.path.expandvars((child.text or "").strip()) or None
     return AddressSetting(match, values, el.line)
 
 
@@ -976,10 +1222,18 @@ def _artemis_compare(o1: str, o2: str) -> int:
 
 class _Element(ET.Element):
     line = 0
+    has_text = False  # text other than white space directly inside it, between its children too
 
 
 def _parse_xml(data, path):
-    """Parse with expat directly so that every element knows the line it starts on."""
+    """Parse with expat directly so that every element knows the line it starts on. Artemis reads the file as
+    UTF-8 text (undecodable bytes become U+FFFD, the declared encoding plays no part) and parses that text, in
+    which a byte order mark is content before the root ("Content is not allowed in prolog"): so here."""
+    if isinstance(data, bytes):
+        data = data.decode("utf-8", "replace")
+    if data.startswith("\ufeff"):
+        raise ConfigError(path, 1, "a byte order mark before the XML declaration (Artemis reads the file as text and "
+                          "refuses it: content is not allowed in prolog)")
     parser = expat.ParserCreate(namespace_separator="}")
     stack: list[_Element] = []
     roots: list[_Element] = []
@@ -991,6 +1245,8 @@ def _parse_xml(data, path):
         stack.append(el)
 
     def text(chars):
+        if stack and chars.strip():
+            stack[-1].has_text = True
         if stack and not len(stack[-1]):
             stack[-1].text = (stack[-1].text or "") + chars
 
@@ -1032,15 +1288,16 @@ def _text(el, path) -> str:
 
 
 def _bool(el, path) -> bool:
-    text = _text(el, path).lower()
-    if text not in ("true", "false"):
+    """An xs:boolean (true, false, 1, 0, or empty for its default: _check_schema) as Artemis reads it: Java's
+    Boolean.parseBoolean of the text, true only for "true" ("1" and an empty element are false)."""
+    text = " ".join((el.text or "").split())
+    if text not in ("true", "false", "1", "0", ""):
         raise ConfigError(path, el.line, f"<{_local(el.tag)}>: expected true or false, got {text!r}")
     return text == "true"
 
 
 def _int(el, path) -> int:
-    text = _text(el, path)
-    try:
-        return int(text)
-    except ValueError:
-        raise ConfigError(path, el.line, f"<{_local(el.tag)}>: expected an integer, got {text!r}") from None
+    text = " ".join((el.text or "").split())
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise ConfigError(path, el.line, f"<{_local(el.tag)}>: expected an integer, got {text!r}")
+    return int(text)
