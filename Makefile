@@ -84,10 +84,19 @@ toxiproxy: $(STAMP)
 setup-test: system-packages qdrouterd $(STAMP) $(ALLURE) client-stacks artemis activemq toxiproxy
 setup: setup-test report-jvm-cache
 
-# The main job: the conformance matrix (matrix.yaml: the reference peers plus every real product found
-# here), then the Spark report over every run in results/ (results/report/index.html).
+# The main job: the configuration differential against each real product (`interop fuzz --configs`, a long
+# session each with a random seed, printed; their records land in results/ like the matrix's), then the
+# conformance matrix (matrix.yaml: the reference peers plus every real product found here), then the Spark report
+# over every run in results/ (results/report/index.html), which shows the config sessions beside the matrix.
+# A config session that finds something (or whose product is missing) does not stop the matrix; `make run`
+# fails at the end.
+RUN_CONFIG_BUDGET ?= 5m
 run: setup
-	$(VENV)/bin/interop run --matrix matrix.yaml --report
+	@status=0; \
+	$(VENV)/bin/interop fuzz --configs --peer router=qdrouterd --budget $(RUN_CONFIG_BUDGET) || status=1; \
+	$(VENV)/bin/interop fuzz --configs --peer broker=artemis --budget $(RUN_CONFIG_BUDGET) || status=1; \
+	$(VENV)/bin/interop run --matrix matrix.yaml --report || status=1; \
+	exit $$status
 
 # The project's own tests, in timed steps (the last lines print each step's wall time):
 #
@@ -110,7 +119,11 @@ run: setup
 #      cases every time (`interop fuzz`; longer sessions with random seeds are for a nightly job or by hand). A
 #      session that finds something exits 1. Each session has its own peers and ports; run together, the frames
 #      sessions kept their pace (65-68 cases/s against 63 alone) and their sentinel's longest gap (115-142 ms,
-#      against 331 ms alone in CI; a stall is 1 s).
+#      against 331 ms alone in CI; a stall is 1 s);
+#    - fuzz: the configuration differential (--configs, README "Configuration differential"), 30 s each with the
+#      fixed seed: generated qdrouterd.conf files read by the reference router and by qdrouterd 1.19, broker.xml
+#      files by the reference broker and by Artemis 2.40; a file they judge differently, unless recorded in
+#      harness/fuzz/config_known.py, exits 1.
 #
 # A failed step does not stop the later ones (their results are worth having); `make test` fails at the end.
 # Every run of these tests writes its records under $(TEST_RESULTS) (INTEROP_RESULTS, the default of every
@@ -145,7 +158,9 @@ test:
 	  "fuzz: broker programs=$(FUZZ) --peer broker=reference" \
 	  "fuzz: router frames=$(FUZZ) --frames --peer router=reference" \
 	  "fuzz: broker frames=$(FUZZ) --frames --peer broker=reference" \
-	  "fuzz: router frames, SASL PLAIN + TLS=$(FUZZ) --frames --secured --peer router=reference"
+	  "fuzz: router frames, SASL PLAIN + TLS=$(FUZZ) --frames --secured --peer router=reference" \
+	  "fuzz: router configs vs qdrouterd=$(FUZZ) --configs --peer router=qdrouterd" \
+	  "fuzz: broker configs vs Artemis=$(FUZZ) --configs --peer broker=artemis"
 	@ls results 2>/dev/null | sort | comm -13 "$(TEST_RESULTS).before" - > "$(TEST_RESULTS).added"; \
 	if [ -s "$(TEST_RESULTS).added" ]; then echo "make test: these runs were written into results/ (expected under \
 	$(TEST_RESULTS)):"; cat "$(TEST_RESULTS).added"; exit 1; fi; echo "test records: $(TEST_RESULTS)"

@@ -17,11 +17,12 @@
                                        new and changed runs are read), HTML vendor comparison report
   interop catalog [--catalog PATH] [--strict] [-v]
                                        spec catalog coverage by the suite cases (collected, not run)
-  interop fuzz [--frames] [--peer ROLE=VENDOR ...] [--role ROLE] [--budget 5m] [--seed N] [--cases N]
-               [--family NAME ...] [--no-differential] [--break FAULT ...] [--results DIR]
+  interop fuzz [--frames | --configs] [--peer ROLE=VENDOR ...] [--role ROLE] [--budget 5m] [--seed N]
+               [--cases N] [--family NAME ...] [--no-differential] [--break FAULT ...] [--results DIR]
                                        a seeded, time-boxed fuzzing session against one peer: stateful
-                                       client programs (Hypothesis, differential against the reference) or
-                                       hostile frames on raw TCP; results like a run's
+                                       client programs (Hypothesis, differential against the reference),
+                                       hostile frames on raw TCP, or generated config files read by the
+                                       reference and by qdrouterd / Artemis (--configs); results like a run's
 
 Exit codes: 0 all good (a server stopped by SIGTERM/SIGINT too); 1 a case failed or errored (run), a fuzzing
 session found something (fuzz), the catalog has gaps (catalog --strict), or a server could not start or
@@ -185,7 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     catalog.add_argument("-v", "--verbose", action="store_true", help="also list every clause and its cases")
     catalog.set_defaults(handler=cmd_catalog)
 
-    fuzz = commands.add_parser("fuzz", help="a fuzzing session: stateful client programs or hostile frames",
+    fuzz = commands.add_parser("fuzz", help="a fuzzing session: stateful client programs, hostile frames or "
+                                                "config files (--configs)",
                                description="Run a seeded, time-boxed fuzzing session against the peer of one "
                                            "role and write its results like a run's.")
     fuzz_command.add_arguments(fuzz, list(CONFIG_FAULTS))

@@ -1,4 +1,4 @@
-"""What both fuzzing modes share: the target under fuzz, a finding, the session report and its result records,
+"""What the fuzzing modes share: the target under fuzz, a finding, the session report and its result records,
 the time budget and the progress line.
 
 A session is one seeded, time-boxed run of one mode against one peer. It becomes result records in the run's
@@ -87,7 +87,7 @@ class Finding:
 
 @dataclass
 class SessionReport:
-    mode: str  # "stateful" or "frames"
+    mode: str  # "stateful", "frames" or "configs"
     seed: int
     budget_s: float
     executed: int = 0  # programs (stateful) or hostile cases (frames) run to the end
