@@ -9,6 +9,7 @@ they are skipped with the provider's own reason where there is none.
 from __future__ import annotations
 
 import json
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import SimpleNamespace
@@ -136,6 +137,27 @@ def test_a_node_copies_the_template_and_points_its_paths_at_the_copy(install, tm
         text = (workdir / name).read_text()
         assert str(workdir) in text and str(install.template) not in text, name
     assert f"ARTEMIS_HOME='{install.home}'" in (workdir / "etc" / "artemis.profile").read_text()
+
+
+def test_an_upgrade_in_place_takes_the_other_releases_scripts_and_keeps_the_data_and_rendered_config(install,
+                                                                                                      tmp_path):
+    workdir = tmp_path / "interop-B1"
+    art.make_instance(install.template, workdir)
+    (workdir / "etc" / "broker.xml").write_text("<rendered/>")
+    (workdir / "data" / "journal").mkdir()
+    (workdir / "data" / "journal" / "activemq-data-1.amq").write_bytes(b"journal")
+    other = art.ArtemisInstall(install.home.parent / "apache-artemis-9.9.9", "9.9.9")
+    template = tmp_path / "other-template"
+    shutil.copytree(install.template, template)
+    old = (template / "etc" / "artemis.profile").read_text()
+    (template / "etc" / "artemis.profile").write_text(old.replace(str(install.home), str(other.home))
+                                                      .replace(str(install.template), str(template)))
+    (template / "etc" / "broker.xml").write_text("<template/>")
+    art.refresh_instance(template, workdir, keep={"broker.xml"})
+    profile = (workdir / "etc" / "artemis.profile").read_text()
+    assert f"ARTEMIS_HOME='{other.home}'" in profile and f"ARTEMIS_INSTANCE='{workdir}'" in profile
+    assert (workdir / "etc" / "broker.xml").read_text() == "<rendered/>"
+    assert (workdir / "data" / "journal" / "activemq-data-1.amq").read_bytes() == b"journal"
 
 
 def peer_for(topology, install, tmp_path, **wiring):

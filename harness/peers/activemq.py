@@ -447,6 +447,25 @@ class ActiveMQPeer(ProcessPeer):
         """Come back on the ports the connectors got, with the same KahaDB (the work dir's data/)."""
         self.config_path.write_text(self.render({name: ep.port for name, ep in self.endpoints.items()}))
 
+    @property
+    def data_dir(self) -> Path:
+        """KahaDB's folder (activemq.xml's dataDirectory, relative to the work dir)."""
+        return self.workdir / "data"
+
+    def _install_for(self, version: str | None) -> ActiveMQInstall:
+        from .vendors import Choice
+        from .versions import ensure
+
+        if (why := ensure(Choice("activemq-classic", version, "native"))) is not None:
+            raise PeerUnavailable(f"{self.name}: cannot put ActiveMQ Classic {version} in place: {why}")
+        return find_install(version)
+
+    def _use_install(self, install: ActiveMQInstall) -> None:
+        """The same activemq.xml and KahaDB, the other release's jars and its own compile of the launcher."""
+        self.launcher = ensure_launcher(install.launcher_parent, list(install.classpath))
+        self.install = install
+        self.info = PeerInfo("activemq-classic", install.version, "native")
+
     def wire_address(self, name: str) -> str:
         """`topic://NAME` for a multicast address of the node, else the name (a queue, ActiveMQ's default);
         names already prefixed pass unchanged."""

@@ -279,7 +279,24 @@ def make_instance(template: Path, workdir: Path) -> None:
     """Copy the template into `workdir` and point the copy's scripts and configs at it (`create` writes the
     instance's absolute path into bin/artemis, etc/artemis.profile and etc/bootstrap.xml)."""
     shutil.copytree(template, workdir, dirs_exist_ok=True, symlinks=True)
-    match = _TEMPLATE_PATH.search((workdir / "etc" / "artemis.profile").read_text())
+    _point_at(template, workdir)
+
+
+def refresh_instance(template: Path, workdir: Path, keep: set[str]) -> None:
+    """Give the instance in `workdir` another release's scripts and profile: the bin/ and etc/ files of that
+    release's template, except the etc files named in `keep` (the node's rendered broker.xml and users), pointed at
+    `workdir`. Its data/ is left as it is. This is the instance side of Artemis's upgrade procedure (the new home in
+    etc/artemis.profile and bin/artemis, the instance's own configuration kept)."""
+    for folder in ("bin", "etc"):
+        for path in (template / folder).iterdir():
+            if path.is_file() and not (folder == "etc" and path.name in keep):
+                shutil.copy2(path, workdir / folder / path.name)
+    _point_at(template, workdir)
+
+
+def _point_at(template: Path, workdir: Path) -> None:
+    """Rewrite the template's own path (which `create` wrote into its scripts and configs) to `workdir`."""
+    match = _TEMPLATE_PATH.search((template / "etc" / "artemis.profile").read_text())
     if match is None:
         raise PeerStartError(f"{template}/etc/artemis.profile names no ARTEMIS_INSTANCE: remake the template")
     old = match.group(1)
@@ -494,6 +511,7 @@ class ArtemisPeer(ProcessPeer):
             files[USERS_FILE] += f"{MANAGEMENT_USER} = {self.management_password}\n"
             files[ROLES_FILE] += f"{MANAGEMENT_USER} = {MANAGEMENT_USER}\n"
             files["login.config"] = login_config(USERS_FILE, ROLES_FILE)
+        self._rendered = {"broker.xml", *files}  # what an upgrade in place keeps of etc/ (refresh_instance)
         for file_name, text in files.items():
             path = workdir / "etc" / file_name
             path.write_text(text)
@@ -566,6 +584,24 @@ class ArtemisPeer(ProcessPeer):
         self.ports = {name: ep.port for name, ep in self.endpoints.items()}
         self.config_path.write_text(self._render())
         self.management.close()
+
+    @property
+    def data_dir(self) -> Path:
+        """The journal, bindings, paging and large-messages folders (broker.xml's, relative to the instance)."""
+        return self.workdir / "data"
+
+    def _install_for(self, version: str | None) -> ArtemisInstall:
+        from .vendors import Choice
+        from .versions import ensure
+
+        if (why := ensure(Choice("artemis", version, "native"))) is not None:
+            raise PeerUnavailable(f"{self.name}: cannot put Artemis {version} in place: {why}")
+        return find_artemis(version)
+
+    def _use_install(self, install: ArtemisInstall) -> None:
+        refresh_instance(instance_template(install), self.workdir, self._rendered)
+        self.install = install
+        self.info = PeerInfo("artemis", install.version, "native")
 
     def stop(self, timeout: float = 20.0) -> None:
         self.management.close()

@@ -170,6 +170,19 @@ class Peer(abc.ABC):
         raise NotImplementedError(f"peer {self.name}: the {self.info.provider} provider of {self.info.vendor} "
                                   "cannot restart a peer")
 
+    def replace_binary(self, version: str | None, *, kill: bool = False, before_start=None,
+                       timeout: float = 30.0) -> None:
+        """An upgrade (or downgrade) in place: stop the peer (gracefully, or kill -9 with `kill`), put release
+        `version` of its product (None: the pinned default, what a choice without a version runs) where the one it
+        ran was, on the same work dir (data, journal, configuration),
+        and start it on the same ports. `before_start(peer)` runs while it is down, between the two releases (a
+        case reads the data then). PeerUnavailable, before anything is stopped, where the provider cannot do it
+        or that release cannot be had here; PeerStartError when the other release does not start on the data."""
+        raise PeerUnavailable(f"peer {self.name}: the {self.info.provider} provider of {self.info.vendor} cannot "
+                              "replace a peer's binary in place (it does not own the peer's install and data)")
+
+    data_dir = None  # a broker's data (journal, KahaDB) on this machine, where the provider knows it; else None
+
     disk_fault = None  # a harness.faults.disk.SlowDisk while the peer runs with a slow disk, else None
 
     def set_disk_fault(self, fault) -> None:

@@ -17,6 +17,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from .. import fault_log
 from ..faults.disk import StraceMissing, traced_command
 from ..ports import free_port, release_ports
 from ..wait import WaitTimeout, accepts, wait_for
@@ -209,6 +210,33 @@ class ProcessPeer(Peer):
         wait_for(lambda: _process_state(pid) not in ("T", "t"), 10.0,
                  f"{self.name} (pid {pid}) to run again on SIGCONT", describe=lambda: _process_state(pid))
 
+    def replace_binary(self, version: str | None, *, kill: bool = False, before_start=None,
+                       timeout: float = 30.0) -> None:
+        """Peer.replace_binary for a process peer: its provider finds the other release (`_install_for`, which
+        raises before anything is stopped) and takes it over (`_use_install`) between the stop and the start of
+        a restart, so the work dir, ports and configuration stay the peer's own."""
+        install = self._install_for(version)
+        self._swap = (install, before_start)
+        was = self.info.version
+        try:
+            self.restart(timeout, kill=kill)
+        finally:
+            self._swap = None
+            # for the case's record `fault` (a kill -9 is noted by restart too); also when the release did not start
+            fault_log.note("binary replaced", f"{self.role} {self.name}", was=was, now=self.info.version)
+
+    _swap = None  # (install, before_start) while replace_binary restarts the peer
+
+    def _install_for(self, version: str | None):
+        """The install of release `version` (None: the pinned default) of this peer's product; PeerUnavailable where
+        there is none."""
+        raise PeerUnavailable(f"peer {self.name}: the {self.info.provider} provider of {self.info.vendor} cannot "
+                              "replace its binary in place")
+
+    def _use_install(self, install) -> None:
+        """Run `install` from the next start on (the peer is stopped)."""
+        raise NotImplementedError
+
     def restart(self, timeout: float = 30.0, *, kill: bool = False) -> None:
         """Stop (SIGTERM, or SIGKILL with `kill=True`; a paused process is continued first so that it can act
         on SIGTERM) and start again on the same ports; returns once the peer is ready again.
@@ -225,6 +253,12 @@ class ProcessPeer(Peer):
                 self.stop()
         if proc is not None and proc.stdout is not None:
             wait_for(lambda: proc.stdout.closed, 10.0, f"the log of {self.name}'s stopped process to be read")
+        if self._swap is not None:
+            install, before_start = self._swap
+            self._use_install(install)
+            how += f" on release {self.info.version}"
+            if before_start is not None:
+                before_start(self)
         self._prepare_restart()
         with self._log_lock:
             self.previous_logs = [*self.previous_logs, *self._log_lines, f"---- interop: {how}"]
@@ -330,6 +364,22 @@ class NativeQdrouterdPeer(ProcessPeer):
 
     def command(self) -> list[str]:
         return [self.binary, "-c", str(self.config_path)]
+
+    def _install_for(self, version: str | None) -> str:
+        """The binary of release `version` (a router keeps no data: its qdrouterd.conf and port are what stay)."""
+        from .qdrouterd_build import binary_for, missing
+
+        binary = binary_for(version)
+        if binary is None:
+            why = missing(version) if version else "qdrouterd is not on PATH"
+            raise PeerUnavailable(f"{self.name}: cannot put qdrouterd {version or ''} in place: {why}")
+        return binary
+
+    def _use_install(self, binary: str) -> None:
+        from .qdrouterd_build import reported_version
+
+        self.binary = binary
+        self.info = PeerInfo("qdrouterd", reported_version(binary), "native")
 
     def cleanup(self) -> None:
         super().cleanup()
