@@ -171,6 +171,23 @@ def test_the_puller_pulls_again_on_the_event_only_while_a_consumer_wants_the_que
     assert (("queue", JOBS) in side.pulls) == demand
 
 
+def test_an_event_that_overtakes_the_refusal_of_its_pull_still_gets_the_pull_tried_again():
+    """Artemis sends its events from another executor than the refused link's detach, so the event can come first
+    (seen in make test under load: the pull was never tried again and 100 messages stayed on B1)."""
+    client, server, b1, b2 = federated()
+    b2.broker.addresses = {JOBS: {"routings": {"anycast"}, "queues": [anycast(JOBS, consumer())]}}
+    side = b2.sides[0]
+    side.evaluate()
+    pull = side.pulls[("queue", JOBS)]
+    why, *_ = b1.serve(pull_of(client[0], f"{JOBS}::{JOBS}"), wire.QUEUE_RECEIVER)  # B1 refuses it...
+    assert why is not None
+    b1.added(JOBS, JOBS)
+    assert hand_events_over(client, server, b2) == 1  # ...its event reaches B2 while the pull is still open there
+    assert side.pulls == {("queue", JOBS): pull}, "the pull is still open: nothing to open yet"
+    side.link_lost(pull)  # then the refusal arrives
+    assert ("queue", JOBS) in side.pulls and side.pulls[("queue", JOBS)] is not pull, "pulled again"
+
+
 def test_the_dialling_side_pulls_by_its_local_policies_only_once_its_event_receiver_is_answered():
     """Else the other broker (Artemis registers a watch only when it has an event sender) could refuse a pull with
     nowhere to send the event, and the pull would never be tried again."""

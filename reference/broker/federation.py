@@ -125,6 +125,10 @@ class Side:
         # limit of the refused pull (-1 none; None: not known): when one comes into being here, the other broker
         # is told once, and pulls again if it still has demand
         self.watches: dict[tuple[str, str], int | None] = {}
+        # Pulls the other broker said are servable now while they were still open here: its event can overtake the
+        # detach that refused the pull (Artemis sends events from another executor than the link's), and a pull
+        # still open when the event comes would otherwise never be tried again once that detach arrives
+        self.told: set[tuple[str, str]] = set()
         self._event_tags = itertools.count()
 
     def evaluate(self, only: str | None = None) -> None:
@@ -216,6 +220,7 @@ class Side:
                     self._close(key)
 
     def _close(self, key) -> None:
+        self.told.discard(key)
         link = self.pulls.pop(key)
         if link.state & Endpoint.LOCAL_ACTIVE:
             link.close()
@@ -229,6 +234,17 @@ class Side:
         for key, pull in list(self.pulls.items()):
             if pull == link:
                 del self.pulls[key]
+                if key in self.told:  # its event came before this refusal: it is there now, pull again
+                    self.told.discard(key)
+                    self.evaluate(only=getattr(link, "federation_address", None))
+
+    def event_for(self, body: dict) -> None:
+        """The other broker says a queue or address we asked for exists now: note it for a pull still open here
+        (its refusal may not have arrived yet, see `told`), then evaluate demand."""
+        for key in (("queue", body.get(wire.QUEUE_NAME)), ("address", body.get(wire.ADDRESS_NAME))):
+            if key in self.pulls:
+                self.told.add(key)
+        self.evaluate()
 
     def send_event(self, event: bytes, what: str) -> None:
         """Send an event to the other broker (pre-settled, as Artemis's events sender is), if it has an event link
@@ -442,6 +458,7 @@ class Federation:
         # processRemoteAddressAdded -> the policy manager's recover(), which makes a new consumer only while demand
         # lasts): evaluate() below opens the pull again only where a consumer here still wants it. No timer: a pull
         # is retried when, and only when, the other broker says that what it asked for is there.
+        body: dict = {}
         try:
             event, body = wire.read_event(data)
             log.info("Federation event %s %s on %r: demand is evaluated again", event, body, link.name)
@@ -453,7 +470,7 @@ class Federation:
             link.flow(CONTROL_CREDIT - link.credit)
         side = self.side_of(link.connection)
         if side is not None:
-            side.evaluate()
+            side.event_for(body if isinstance(body, dict) else {})
 
     # serving another broker's pulls ------------------------------------------------------------------------------
 
