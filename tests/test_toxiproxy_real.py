@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import random
 import re
 import socket
 import threading
@@ -28,7 +27,7 @@ import pytest
 from harness.faults import FaultProxyUnavailable, start_fault_proxy
 from harness.faults.links import LinkProxies
 from harness.faults.toxiproxy_server import VERSION
-from harness.ports import free_port
+from harness.ports import free_port, release_ports
 from harness.wait import wait_for
 
 IO_TIMEOUT = 5.0
@@ -153,6 +152,18 @@ def round_trip(port: int, message: bytes = b"ping", expect: bytes | None = None)
         return time.monotonic() - t0
 
 
+def quickest_round_trip(port: int, message: bytes = b"ping", expect: bytes | None = None) -> float:
+    """The quickest of round trips (each on a fresh connection), made until one is under QUICK or IO_TIMEOUT passed.
+
+    How "no latency toxic in the way" is shown: the toxic makes every round trip take LATENCY_MS or more on any
+    machine, so one quicker round trip proves it gone, whereas a loaded machine can stall any single one."""
+    deadline = time.monotonic() + IO_TIMEOUT
+    quickest = round_trip(port, message, expect)
+    while quickest >= QUICK and time.monotonic() < deadline:
+        quickest = min(quickest, round_trip(port, message, expect))
+    return quickest
+
+
 def refused(port: int) -> bool:
     try:
         socket.create_connection(("127.0.0.1", port), timeout=IO_TIMEOUT).close()
@@ -175,19 +186,19 @@ def test_the_python_client_drives_both_servers_alike(server, echoes):
     echo = echoes()
     proxy = client.create(upstream=f"127.0.0.1:{echo.port}", name="py", listen=f"127.0.0.1:{free_port()}")
     port = int(proxy.listen.rsplit(":", 1)[1])
-    assert round_trip(port) < QUICK
+    assert quickest_round_trip(port) < QUICK
 
     proxy.add_toxic(name="slow", type="latency", stream="downstream", attributes={"latency": LATENCY_MS})
     assert list(proxy.toxics()) == ["slow"] and proxy.get_toxic("slow").attributes["latency"] == LATENCY_MS
     assert round_trip(port) >= LATENCY_MS / 1000 * 0.9
     proxy.destroy_toxic("slow")
-    assert round_trip(port) < QUICK
+    assert quickest_round_trip(port) < QUICK
 
     proxy.disable()
     assert client.get_proxy("py").enabled is False
     assert refused(port)
     proxy.enable()
-    assert round_trip(port) < QUICK
+    assert quickest_round_trip(port) < QUICK
     client.destroy(proxy)
     assert client.proxies() == {}
 
@@ -196,25 +207,25 @@ def test_link_proxies_drive_both_servers_alike(server, echoes):
     links = LinkProxies(server)
     first, second = echoes(), echoes(prefix=b"2:")
     port = links.add("A->B", first.port)
-    assert round_trip(port) < QUICK
+    assert quickest_round_trip(port) < QUICK
 
     links.toxic("A->B", "latency", stream="upstream", latency=LATENCY_MS)
     assert round_trip(port) >= LATENCY_MS / 1000 * 0.9
     links.remove_toxic("A->B", "latency_upstream")
-    assert round_trip(port) < QUICK
+    assert quickest_round_trip(port) < QUICK
 
     links.set_enabled("A->B", False)
     assert refused(port)
     links.set_enabled("A->B", True)
-    assert round_trip(port) < QUICK
+    assert quickest_round_trip(port) < QUICK
 
     assert links.retarget("A->B", second.port) == port  # same port to dial, new listener behind it
-    assert round_trip(port, b"x", expect=b"2:x") < QUICK
+    assert quickest_round_trip(port, b"x", expect=b"2:x") < QUICK
 
     links.toxic("A->B", "timeout", stream="downstream", timeout=0)
     links.set_enabled("A->B", False)
     links.reset()  # every link enabled again, every toxic removed
-    assert round_trip(port, b"y", expect=b"2:y") < QUICK
+    assert quickest_round_trip(port, b"y", expect=b"2:y") < QUICK
     assert call(server, "GET", "/proxies/A-%3EB/toxics")[:2] == (200, [])
 
 
@@ -547,33 +558,27 @@ def differences(ours, theirs, path: str = "") -> list[str]:
 
 
 def fixed_ports(n: int) -> tuple[int, ...]:
-    """`n` distinct ports free now and below the kernel's ephemeral range, so that no listen of ':0' (by either
-    server) can be given one of them: normalized() tells a fixed port from a kernel-picked one by its number, and
-    a free_port() (itself ephemeral) once came back from toxiproxy-server's ':0' and failed the comparison."""
-    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-        low = int(f.read().split()[0])
-    found: list[int] = []
-    for port in random.sample(range(max(1024, low - 10_000), low), 200):
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        found.append(port)
-        if len(found) == n:
-            return tuple(found)
-    raise AssertionError(f"no {n} free ports below {low}")
+    """`n` distinct ports below the kernel's ephemeral range, so that no listen of ':0' (by either server) can be
+    given one of them: normalized() tells a fixed port from a kernel-picked one by its number. Reserved across
+    harness processes (harness.ports) until released: each server binds them in its turn and frees them between
+    the turns, and a port only seen free once was taken by someone in that gap (the real server's PATCH to it
+    failed 'address already in use', 1 of 20 loaded runs beside other pytest sessions; harness processes pick
+    their peers' ports from this same range, and now skip a reserved one)."""
+    return tuple(free_port(held=True) for _ in range(n))
 
 
 def test_the_api_contract_field_by_field(real, ours):
     ports = fixed_ports(3)
     answers = {}
-    for handle in (ours, real):  # one after the other: the fixed ports are free again when the first is cleared
-        _clear(handle)
-        answers[handle.kind] = [call(handle, method, path, None if isinstance(body, bytes) else body,
-                                     body if isinstance(body, bytes) else None)
-                                for method, path, body in contract_calls(*ports)]
-        _clear(handle)
+    try:
+        for handle in (ours, real):  # one after the other: the fixed ports are free again when the first is cleared
+            _clear(handle)
+            answers[handle.kind] = [call(handle, method, path, None if isinstance(body, bytes) else body,
+                                         body if isinstance(body, bytes) else None)
+                                    for method, path, body in contract_calls(*ports)]
+            _clear(handle)
+    finally:
+        release_ports(*ports)
     report = []
     for (method, path, body), mine, theirs in zip(contract_calls(*ports), answers["harness"], answers["toxiproxy"],
                                                   strict=True):
