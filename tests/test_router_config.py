@@ -393,6 +393,10 @@ ERRORS = [
     ("log {\n  module: TCP_ADAPTOR\n}\n", 2, "log: 'module' must be one of ROUTER, "),
     ("log {\n  module: DEFAULT\n  enable: loud+\n}\n", 3, "log: 'enable' must be levels of none, trace"),
     ("listener {\n  role: inter-router\n}\n", 2, "listener: role 'inter-router' needs router mode interior"),
+    # the router section after the listeners: qdrouterd's agent adds the router first and checks each (make run's
+    # configuration differential, seed 538119116: the last listener was a normal one, so the order hid it)
+    ("listener {\n  role: inter-router\n}\nlistener {\n  port: 1\n}\nrouter {\n  mode: standalone\n}\n", 2,
+     "listener: role 'inter-router' needs router mode interior"),
     ("router {\n  mode: edge\n}\nlistener {\n  role: edge\n}\n", 5, "listener: role 'edge' needs router mode"),
     # address semantics
     ("\naddress {\n  distribution: multicast\n}\n", 2, "address: one of 'prefix' or 'pattern' is required"),

@@ -812,6 +812,25 @@ def _role_line(seen: list[_Section]) -> int:
 def _check_agent(sections: list[_Section], path: str) -> None:
     """What qdrouterd's management agent checks as it creates each entity (agent.py of 1.19)."""
     router = next(s for s in sections if s.name == "router")
+    # The agent creates the router first and then each listener and connector, and QdSchema.validate_add checks
+    # the one just added against the router's mode: every one is checked, wherever the router section stands in
+    # the file (a file with the router after an inter-router listener passes validate_all, then this refuses it:
+    # found by the configuration differential, make run of 2026-12-07, seed 538119116).
+    mode = router.validated.get("mode", "standalone")
+    for section in sections:
+        if section.name not in ("listener", "connector"):
+            continue
+        role = section.validated.get("role", "normal")
+        where = section.lines.get("role", section.line)
+        if mode == "standalone" and role in ("inter-router", "edge"):
+            raise ConfigError(path, where, f"{section.name}: role '{role}' needs router mode interior (a standalone "
+                              "router connects to no other router)")
+        if mode != "interior" and role == "inter-router":
+            raise ConfigError(path, where, f"{section.name}: role 'inter-router' needs router mode interior (mode "
+                              f"is {mode})")
+        if mode == "edge" and role == "edge" and section.name == "listener":
+            raise ConfigError(path, where, "listener: role 'edge' needs router mode interior (edge routers connect "
+                              "to interior routers only)")
     router_id = router.validated.get("id")
     for ch in router_id or "":
         if unicodedata.category(ch)[0] in "CZ":
