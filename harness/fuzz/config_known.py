@@ -105,6 +105,10 @@ KNOWN: tuple[Known, ...] = (
     _broker("no-amqp-acceptor", r"does not include AMQP, and no other acceptor does",
             "deliberate: the reference broker serves AMQP only; a file whose acceptors all exclude AMQP would "
             "start a broker no client of it can reach, and is refused; Artemis serves the other protocols"),
+    _broker("in-vm-acceptor", r"expected tcp://HOST:PORT\?protocols=AMQP, got 'vm://",
+            "deliberate: Artemis starts a vm:// acceptor, which only clients inside its own JVM can use; the "
+            "reference serves AMQP over TCP only and refuses it at its line (make run of 2026-12-07, seed "
+            "914143491: three files, each with a vm:// acceptor)"),
     _broker("unknown-acceptor-parameter", r"acceptor '.*': unknown parameter",
             "deliberate: Artemis ignores an acceptor URL parameter it does not know (a typo is silently lost); "
             "the reference refuses it, since it cannot tell whether it would change behaviour"),
