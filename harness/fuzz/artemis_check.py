@@ -27,7 +27,7 @@ import zipfile
 from pathlib import Path
 
 from .config_judges import Verdict, verdict_of
-from .startwatch import watch
+from .startwatch import run_and_watch
 
 SOURCE = Path(__file__).resolve().parent / "artemis_config_check" / "ArtemisConfigCheck.java"
 ACTIVATION_MS = 3000  # a backup never activates: after this it counts as accepted (artemis run keeps running it)
@@ -169,17 +169,8 @@ class ArtemisJudge:
             shutil.copy(path, work / "etc" / "broker.xml")
             env = _artemis_env(self.install)
             env["JAVA_ARGS_APPEND"] = " ".join(JAVA_OPTIONS)
-            proc = subprocess.Popen([str(work / "bin" / "artemis"), "run"], cwd=work, env=env,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-            try:
-                start = watch(proc.stdout.fileno(), proc.poll, proc.send_signal,
-                              lambda text: "AMQ221007" in text, deadline_s, stop_s=30.0)
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                proc.wait()
-                proc.stdout.close()
+            start = run_and_watch([str(work / "bin" / "artemis"), "run"], lambda text: "AMQ221007" in text,
+                                  deadline_s, stop_s=30.0, cwd=work, env=env)
             return verdict_of(start, _artemis_refusal)
         finally:
             shutil.rmtree(work, ignore_errors=True)

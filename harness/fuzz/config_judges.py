@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .startwatch import Start, watch
+from .startwatch import Start, run_and_watch
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 3.0  # a start that neither logs ready nor exits by then counts as accepted (running)
@@ -155,15 +155,7 @@ class QdrouterdJudge:
         return not fatal
 
     def judge(self, path: Path) -> Verdict:
-        proc = subprocess.Popen([self.binary, "-c", str(path)], cwd=path.parent, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            start = watch(proc.stdout.fileno(), proc.poll, proc.send_signal, self.ready, self.deadline_s)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            proc.stdout.close()
+        start = run_and_watch([self.binary, "-c", str(path)], self.ready, self.deadline_s, cwd=path.parent)
         return verdict_of(start, _qdrouterd_refusal)
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -110,3 +111,18 @@ def _stop(poll: Callable[[], int | None], signal_: Callable[[int], None], stop_s
             signal_(signal.SIGKILL)
             end = float("inf")
         time.sleep(0.002)
+
+
+def run_and_watch(argv: list[str], ready: Callable[[str], bool], deadline_s: float, stop_s: float = 5.0,
+                  **popen) -> Start:
+    """Start `argv` (its own session, stdin closed, output merged), `watch` it, and reap it whatever happened: the
+    one way the config judges start a product on a file (`popen`: cwd, env)."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, **popen)
+    try:
+        return watch(proc.stdout.fileno(), proc.poll, proc.send_signal, ready, deadline_s, stop_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
