@@ -91,14 +91,16 @@ class Break:
         return role == self.role and self.vendor in (None, vendor, parse_choice(vendor).vendor)
 
 
-def parse_break(text: str, where: str = "--break") -> Break:
-    """`[ROLE[=VENDOR]:]FAULT`; the role defaults to the fault's own."""
+def parse_break(text: str, where: str = "--break", faults: dict | None = None, of: str = "") -> Break:
+    """`[ROLE[=VENDOR]:]FAULT`; the role defaults to the fault's own. `faults`: another table of faults that each
+    name their `role` (interop fuzz --configs has its own: harness/fuzz/config_breaks.py), `of` what it is for."""
+    faults = CONFIG_FAULTS if faults is None else faults
     value = str(text).strip()
     target, sep, fault = value.rpartition(":")
-    known = ", ".join(CONFIG_FAULTS)
-    spec = CONFIG_FAULTS.get(fault)
+    known = ", ".join(faults)
+    spec = faults.get(fault)
     if spec is None:
-        raise BreakError(f"{where} {value}: unknown fault {fault!r} (expected one of: {known})")
+        raise BreakError(f"{where} {value}: unknown fault {fault!r}{of} (expected one of: {known})")
     role, _, vendor_name = target.partition("=")
     role, vendor_name = role.strip() or spec.role, vendor_name.strip() or None
     if sep and not target.strip():

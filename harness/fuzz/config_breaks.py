@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..breaks import Break, BreakError
+from ..breaks import Break, parse_break
 
 
 @dataclass(frozen=True)
@@ -59,19 +59,7 @@ FILE_FAULTS: dict[str, FileFault] = {f.name: f for f in (
 
 def parse_file_break(text: str) -> Break:
     """`[ROLE[=VENDOR]:]FAULT` naming one of FILE_FAULTS; BreakError (one line) otherwise."""
-    value = str(text).strip()
-    target, sep, fault = value.rpartition(":")
-    spec = FILE_FAULTS.get(fault)
-    if spec is None:
-        raise BreakError(f"--break {value}: unknown fault {fault!r} for --configs (expected one of: "
-                         f"{', '.join(FILE_FAULTS)})")
-    role, _, vendor = target.partition("=")
-    role, vendor = role.strip() or spec.role, vendor.strip() or None
-    if sep and not target.strip():
-        raise BreakError(f"--break {value}: expected [ROLE[=VENDOR]:]FAULT, e.g. router=reference:{fault}")
-    if role != spec.role:
-        raise BreakError(f"--break {value}: fault {fault} breaks a {spec.role}, not a {role}")
-    return Break(role, vendor, fault)
+    return parse_break(text, faults=FILE_FAULTS, of=" for --configs")
 
 
 def rewrite_for(text: str, role: str, vendor: str, breaks: list[Break]) -> str:
