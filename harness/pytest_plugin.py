@@ -45,6 +45,7 @@ from .peers.base import PeerUnavailable
 from .peers.launch import RunningTopology, start_topology, stop_all
 from .peers import vendors
 from .peers.vendors import vendor
+from .peers.versions import chosen_version
 from .results import RUN_ID_ENV, ResultWriter, default_results_dir, host_facts, make_record, new_run_id
 from .topology import ROLES, TOPOLOGIES_DIR, load_topology
 
@@ -335,9 +336,13 @@ def _load_expected(choices: dict[str, str]) -> dict[str, Expected]:
     healthy product instead of failing as victims of this one. The files of the
     client stacks (client-<stack>.yaml) are read whatever the peers. An entry with
     `peers: {ROLE: VENDOR, ...}` applies only when those roles are played by those vendors: a difference that
-    shows only in front of one product (qdrouterd's link routes to RabbitMQ, say) is not expected elsewhere."""
+    shows only in front of one product (qdrouterd's link routes to RabbitMQ, say) is not expected elsewhere. An entry
+    with `versions: SPECIFIERS` (PEP 440: `<2.40.0`, `>=1.18,<1.19`) applies only to the releases of its vendor it
+    names: a difference one release has and another has not (harness/peers/versions.py `chosen_version`; a session
+    whose release cannot be told is not expected to differ)."""
     expected: dict[str, Expected] = {}
     vendors = {role: vendor(n, role).vendor for role, n in choices.items()}
+    releases = {vendors[role]: chosen_version(n) for role, n in choices.items()}
     # A client stack's differences (suites/expected/client-<stack>.yaml) name cases whose ids carry the stack (the
     # type suite's `python-to-rhea`), so every stack's file is read: an entry matches only its own cases.
     for name in [*sorted(set(vendors.values())), *(f"client-{stack}" for stack in STACKS)]:
@@ -358,10 +363,28 @@ def _load_expected(choices: dict[str, str]) -> dict[str, Expected]:
             hung = entry.get("leaves_peer_hung", False)
             if not isinstance(hung, bool):
                 raise pytest.UsageError(f"{path}: cases[{i}].leaves_peer_hung: expected true or false, got {hung!r}")
+            within = _version_range(path, i, entry.get("versions"))
             if any(vendors.get(role) != v for role, v in when.items()):
+                continue
+            if within is not None and not (releases.get(name) and within.contains(releases[name], prereleases=True)):
                 continue
             expected[entry["case"]] = Expected(f"{name}: {entry['reason']}", strict, name if hung else None)
     return expected
+
+
+def _version_range(path: Path, index: int, text):
+    """An entry's `versions` as a SpecifierSet (None without one); a UsageError naming the entry for a bad one."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if text is None:
+        return None
+    try:
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidSpecifier(repr(text))
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        raise pytest.UsageError(f"{path}: cases[{index}].versions: expected PEP 440 version specifiers such as "
+                                f"'<2.40.0' or '>=1.18,<1.19', got {text!r}") from None
 
 
 def pytest_collection_modifyitems(config, items):

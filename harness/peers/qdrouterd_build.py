@@ -94,4 +94,11 @@ def build(version: str, say) -> None:
 
 
 # previous: the release before the 1.19.0 that `make qdrouterd` builds as the plain `qdrouterd`
-VERSIONS = Versions("qdrouterd", None, missing, cannot_build, build, previous="1.18.0")
+def installed() -> str | None:
+    """The version of the plain `qdrouterd` on PATH (what a choice without a version runs), None without one."""
+    plain = binary_for(None)
+    said = None if plain is None else reported_version(plain)
+    return None if said == "unknown" else said
+
+
+VERSIONS = Versions("qdrouterd", None, missing, cannot_build, build, previous="1.18.0", installed=installed)

@@ -48,6 +48,23 @@ class Versions:
     # The release before the pinned one that runs here: what an upgrade moves from. The version cells
     # (tests/products.yaml, matrix.yaml) and the mixed-version pairings of the suites (previous_choice) use it.
     previous: str | None = None
+    # The version a choice without one runs where none is pinned (`default` None): what the installed binary says.
+    installed: Callable[[], str | None] | None = None
+
+
+def chosen_version(name: str) -> str | None:
+    """The release a choice runs: the version it names, else its product's pinned default, else what the installed
+    binary reports; None for a product in one version (the reference, RabbitMQ) or a peer someone else runs, where
+    the choice names none."""
+    choice = parse_choice(name)
+    if choice.version is not None:
+        return choice.version
+    versions = None if choice.vendor.startswith(EXTERNAL) else versions_of(choice.vendor)
+    if versions is None:
+        return None
+    if versions.default is not None:
+        return versions.default
+    return versions.installed() if versions.installed else None
 
 
 def previous_choice(name: str) -> tuple[str | None, str]:
