@@ -14,7 +14,8 @@ nothing here imports the harness. Stages:
              (target x suite), flaky (same target, version and case both passing and failing), trend
              (run x target), regressions (case outcome vs the target's previous run), durations (p50/p95),
              fault_checks, checkers, recovery (lost, duplicated, time to resume per fault), fuzz_sessions and
-             fuzz_findings (`interop fuzz` records, kept out of every other aggregate)
+             fuzz_findings (`interop fuzz` records, kept out of every other aggregate); and what changes between
+             two releases of a product, mixed-release cases and rolling upgrades (reports/versions_table.py)
 
 A "target" is the set of peers a case ran against, e.g. `router=reference` or
 `router=reference + broker=rabbitmq`: the report compares targets. Only Spark SQL functions and the DataFrame API
@@ -1342,7 +1343,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
     """Every aggregate over every run the store holds for this report (plan.current)."""
     from pyspark.sql import functions as F
 
-    from reports import store
+    from reports import store, versions_table
 
     def stored(name: str):
         return store.with_current(spark.read.schema(schemas[name]).parquet(f"{tables_dir}/{name}"), plan.current)
@@ -1387,11 +1388,16 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
     # first tables written (a count of each first would be a Spark job more, for nothing shown).
     # ... with the run folders that hold them (in the same job): the records regressions reads are then those runs'
     # files alone (a filter on the partition column), not a file of every run opened to skip its rows
-    compared_ids = latest_pairs(truns).select(F.explode(F.array("run_id", "prev_run_id")).alias("run_id"))
-    held = (stored("run_counts").select("run_folder", "run_id").join(F.broadcast(compared_ids), "run_id", "left_semi")
+    # ... and, in the same job, the runs whose records the version tables read (reports/versions_table.py)
+    versions_plan = versions_table.plan(fine_cases, runs)
+    compared_ids = (latest_pairs(truns).select(F.explode(F.array("run_id", "prev_run_id")).alias("run_id"))
+                    .withColumn("why", F.lit("regressions"))
+                    .unionByName(versions_plan.needed_runs().withColumn("why", F.lit("versions"))))
+    held = (stored("run_counts").select("run_folder", "run_id").join(F.broadcast(compared_ids), "run_id")
             .distinct().collect())
-    compared = sorted({r["run_id"] for r in held})
-    compared_folders = sorted({r["run_folder"] for r in held})
+    compared = sorted({r["run_id"] for r in held if r["why"] == "regressions"})
+    compared_folders = sorted({r["run_folder"] for r in held if r["why"] == "regressions"})
+    version_folders = sorted({r["run_folder"] for r in held if r["why"] == "versions"})
     flaky_cases = flaky_state(spark, tables_dir, plan, records, versions, log, here)
     t = stage("shared aggregates (from the per-run counts)", t)
 
@@ -1412,6 +1418,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
         "type_interop": type_interop(small("run_types"), truns),
         "network": network(small("run_network"), truns),
         "mutation": mutation(small("run_mutation"), runs),
+        **versions_table.tables(versions_plan, records.where(is_case() & F.col("run_folder").isin(*version_folders))),
     }
     tables["fault_checks"], tables["checkers"] = fault_checks(fine_cases)
     data = _write_and_collect(tables, rejects, tables_dir, timings, log, here=here)
@@ -1420,6 +1427,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
                        "rejects": data["reject_count"][0]["n"],
                        "files": len(plan.current), "runs": len(data["runs"])}]
     # dependents first: uncaching a base would re-cache what was built on it
+    versions_plan.unpersist()
     for df in (flaky_cases, conformance_cells, fuzz, truns, runs, versions, cubed, cached_fine):
         df.unpersist()
     tables["records"], tables["rejects"] = records, rejects
@@ -1438,6 +1446,8 @@ FIRST_TABLES = ("conformance", "fuzz_sessions")
 
 def _report_order() -> dict[str, tuple[list[str], int | None]]:
     """Table -> (sort order, row limit) of the rows the HTML report shows; `-name` sorts descending."""
+    from reports import versions_table
+
     return {
         "runs": (["run_index"], None),
         "conformance": (["clause", "target"], None),
@@ -1456,6 +1466,7 @@ def _report_order() -> dict[str, tuple[list[str], int | None]]:
         "network": (["case", "target"], None),
         "mutation": (["group"], None),
         "findings": (["target", "clause", "outcome", "case"], FINDINGS_LISTED),
+        **versions_table.REPORT_ORDER,
     }
 
 

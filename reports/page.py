@@ -280,6 +280,12 @@ tr:target{outline:2px solid #1565c0}
 code,.mono{font-family:ui-monospace,monospace;font-size:12px}
 .note{background:#fff8e1;border-left:4px solid #ef6c00;padding:6px 10px;margin:8px 0}
 details{margin:6px 0}summary{cursor:pointer;color:#1565c0}
+h3 small{font-weight:400;color:#666}.version-summary{font-weight:600}
+table.version-changes .evidence{display:inline-block;max-width:360px;white-space:pre-wrap}
+table.upgrades{font-size:12px}table.upgrades .evidence{display:inline-block;max-width:240px;white-space:pre-wrap}
+table.upgrades td.case{max-width:300px;word-break:break-all}
+table.upgrades td.moved{white-space:nowrap}
+table.upgrades tr.step td{color:#555;background:#fafafa;border-top-style:dashed}
 """
 
 
@@ -402,6 +408,12 @@ def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict
 
     out.append(network(data.get("network", [])))
     out.append(recovery(data["recovery"]))
+    # what changes if I upgrade: two releases of a product side by side, mixed releases, rolling upgrades
+    from reports import versions_page
+
+    out.append(versions_page.versions(data.get("version_pairs", []), data.get("version_changes", []),
+                                      data.get("mixed_releases", [])))
+    out.append(versions_page.upgrades(data.get("upgrades", [])))
 
     out.append(fuzzing(data["fuzz_sessions"], data["fuzz_findings"]))
     out.append(type_interop(data.get("type_interop", [])))

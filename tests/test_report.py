@@ -514,7 +514,8 @@ def test_parquet_tables_are_written(known):
             "run_network", "run_mutation", "run_findings", "manifest", "flaky_state", "runs", "conformance",
             "findings", "pass_rate", "flaky",
             "benchmarks", "type_interop", "network", "mutation", "trend", "regressions", "durations", "fault_checks",
-            "checkers", "recovery", "fuzz_sessions", "fuzz_findings"} == names
+            "checkers", "recovery", "fuzz_sessions", "fuzz_findings",
+            "version_pairs", "version_changes", "mixed_releases", "upgrades"} == names
     # one partition folder per run and kind of line
     assert sorted(p.name for p in (out / "tables" / "lines" / "run_folder=run-3").iterdir()) == \
         ["kind=records", "kind=rejects"]
