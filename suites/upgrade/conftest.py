@@ -1,5 +1,6 @@
 """Helpers of the rolling-upgrade suite: which releases a step moves between, steady durable traffic on the
-upgrade-broker topology's three queues, and the data directory's checksums.
+upgrade topologies' three queues (upgrade-broker, upgrade-mirror, upgrade-network), the checkers over generations,
+and the data directory's checksums.
 
 Traffic runs in generations. A generation is one producer and (on a live queue) one consumer per queue, each on a
 connection of its own; the step (a stop or a kill -9, the other release put in place, a start) ends every
@@ -12,9 +13,12 @@ from __future__ import annotations
 import hashlib
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 
 import pytest
 
+from harness import checkers
+from harness.peers.base import PeerUnavailable
 from harness.peers.vendors import parse_choice
 from harness.peers.versions import previous_choice
 from harness.pytest_plugin import NOT_APPLICABLE
@@ -30,6 +34,7 @@ QUEUED = 2000  # messages handed to each producer before the step: far more than
 BEFORE = 100  # accepted messages per producer before the step is taken
 AFTER = 100  # messages per producer after the step
 WAIT = 60.0  # deadline for what the broker does once it runs: accept, deliver, settle
+STOPS = {"graceful": False, "kill-9": True}  # a step's stop kind -> Peer.replace_binary's kill
 
 
 def releases(interop, role: str = "broker") -> tuple[str, str | None]:
@@ -45,17 +50,31 @@ def releases(interop, role: str = "broker") -> tuple[str, str | None]:
 
 @pytest.fixture
 def upgrade_topology(topology, request):
-    """`upgrade_topology(vendors=None)` -> the upgrade-broker topology, started anew for the next case that asks: the
-    case leaves its node on another release than the one it was started with (after the case, the node is put in
-    the topology's `silent`, which makes the plugin replace the topology before its next use)."""
+    """`upgrade_topology(vendors=None, name="upgrade-broker")` -> that topology, started anew for the next case that
+    asks: the case leaves its nodes on other releases than the ones they were started with (after the case, every
+    node is put in the topology's `silent`, which makes the plugin replace the topology before its next use)."""
     started = []
 
-    def get(vendors=None):
-        started.append(topology(TOPOLOGY, vendors=vendors))
+    def get(vendors=None, name: str = TOPOLOGY):
+        started.append(topology(name, vendors=vendors))
         return started[-1]
     yield get
     for running in started:
-        running.silent[NODE] = f"its release was replaced in place by {request.node.name}"
+        running.silent.update(dict.fromkeys(running.topology.nodes,
+                                            f"its release was replaced in place by {request.node.name}"))
+
+
+def replace_or_skip(peer, version: str | None, stop: str, before_start=None) -> None:
+    """Peer.replace_binary with the stop kind of STOPS; skipped where the provider cannot replace a binary."""
+    try:
+        peer.replace_binary(version, kill=STOPS[stop], before_start=before_start)
+    except PeerUnavailable as exc:
+        pytest.skip(f"cannot upgrade {peer.name} in place: {exc}")
+
+
+def depths(peer, queues=QUEUES) -> dict[str, int]:
+    """queue -> its depth on `peer` (a provider with a queue view)."""
+    return {q: peer.queue_stats(q)["depth"] for q in queues}
 
 
 def checksums(folder) -> dict[str, str]:
@@ -79,18 +98,22 @@ class Generation:
                 for q, p in self.producers.items()}
 
 
-def start_generation(clients, broker, tag: str, *, consumers_on=LIVE, send: int = QUEUED) -> Generation:
-    """Consumers on `consumers_on` first, then a durable producer on every queue handed `send` messages."""
+def start_generation(clients, broker, tag: str, *, consumers_on=LIVE, send: int = QUEUED, producers_on=QUEUES,
+                     consumers_at=None) -> Generation:
+    """Consumers on `consumers_on` first (at `consumers_at`, else at `broker`), then a durable producer at `broker` on
+    each of `producers_on`, handed `send` messages."""
     gen = Generation()
+    at = consumers_at or broker
     for queue in consumers_on:
-        conn = clients.connect(broker.url)
-        gen.consumers[queue] = conn.receiver(broker.wire_address(queue), f"rcv-{tag}-{queue}-{_unique()}",
+        conn = clients.connect(at.url)
+        gen.consumers[queue] = conn.receiver(at.wire_address(queue), f"rcv-{tag}-{queue}-{_unique()}",
                                              credit=50, durable=True)
-    for queue in QUEUES:
+    for queue in producers_on:
         conn = clients.connect(broker.url)
         snd = conn.sender(broker.wire_address(queue), f"snd-{tag}-{queue}-{_unique()}", durable=True,
                           window=WINDOW)
-        snd.send(send, durable=True)
+        if send:
+            snd.send(send, durable=True)
         gen.producers[queue] = snd
     return gen
 
@@ -151,20 +174,20 @@ class Redeliveries:
                 "unexplained_ids": self.unexplained_ids}
 
 
-def wait_drained(broker, gens: list[Generation], timeout: float = WAIT) -> None:
-    """Until the broker holds nothing on the three queues (every message delivered and acknowledged: no further
-    copy can come), or, where the provider has no queue view, a round trip on each consumer's connection."""
+def wait_drained(broker, gens: list[Generation], timeout: float = WAIT, queues=QUEUES) -> None:
+    """Until the broker holds nothing on `queues` (every message delivered and acknowledged: no further copy can
+    come), or, where the provider has no queue view, a round trip on each consumer's connection."""
     try:
-        broker.queue_stats(QUEUES[0])
+        broker.queue_stats(queues[0])
     except NotImplementedError:
         for g in gens:
             for consumer in g.consumers.values():
                 if not consumer.detached.is_set():
                     consumer.conn.sync()
         return
-    wait_for(lambda: all(broker.queue_stats(q)["depth"] == 0 for q in QUEUES), timeout,
-             f"{', '.join(QUEUES)} to be empty on {broker.name}",
-             describe=lambda: str({q: broker.queue_stats(q)["depth"] for q in QUEUES}))
+    wait_for(lambda: all(broker.queue_stats(q)["depth"] == 0 for q in queues), timeout,
+             f"{', '.join(queues)} to be empty on {broker.name}",
+             describe=lambda: str({q: broker.queue_stats(q)["depth"] for q in queues}))
 
 
 def redeliveries_across(before: list, after: list) -> Redeliveries:
@@ -178,3 +201,30 @@ def redeliveries_across(before: list, after: list) -> Redeliveries:
     unexplained = sorted(k for k, c in duplicated.items() if c != [1, 1])
     return Redeliveries(not unexplained, len(duplicated) - len(unexplained), len(unexplained),
                         [list(k) for k in unexplained[:10]])
+
+
+def judge(clients, gens: list[Generation], details, *, before, after, allow_duplicates: bool) -> checkers.Verdict:
+    """Lost, duplicated (and whether each duplicate is a redelivery across the step: a copy at a receiver of
+    `before` and one at a receiver of `after`) and each producer's order, over every generation's producers and
+    consumers; the counts go into `details`."""
+    producers = [p.name for g in gens for p in g.producers.values()]
+    receivers = [r.name for g in gens for r in g.consumers.values()]
+    return checkers.compose(
+        clients.history,
+        total_queue=partial(checkers.total_queue, producer=producers, receivers=receivers,
+                            allow_duplicates=allow_duplicates),
+        ordering=partial(checkers.ordering, producer=producers, receivers=receivers,
+                         allow_redeliveries=allow_duplicates),
+        redeliveries=redeliveries_across(list(before), list(after)),
+    ).fill(details, "lost", "duplicated")
+
+
+def step_row(clients, node: str, peer, producers: list[Generation], gens: list[Generation], **figures) -> dict:
+    """A step's row in details.steps: the node, the release it runs now, the figures, and lost and duplicated over
+    the messages of the step's `producers` (the generations that sent while it was taken or after it) at every
+    consumer of `gens`."""
+    verdict = checkers.total_queue(clients.history, producer=[p.name for g in producers for p in g.producers.values()],
+                                   receivers=[r.name for g in gens for r in g.consumers.values()],
+                                   allow_duplicates=True)
+    return {"node": node, "to_version": peer.info.version, **figures, "lost": verdict.lost,
+            "duplicated": verdict.duplicated}

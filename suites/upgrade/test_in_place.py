@@ -18,7 +18,6 @@ then starts on it again and serves every message (not-applicable where the previ
 """
 
 import time
-from functools import partial
 
 import pytest
 
@@ -28,27 +27,16 @@ from harness.pytest_plugin import NOT_APPLICABLE
 from harness.wait import wait_for
 
 from ..conftest import PREVIOUS, mixed_releases
-from .conftest import (AFTER, LIVE, NODE, QUEUES, STORED, TOPOLOGY, WAIT, checksums, redeliveries_across, releases,
+from .conftest import (AFTER, LIVE, NODE, QUEUES, STOPS, STORED, TOPOLOGY, WAIT, checksums, judge, releases,
                        start_generation, wait_delivered, wait_drained, wait_running)
 
-STOPS = {"graceful": False, "kill-9": True}  # stop kind -> replace_binary's kill
 DOWNGRADE_SENT = 100  # durable messages per queue before the downgrade
 
 
 def _judge(clients, gens, details, *, allow_duplicates: bool) -> checkers.Verdict:
-    """Lost, duplicated (and whether each duplicate is a redelivery across the step) and each producer's order, over
-    every generation's producers and consumers."""
-    producers = [p.name for g in gens for p in g.producers.values()]
-    receivers = [r.name for g in gens for r in g.consumers.values()]
-    return checkers.compose(
-        clients.history,
-        total_queue=partial(checkers.total_queue, producer=producers, receivers=receivers,
-                            allow_duplicates=allow_duplicates),
-        ordering=partial(checkers.ordering, producer=producers, receivers=receivers,
-                         allow_redeliveries=allow_duplicates),
-        redeliveries=redeliveries_across(list(gens[0].consumers.values()),
-                                         [r for g in gens[1:] for r in g.consumers.values()]),
-    ).fill(details, "lost", "duplicated")
+    """conftest.judge with the first generation's consumers before the step and the others' after it."""
+    return judge(clients, gens, details, before=gens[0].consumers.values(),
+                 after=[r for g in gens[1:] for r in g.consumers.values()], allow_duplicates=allow_duplicates)
 
 
 @pytest.mark.spec("UPGRADE-ROLLING-1")

@@ -24,11 +24,10 @@ from harness.peers.base import PeerUnavailable
 from harness.wait import wait_for
 
 from ..conftest import PREVIOUS, mixed_releases
-from .conftest import QUEUES, WAIT, WINDOW, releases
+from .conftest import QUEUES, STOPS, WAIT, WINDOW, releases
 
 TOPOLOGY = "upgrade-mesh-broker"
 ROUTERS = ("R1", "R2", "R3")
-STOPS = {"graceful": False, "kill-9": True}
 PER_STEP = 200  # durable messages per producer in each router's step
 AT_STEP = 30  # outcomes each producer has had when the step is taken
 
