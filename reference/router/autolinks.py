@@ -19,6 +19,7 @@ import logging
 
 from proton import Endpoint
 
+from ..links import links_of
 from .config import AutoLink
 from .keys import FALLBACK, PHASE1
 
@@ -30,7 +31,30 @@ REATTACH_DELAY_S = 0.1
 class AutoLinks:
     def __init__(self, router, configs: list[AutoLink]):
         self.router = router
-        self.configs = configs
+        self.configs = list(configs)  # management may add and remove some (live configuration)
+
+    def add(self, config: AutoLink, connections) -> None:
+        """An autolink created through management: attached now on the connection it names, if that is up."""
+        self.configs.append(config)
+        for conn in connections:
+            if self._names(config, conn):
+                self._attach(config, conn)
+
+    def remove(self, config: AutoLink, connections) -> list:
+        """An autolink deleted through management: its links, for the router to drop and detach."""
+        self.configs.remove(config)
+        return [link for conn in connections for link in links_of(conn)
+                if getattr(link, "router_autolink", None) is config]
+
+    def link_of(self, config: AutoLink):
+        """The autolink's link while it is attached and routing (None otherwise)."""
+        for conn in self.router.open_connections():
+            for link in links_of(conn):
+                if getattr(link, "router_autolink", None) is config and link.state & Endpoint.REMOTE_ACTIVE \
+                        and link.state & Endpoint.LOCAL_ACTIVE and (getattr(link, "router_consumer", None)
+                                                                    or getattr(link, "router_producer", None)):
+                    return link
+        return None
 
     def connection_up(self, conn) -> None:
         for config in self.configs:
@@ -93,5 +117,7 @@ class _Reattach:
         self.autolinks, self.config, self.conn = autolinks, config, conn
 
     def on_timer_task(self, _event):
+        if self.config not in self.autolinks.configs:
+            return  # deleted meanwhile
         if self.conn.state & Endpoint.LOCAL_ACTIVE and self.conn.state & Endpoint.REMOTE_ACTIVE:
             self.autolinks._attach(self.config, self.conn)

@@ -36,6 +36,7 @@ class Dialer:
     door: ConnectorDoor | None = None  # its TLS and SASL settings (reference/router/security.py)
     connection: object = None
     delay: float = FIRST_RETRY_S
+    removed: bool = False  # deleted through management: never dialled again
 
     @property
     def name(self) -> str:
@@ -47,6 +48,24 @@ class Connectors:
         self.router = router
         self.dialers = [Dialer(c, connector_door(config, c) if config is not None else None) for c in configs]
         self.container = None
+
+    def add(self, config: Connector) -> Dialer:
+        """A connector created through management: dialled now (once the router runs)."""
+        dialer = Dialer(config, connector_door(self.router.config, config))
+        self.dialers.append(dialer)
+        if self.container is not None:
+            self._dial(dialer)
+        return dialer
+
+    def remove(self, dialer: Dialer) -> None:
+        """A connector deleted through management: its connection is closed and not dialled again."""
+        dialer.removed = True
+        if dialer in self.dialers:
+            self.dialers.remove(dialer)
+        conn, dialer.connection = dialer.connection, None
+        if conn is not None and not conn.state & Endpoint.LOCAL_CLOSED:
+            conn.close()
+        log.info("Connector %r deleted", dialer.name)
 
     def start(self, container) -> None:
         self.container = container
@@ -103,7 +122,8 @@ class _Redial:
         self.connectors, self.dialer = connectors, dialer
 
     def on_timer_task(self, _event):
-        self.connectors._dial(self.dialer)
+        if not self.dialer.removed:
+            self.connectors._dial(self.dialer)
 
 
 class _OpenDeadline:

@@ -53,17 +53,34 @@ class LinkPair:
     deliveries: dict = field(default_factory=dict)  # rx delivery tag -> tx delivery, and back
     closed: bool = False
     draining: bool = False  # a drain from tx's peer was passed on to rx's peer, which has not answered it yet
+    counts: dict = field(default_factory=lambda: _zero_counts())  # management's router.link counters, both ends
+
+    def counts_of(self, link) -> dict:
+        return self.counts["rx" if link is self.rx else "tx"]
 
 
 class LinkRouter:
     def __init__(self, router, sections: list[LinkRoute]):
         self.router = router
-        self.tables = {"in": AddressTable(), "out": AddressTable()}
-        for section in sections:
-            self.tables[section.direction].add(section.match_pattern, section)
-        self.sections = sections
+        self.sections = list(sections)  # management may add and remove some (live configuration)
+        self._build_tables()
         self._tags = itertools.count(1)
         self._advertised: dict[str, AddressTable] = {"in": AddressTable(), "out": AddressTable()}
+
+    def _build_tables(self) -> None:
+        self.tables = {"in": AddressTable(), "out": AddressTable()}
+        for section in self.sections:
+            self.tables[section.direction].add(section.match_pattern, section)
+
+    def add(self, section: LinkRoute) -> None:
+        """A link route created through management: attaches that match it are routed from now on."""
+        self.sections.append(section)
+        self.tables[section.direction].add(section.match_pattern, section)
+
+    def remove(self, section: LinkRoute) -> None:
+        """A link route deleted through management: new attaches no longer match it; links routed already stay."""
+        self.sections.remove(section)
+        self._build_tables()
 
     # ---- which link routes this router can serve --------------------------------------------------------
 
@@ -240,6 +257,10 @@ class LinkRouter:
         if dlv.remote_state:  # a transfer's own state (a transactional-state): set before the frame leaves
             _copy_state(dlv, twin)
         twin.router_twin = dlv
+        for end in self.counts_pair(pair):
+            end["delivered"] += 1
+            if dlv.settled:
+                end["presettled"] += 1
         if dlv.settled:
             twin.settle()
             dlv.settle()
@@ -253,10 +274,18 @@ class LinkRouter:
             return
         if twin.remote_state:
             _copy_state(twin, dlv)
+            outcome = _OUTCOMES.get(twin.remote_state)
+            if outcome is not None and twin.settled:
+                for end in self.counts_pair(pair):
+                    end[outcome] += 1
         if twin.settled:
             dlv.settle()
             twin.settle()
             pair.deliveries.pop(dlv.tag, None)
+
+    @staticmethod
+    def counts_pair(pair: LinkPair) -> tuple[dict, dict]:
+        return pair.counts["rx"], pair.counts["tx"]
 
     # ---- detach -----------------------------------------------------------------------------------------------
 
@@ -293,6 +322,15 @@ class LinkRouter:
 
 
 _STANDARD = (Delivery.RECEIVED, Delivery.ACCEPTED, Delivery.REJECTED, Delivery.RELEASED, Delivery.MODIFIED)
+
+
+_OUTCOMES = {Delivery.ACCEPTED: "accepted", Delivery.REJECTED: "rejected", Delivery.RELEASED: "released",
+             Delivery.MODIFIED: "modified"}
+
+
+def _zero_counts() -> dict:
+    return {end: {"delivered": 0, "presettled": 0, "accepted": 0, "rejected": 0, "released": 0, "modified": 0}
+            for end in ("rx", "tx")}
 
 
 def _copy_state(source: Delivery, target: Delivery) -> None:

@@ -27,22 +27,25 @@ from __future__ import annotations
 import itertools
 import logging
 import secrets
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
 from proton import Condition, Delivery, Endpoint, Link, Message, Terminus, symbol
 
 from ..links import ServedConnections, links_of, read_message, refuse, terminus_symbols
+from ..security import authenticated_user, peer_certificate_cn
 from ..peek import annotation_keys, annotations, encode_annotations, replace_section, routing_view, with_annotations
 from . import raw
 from .addressing import AddressTable
-from .config import AddressSection, RouterConfig
+from .config import AddressSection, AutoLink, Connector, LinkRoute, Listener, RouterConfig
 from .connectors import Connectors
 from .distribution import BALANCED, MULTICAST, RoundRobin, pick_anycast
 from .autolinks import AutoLinks
 from .interrouter import CONTROL_CREDIT, DESTS, TO, Mesh
 from .keys import FALLBACK, PHASE1, plain_address
 from .linkroutes import LinkRouter
+from .management import Agent
 from .settlement import ACCEPTED, MODIFIED, REJECTED, RELEASED, combine_multicast
 
 log = logging.getLogger("ROUTER")
@@ -60,6 +63,11 @@ _TERMINAL = {
     Delivery.MODIFIED: MODIFIED,
 }
 _STATE_OF = {name: state for state, name in _TERMINAL.items()}
+# The delivery counters management shows (router.link, router.address, router): kept here, where routing happens
+_ZERO_COUNTS = {"delivered": 0, "presettled": 0, ACCEPTED: 0, REJECTED: 0, RELEASED: 0, MODIFIED: 0}
+_ZERO_ADDRESS = {"ingress": 0, "egress": 0, "transit": 0, "to_container": 0, "from_container": 0, "fallback": 0}
+_ZERO_TOTALS = {**_ZERO_ADDRESS, "presettled": 0, ACCEPTED: 0, REJECTED: 0, RELEASED: 0, MODIFIED: 0,
+                "ingress_route_container": 0, "egress_route_container": 0}
 _OUTCOME_OF = {state.value: name for state, name in _TERMINAL.items()}  # remote state number -> outcome
 
 
@@ -75,9 +83,12 @@ class Producer:
     route_key: str | None = None  # where its messages go; the address, or a phase-1 key for in-autolinks
     allow_fallback: bool = True  # in-autolinks must not send back to a fallback destination
     draining: bool = False  # we asked for its credit back (_revoke_one) and have not called that off since
+    container: bool = False  # on a route-container connection (an in-autolink or waypoint link from a broker)
+    conn_state: object = None  # its connection's ConnectionState
     # An in-autolink's messages that came with no consumer reachable (on credit granted while one was, or
     # during the drain that withdraws it): kept unsettled, in order, for the next consumer (_park)
     parked: deque = field(default_factory=deque)
+    counts: dict = field(default_factory=lambda: dict(_ZERO_COUNTS))  # management's router.link counters
 
     def __post_init__(self):
         self.impl = self.link._impl  # the engine's link, for the per-message calls (raw.py)
@@ -94,6 +105,8 @@ class Consumer:
     closed: bool = False
     neighbour: bool = False  # the data link to a neighbour router, not a client
     edge: bool = False  # stands for an edge router's consumers of this address (interior side)
+    counts: dict = field(default_factory=lambda: dict(_ZERO_COUNTS))  # management's router.link counters
+    container: bool = False  # on a route-container connection (an out-autolink or waypoint link to a broker)
 
     def __post_init__(self):
         self.impl = self.link._impl  # the engine's link, for the per-message calls (raw.py)
@@ -198,6 +211,7 @@ class ConnectionState:
     producers: set = field(default_factory=set)
     consumers: set = field(default_factory=set)
     closed: bool = False
+    last_delivery: float | None = None  # when a message last came or went on it (management's lastDlvSeconds)
 
 
 @dataclass(eq=False)
@@ -248,9 +262,19 @@ class Router(ServedConnections):
         # Plans that involve no choice (one destination, multicast, none), by (address, distribution, dests);
         # emptied whenever consumers or the network change (_routes_changed).
         self._fixed_plans: dict = {}
+        # Delivery counters for management (reference/router/management.py), counted where routing happens:
+        self.totals = dict(_ZERO_TOTALS)  # the router entity's
+        self.address_stats: dict[str, dict] = {}  # routing key -> the router.address entity's
+        self._counted_parked: set = set()  # parked deliveries counted already (parked for want of a route)
+        self.now = time.time()  # the end of the last batch of I/O: read per message, so not asked per message
+        self.listen_hook = None  # set by the server: listener section -> acceptor (a listener created live)
+        self.listening_port = lambda _listener: None  # set by the server: a listener section's bound port
+        self.agent = Agent(self)
+        self._agent_keys = self.agent.keys
 
     def on_reactor_init(self, event):
         self.connectors.start(event.container)
+        self._advertise()  # our management agent's address, before any consumer comes
 
     # ---- shutdown ---------------------------------------------------------------------------------------
 
@@ -292,6 +316,7 @@ class Router(ServedConnections):
         conn = event.connection
         if conn.state & Endpoint.LOCAL_UNINIT:
             conn.open()
+        self._note_for_management(conn)
         self.connectors.opened(conn)
         state = _state_of(conn, create=True)
         log.info("Connection from %s opened (container %s, role %s)", _peer_of(conn), conn.remote_container,
@@ -301,6 +326,28 @@ class Router(ServedConnections):
         if state.role == "route-container":
             self._advertise_link_routes()
         self.autolinks.connection_up(conn)
+
+    def _note_for_management(self, conn) -> None:
+        """What management shows of a connection that it cannot read later: the peer's address, when it opened."""
+        conn.mgmt_opened = time.time()
+        container = self.connectors.container
+        peers = getattr(container, "_peers", None)
+        if peers is not None:
+            from ..loop import _name_of
+            conn.mgmt_host = _name_of(conn, peers)
+        user = authenticated_user(conn)  # the loop's own SASL layer (a listener with a SASL policy)
+        if user is not None:
+            conn.mgmt_user = user
+            conn.mgmt_sasl = "ANONYMOUS" if user == "anonymous" else (
+                "EXTERNAL" if peer_certificate_cn(conn) else "PLAIN")
+            return
+        transport = conn.transport  # else proton's: its ANONYMOUS exchange, when the client did one
+        try:
+            if transport is not None and transport.authenticated:
+                conn.mgmt_user = transport.user
+                conn.mgmt_sasl = transport.sasl().mech or None
+        except Exception:  # no SASL on this transport
+            pass
 
     def on_session_remote_close(self, event):
         """A peer ended a session (RabbitMQ does so on any link error): its links are gone with it."""
@@ -435,7 +482,7 @@ class Router(ServedConnections):
     def add_consumer(self, link, key: str) -> Consumer:
         """Register an open sending link as a destination for `key` (clients and out-autolinks alike)."""
         conn_state = _state_of(link.connection, create=True)
-        consumer = Consumer(link=link, address=key, conn=conn_state)
+        consumer = Consumer(link=link, address=key, conn=conn_state, container=conn_state.role == "route-container")
         link.router_consumer = consumer
         self.message_links[consumer.impl] = consumer
         conn_state.consumers.add(consumer)
@@ -466,7 +513,8 @@ class Router(ServedConnections):
         """Register an open receiving link as a source of messages for `key` (None: routed per message)."""
         conn_state = _state_of(link.connection, create=True)
         producer = Producer(link=link, address=key, capacity=self.link_capacity, route_key=key,
-                            allow_fallback=allow_fallback)
+                            allow_fallback=allow_fallback, container=conn_state.role == "route-container",
+                            conn_state=conn_state)
         link.router_producer = producer
         self.message_links[producer.impl] = producer
         conn_state.producers.add(producer)
@@ -543,6 +591,7 @@ class Router(ServedConnections):
             return
         producer.closed = True
         for dlv, _ in producer.parked:  # gone with the link: the broker keeps them, unsettled
+            self._counted_parked.discard(dlv)
             raw.release(dlv)
         producer.parked.clear()
         if self.message_links.get(producer.impl) is producer:
@@ -560,7 +609,7 @@ class Router(ServedConnections):
     # ---- credit ------------------------------------------------------------------------------------------
 
     def _reachable(self, key: str, fallback: bool = True) -> bool:
-        if self.consumers.get(key) or key in self._reachable_remote:
+        if self.consumers.get(key) or key in self._reachable_remote or self.agent.is_mine(key):
             return True
         if fallback and key == plain_address(key):
             section = self.address_config.lookup(key)
@@ -605,7 +654,7 @@ class Router(ServedConnections):
     def _advertise(self) -> None:
         """Tell the network which addresses have consumers here (mobile addresses, §12.1.1.2)."""
         if self.mesh is not None:
-            self.mesh.publish_addresses(self.consumers.keys())
+            self.mesh.publish_addresses(self.consumers.keys() | set(self.agent.own_topological))
             self.mesh.publish_reach()
 
     def edge_addresses(self, neighbour, keys: set) -> None:
@@ -655,7 +704,8 @@ class Router(ServedConnections):
     def add_neighbour_receiver(self, link) -> None:
         """The neighbour's data link to us: an anonymous producer whose messages say where they go."""
         state = _state_of(link.connection, create=True)
-        producer = Producer(link=link, address=None, capacity=self.link_capacity, from_neighbour=True)
+        producer = Producer(link=link, address=None, capacity=self.link_capacity, from_neighbour=True,
+                            conn_state=state)
         link.router_producer = producer
         self.message_links[producer.impl] = producer
         state.producers.add(producer)
@@ -771,6 +821,7 @@ class Router(ServedConnections):
             except Exception as exc:  # a malformed message is refused, the link carries on
                 _finish(dlv, REJECTED, condition=Condition("amqp:decode-error", f"cannot decode message: {exc}"),
                         held=False)
+                self._count_outcome(producer, REJECTED)
                 self._top_up(producer)
                 return
             to, priority = message.address, message.priority
@@ -796,17 +847,28 @@ class Router(ServedConnections):
             if not presettled:
                 _finish(dlv, REJECTED, condition=Condition(
                     "amqp:invalid-field", "anonymous link: the message has no 'to' address"), held=False)
+                self._count_outcome(producer, REJECTED)
             else:
                 raw.settle(dlv)
+            producer.counts["delivered"] += 1
             self._top_up(producer)
             return
         address = plain_address(key)
+        counted = unparking and dlv in self._counted_parked  # parked after it was counted (below)
+        if counted:
+            self._counted_parked.discard(dlv)
+        stats = self._count_in(producer, key, presettled, counted)
+        if address in self._agent_keys and (dests is None or self.router_id in dests):
+            self._to_agent(producer, dlv, data, presettled)
+            return
         section = self.address_config.lookup(address)
         distribution = section.distribution if section else BALANCED
         priority = _effective_priority(section, priority)
         if dests is None and producer.allow_fallback and section is not None and section.enable_fallback \
                 and not self._has_destinations(key):
             key = FALLBACK + key  # no consumer reachable: divert to the fallback destinations (§12.1.4.3)
+            stats["fallback"] += 1
+            self.totals["fallback"] += 1
         local, remote, unroutable = self._plan(key, distribution, dests, exclude)
         multicast = distribution == MULTICAST
         if not local and not remote or (unroutable and not multicast):
@@ -814,12 +876,14 @@ class Router(ServedConnections):
             # in-autolink waits for the next consumer (_park).
             if not presettled and not producer.allow_fallback and not producer.closed:
                 self._park(producer, dlv, data)
+                self._counted_parked.add(dlv)
                 return
             self.stats["no_route"] += 1
             if presettled:
                 raw.settle(dlv)
             else:
                 _finish(dlv, RELEASED, held=False)
+                self._count_outcome(producer, RELEASED)
             self._top_up(producer)
             return
         inbound = Inbound(delivery=dlv, producer=producer, presettled=presettled, multicast=multicast,
@@ -842,6 +906,11 @@ class Router(ServedConnections):
                 payload = data
             consumer.pending.append(Outbound(inbound, consumer, payload, priority, next(self._seq)))
             self._dirty.add(consumer.conn)
+        if local:
+            self._count_out(key, local)
+        if remote:  # qdrouterd counts as transit every delivery it sends on to another router, the ingress one's too
+            stats["transit"] += 1
+            self.totals["transit"] += 1
         for next_hop, routers in remote.items():
             neighbour = self.mesh.neighbours[next_hop].data_consumer
             payload = self._annotated(data, view, self._annotations_for(key, routers))
@@ -998,6 +1067,7 @@ class Router(ServedConnections):
                 return  # a non-terminal state (received): wait for the outcome
             outcome = MODIFIED  # settled with no outcome: it reached the consumer, we cannot say more
         consumer = out.consumer
+        consumer.counts[outcome] += 1
         consumer.in_flight.discard(out)
         del self.outbound_of[dlv]
         # The consumer's details (modified's flags, rejected's error) travel only with those outcomes.
@@ -1010,6 +1080,7 @@ class Router(ServedConnections):
     # ---- sending: the per-connection pump -------------------------------------------------------------------
 
     def on_reactor_quiesced(self, event):
+        self.now = time.time()  # the time messages of the next batch are stamped with (counting, below)
         # A backed-up inter-router connection is looked at again after every batch of I/O: the socket may
         # have taken some of its output.
         self._dirty |= self._held
@@ -1043,6 +1114,11 @@ class Router(ServedConnections):
 
     def _send(self, consumer: Consumer, out: Outbound):
         dlv = raw.send_copy(consumer.impl, b"%x" % next(self._tags), out.data)
+        counts = consumer.counts
+        counts["delivered"] += 1
+        consumer.conn.last_delivery = self.now
+        if out.inbound.presettled or consumer.at_most_once:
+            counts["presettled"] += 1
         self._copy_sent_or_dropped(out.inbound)
         if out.inbound.presettled:
             raw.settle(dlv)
@@ -1094,6 +1170,165 @@ class Router(ServedConnections):
             raw.release(inbound.delivery)
             return  # nobody left to tell
         _finish(inbound.delivery, outcome, remote=remote)
+        self._count_outcome(inbound.producer, outcome)
+
+
+    # ---- counting, for management (reference/router/management.py) ------------------------------------------------
+
+    def _address_stats(self, key: str) -> dict:
+        stats = self.address_stats.get(key)
+        if stats is None:
+            if len(self.address_stats) >= _CACHE_LIMIT:  # addresses come and go: keep those still in use
+                live = set(self.consumers) | set(self.producers)
+                self.address_stats = {k: v for k, v in self.address_stats.items() if k in live}
+            stats = self.address_stats[key] = dict(_ZERO_ADDRESS)
+        return stats
+
+    def _count_in(self, producer: Producer, key: str, presettled: bool, again: bool) -> dict:
+        """A message arrived on `producer` for routing key `key` (`again`: a parked one, counted already)."""
+        stats = self._address_stats(key)
+        if again:
+            return stats
+        counts = producer.counts
+        counts["delivered"] += 1
+        if producer.conn_state is not None:
+            producer.conn_state.last_delivery = self.now
+        totals = self.totals
+        if presettled:
+            counts["presettled"] += 1
+        if not producer.from_neighbour:
+            stats["ingress"] += 1
+            totals["ingress"] += 1
+            if presettled:
+                totals["presettled"] += 1
+            if producer.container:
+                stats["from_container"] += 1
+                totals["ingress_route_container"] += 1
+        return stats
+
+    def _count_out(self, key: str, local) -> None:
+        stats = self._address_stats(key)
+        totals = self.totals
+        for consumer in local:
+            if consumer.container:
+                stats["to_container"] += 1
+                totals["egress_route_container"] += 1
+            else:
+                stats["egress"] += 1
+            totals["egress"] += 1
+
+    def _count_outcome(self, producer: Producer, outcome: str) -> None:
+        """The router settled a producer's delivery with `outcome` (qdrouterd counts outcomes on incoming links)."""
+        producer.counts[outcome] += 1
+        self.totals[outcome] += 1
+
+    # ---- the management agent --------------------------------------------------------------------------------------
+
+    def _to_agent(self, producer: Producer, dlv, data, presettled: bool) -> None:
+        """A request for our management agent: answered at once, the request accepted."""
+        request = Message()
+        try:
+            request.decode(data)
+        except Exception as exc:
+            if not presettled:
+                _finish(dlv, REJECTED, condition=Condition("amqp:decode-error", f"cannot decode message: {exc}"),
+                        held=False)
+                self._count_outcome(producer, REJECTED)
+            else:
+                raw.settle(dlv)
+            self._top_up(producer)
+            return
+        if presettled:
+            raw.settle(dlv)
+        else:
+            _finish(dlv, ACCEPTED, held=False)
+            self._count_outcome(producer, ACCEPTED)
+        self._top_up(producer)
+        response = self.agent.respond(request)
+        if response is not None:
+            self.inject(response.address, response.encode())
+
+    def inject(self, address: str, data: bytes) -> bool:
+        """Send a message of the router's own (pre-settled) to `address`, wherever its consumer is; False if
+        none is reachable (the message is dropped, as a pre-settled one with no route is)."""
+        key = address
+        section = self.address_config.lookup(plain_address(key)) if not key.startswith("amqp:/") else None
+        distribution = section.distribution if section is not None else BALANCED
+        local, remote, _unroutable = self._plan(key, distribution, None)
+        if not local and not remote:
+            log.info("No route for the router's message to %r: dropped", address)
+            return False
+        inbound = Inbound(delivery=None, producer=None, presettled=True, multicast=distribution == MULTICAST)
+        inbound.copies = inbound.unsent = len(local) + len(remote)
+        view = routing_view(data)
+        for consumer in local:
+            payload = self._annotated(data, view, self._annotations_for(key, None), drop=(DESTS,)) \
+                if consumer.edge else data
+            consumer.pending.append(Outbound(inbound, consumer, payload, DEFAULT_MESSAGE_PRIORITY, next(self._seq)))
+            self._dirty.add(consumer.conn)
+        if local:
+            self._count_out(key, local)
+        for next_hop, routers in remote.items():
+            neighbour = self.mesh.neighbours[next_hop].data_consumer
+            payload = self._annotated(data, view, self._annotations_for(key, routers))
+            neighbour.pending.append(Outbound(inbound, neighbour, payload, DEFAULT_MESSAGE_PRIORITY, next(self._seq),
+                                              dests=tuple(routers)))
+            for rid in routers:
+                self.remote_paths[rid].outstanding += 1
+            self._dirty.add(neighbour.conn)
+        return True
+
+    # ---- live configuration (management CREATE and DELETE) -----------------------------------------------------
+
+    def address_sections(self) -> list[AddressSection]:
+        return [section for _, section in self.address_config.items()]
+
+    def add_address_section(self, section: AddressSection) -> None:
+        self.address_config.add(section.match_pattern, section)
+        self._routes_changed()
+
+    def remove_address_section(self, section: AddressSection) -> None:
+        table: AddressTable[AddressSection] = AddressTable()
+        for kept in self.address_sections():
+            if kept is not section:
+                table.add(kept.match_pattern, kept)
+        self.address_config = table
+        self._routes_changed()
+
+    def add_link_route(self, section: LinkRoute) -> None:
+        self.link_router.add(section)
+        self._advertise_link_routes()
+
+    def remove_link_route(self, section: LinkRoute) -> None:
+        self.link_router.remove(section)
+        self._advertise_link_routes()
+
+    def add_autolink(self, config: AutoLink) -> None:
+        self.autolinks.add(config, self.open_connections())
+
+    def remove_autolink(self, config: AutoLink) -> None:
+        for link in self.autolinks.remove(config, self.open_connections()):
+            self._link_gone(link)
+            if link.state & Endpoint.LOCAL_ACTIVE:
+                link.close()
+
+    def add_listener(self, section: Listener) -> None:
+        if self.listen_hook is None:
+            raise OSError("this router cannot open listeners while it runs")
+        self.listen_hook(section)
+
+    def remove_listener(self, section: Listener) -> None:
+        for acceptor, listener in list(self.listener_of.items()):
+            if listener is section:
+                acceptor.close()
+                del self.listener_of[acceptor]
+                log.info("Listener %r closed", section.name or f"{section.host}:{section.port}")
+
+    def add_connector(self, config: Connector):
+        return self.connectors.add(config)
+
+    def remove_connector(self, dialer) -> None:
+        self.connectors.remove(dialer)
 
 
 # ---- helpers --------------------------------------------------------------------------------------------------

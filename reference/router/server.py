@@ -78,6 +78,24 @@ class RouterServer:
         self.router = Router(config)
         self.server = serving.ForegroundServer(self.router, self.router.router_id, "router_shutdown")
         self.router.on_shutdown = self.server.shutdown
+        self.router.listen_hook = self._listen_live
+        self.router.listening_port = self._port_of
+
+    def _port_of(self, listener) -> int | None:
+        for acceptor, section in self.router.listener_of.items():
+            if section is listener:
+                port = getattr(acceptor, "port", None)
+                return port if isinstance(port, int) else None
+        return None
+
+    def _listen_live(self, listener) -> None:
+        """A listener created through management: listening from now on (raises OSError when it cannot)."""
+        host = listener.host or "0.0.0.0"
+        door = listener_door(self.config, listener)
+        port = self.server.listen(host, listener.port, tls=door.tls, sasl=door.sasl)
+        self.router.listener_of[self.server.acceptors[-1]] = listener
+        log.log(serving.NOTICE, "Listening on %s:%d (listener %r, role %s)", host, port, listener.name or "",
+                listener.role)
 
     def listen(self) -> None:
         for listener in self.config.listeners:
