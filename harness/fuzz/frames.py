@@ -10,6 +10,16 @@ When the server crashes or hangs, the session restarts it, replays the batch's c
 the fresh server (the cases closest to the moment it broke first) and names the single input that does it:
 a Finding with the case's family, name and bytes in hex. Then the session goes on. Findings' signatures come
 from the case's name (`crash:sasl-init.mechanism-null`), so two seeds finding one fault report it once.
+
+A server that still answers may yet be burning a core on a connection the fuzzer closed (issue 57): after every
+batch whose connections have all closed, the session measures the server's CPU over a quiet window
+(harness/fuzz/cpuverdict.py). Over the threshold, it is triaged as a hang is: the server is restarted and the
+batch replayed against it, a few cases at a time with a window after each group (known culprits last, so that a
+second fault in the same batch gets its name) and then one case at a time within the group that set it
+spinning; the input is named in a `cpu-after-close:<case>` finding with the CPU-s measured. A hang is checked the
+same way: the case its replay named is replayed alone on a fresh server, and one that does not hang it alone but
+leaves it spinning names the hang with its CPU (enough spinning connections pin every thread a server has); one
+that does neither, or none named, sends the batch through the CPU triage.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from ..clients import Clients
 from ..peers.liveness import amqp_silence
 from ..wait import WaitTimeout, wait_for
 from . import procstat
+from .cpuverdict import QUIET_WINDOW_S, CpuVerdict, measure_after_close
 from .hostile import FAMILIES, TLS_FAMILIES, Case, Context, generate
 from .sentinel import Sentinel
 from .session import Finding, FuzzTarget, Progress, SessionReport
@@ -47,6 +58,11 @@ RSS_LIMIT_MB = 200
 RSS_CEILING_MB = 4096
 REPLAY_LIMIT = BATCH
 CLOSE_WAIT_ATTRIBUTIONS = 2  # replays to name a CLOSE_WAIT leak's input, per session (each costs up to 60 s)
+# Naming the input of a CPU finding: cases are replayed CPU_GROUP at a time with a quiet window after each group
+# (a spin lasts: the group that starts one still shows it), then one at a time within that group; at most
+# CPU_TRIAGE_S per finding (200 cases: 20 windows, a restart, up to 10 more windows).
+CPU_GROUP = 10
+CPU_TRIAGE_S = 120.0
 
 
 def run_session(target: FuzzTarget, *, seed: int, budget_s: float, max_cases: int | None = None,
@@ -88,6 +104,8 @@ class _Session:
         self.close_wait_max = 0
         self.close_wait_tries = 0
         self.breaks = 0
+        self.cpu_breaks = 0  # batches after which the server kept spending CPU
+        self.max_cpu_after_close = 0.0  # cores, the highest quiet window after a batch
         self.culprits: dict[str, Case] = {}  # case name -> the case that broke the server (replayed first)
         self.fresh = Clients(container_id=f"fuzz-fresh-{seed}")
         self.restart_error = ""
@@ -112,6 +130,8 @@ class _Session:
                             break
                     else:
                         self._check_close_wait(cases)
+                        if not self._check_cpu(cases):
+                            break
                     self._sample_rss()
                     self._progress()
                     if self.max_rss > RSS_CEILING_MB << 20:
@@ -215,19 +235,51 @@ class _Session:
                 culprit, (kind, message) = case, broken
                 self.last_log = _log_tail(self.target)
                 break
+        spin = None  # the CPU verdict of a hang that took several spinning connections
+        if _kind(kind) == "hang" and self._cpu_pids():
+            culprit, spin = self._hang_by_spin(culprit, cases)
+            if culprit is False:
+                return False
         if culprit is None:
             self.report.add(Finding(
                 f"{_kind(kind)}:unattributed", _kind(kind),
                 f"the server {message} during a batch, and no single case of it did so again when replayed",
                 evidence={"seed": self.seed, "cases": [c.label for c in cases[:REPLAY_LIMIT]],
                           "log_tail": self.last_log}))
+        elif spin is not None:
+            self._add_culprit(
+                "hang", f"{message} during a batch; replayed alone, this case left it spending CPU after the "
+                f"connection closed ({spin.describe()}), and enough such connections pin every thread it has",
+                culprit, extra={"cpu_after_close": spin.evidence()})
+            self._add_cpu_culprit(culprit, spin)
         else:
             self.culprits[culprit.name] = culprit
             self._add_culprit(_kind(kind), message, culprit)
-            if not self._restart():
-                return False
+        if culprit is not None and not self._restart():
+            return False
         self._start_sentinel()
         return True
+
+    def _hang_by_spin(self, culprit: Case | None, cases: list[Case]):
+        """A hang named by replaying cases one after another on one server may be the sum of many: each case
+        leaves a thread spinning and the last one takes the last thread (Artemis 2.40.0 answers nothing once every
+        I/O thread spins), so the case replayed at that moment may be innocent. The named case is replayed alone
+        on a fresh server: hung again, it is the hang's; answered but spinning, it is named with its CPU verdict;
+        neither, or none named, the batch goes through the CPU triage. (case or None, verdict or None), or
+        (False, None) when the server could not be restarted."""
+        if not self._restart():
+            return False, None
+        if culprit is not None:
+            play(self.target.host, self.target.port, culprit, idle_s=0.05)
+            if self._health(fresh_client=False):
+                return culprit, None
+            verdict = measure_after_close(self._cpu_pids())
+            if verdict.spinning:
+                return culprit, verdict
+            if not self._restart():
+                return False, None
+        spinner, verdict = self._cpu_culprit(cases)
+        return spinner, verdict
 
     def _candidates(self, cases: list[Case], replies: list[Reply | None]) -> list[Case]:
         """The batch's cases in the order to replay: known culprits first, then those that ended nearest
@@ -241,14 +293,15 @@ class _Session:
         done.sort(key=lambda cr: (cr[0].name not in self.culprits, abs(cr[1].ended - moment)))
         return [c for c, _ in done]
 
-    def _add_culprit(self, kind: str, message: str, case: Case, log: list[str] | None = None) -> None:
+    def _add_culprit(self, kind: str, message: str, case: Case, log: list[str] | None = None,
+                     extra: dict | None = None) -> None:
         finding = Finding(
             signature=f"{kind}:{case.name}", kind=kind,
             message=f"the server {message} after one {case.family} case {case.name} ({len(case.data)} bytes)",
             evidence={"input_hex": case.hex[:200_000], "family": case.family, "name": case.name,
                       "seed": self.seed, "index": case.index,
                       "pauses": [v for k, v in case.steps if k == "pause"],
-                      "log_tail": self.last_log if log is None else log})
+                      "log_tail": self.last_log if log is None else log, **(extra or {})})
         if self.report.add(finding) and self.out_dir is not None:
             finding.reproducer = str(self._write_regression(finding, case))
 
@@ -259,6 +312,94 @@ class _Session:
         except Exception as exc:  # reported as the session's finding by the caller
             self.restart_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             return False
+
+    # ---- CPU after close -----------------------------------------------------------------------------------
+    def _cpu_pids(self) -> list[int]:
+        return peer_pids(self.target.peer)
+
+    def _check_cpu(self, cases: list[Case]) -> bool:
+        """Measure the server over a quiet window now that the batch's connections have closed; over the limit,
+        name the input (restarting the server). False when the server could not be brought back."""
+        pids = self._cpu_pids()
+        if not pids:
+            return True
+        verdict = measure_after_close(pids)
+        self.max_cpu_after_close = max(self.max_cpu_after_close, verdict.windows[0].cores if verdict.windows else 0)
+        if not verdict.spinning:
+            return True
+        self.cpu_breaks += 1
+        self.last_log = _log_tail(self.target)
+        self._end_epoch(crashed=False)  # the sentinel's epoch is judged: a spinning thread may have held its messages
+        if not self._restart():
+            self.report.add(Finding(
+                "cpu-after-close:unrecoverable", "cpu-after-close",
+                f"the server kept spending CPU after a batch's connections closed ({verdict.describe()}) and did not "
+                f"restart: {self.restart_error}", evidence={"seed": self.seed, **verdict.evidence()}))
+            return False
+        culprit, single = (None, None)
+        chased = self._time_left() or not any(f.kind == "cpu-after-close" for f in self.report.findings)
+        if chased:  # out of budget, only the session's first CPU finding is chased
+            culprit, single = self._cpu_culprit(cases)
+        if culprit is None:
+            self.report.add(Finding(
+                "cpu-after-close:unattributed", "cpu-after-close",
+                f"the server kept spending CPU after a batch's connections had all closed ({verdict.describe()}), "
+                + ("and no single case of the batch did so again when replayed" if chased
+                   else "(not replayed: the session was out of budget)"),
+                evidence={"seed": self.seed, "batch": verdict.evidence(),
+                          "cases": [c.label for c in cases[:REPLAY_LIMIT]], "log_tail": self.last_log}))
+        else:
+            self._add_cpu_culprit(culprit, single, batch=verdict)
+            if not self._restart():
+                return False
+        self._start_sentinel()
+        return True
+
+    def _add_cpu_culprit(self, case: Case, verdict: CpuVerdict, batch: CpuVerdict | None = None) -> None:
+        self.culprits[case.name] = case
+        extra = {"cpu_after_close": verdict.evidence(), "rss_mb": procstat.rss_bytes(self._cpu_pids()) >> 20}
+        if batch is not None:
+            extra["batch_cpu_after_close"] = batch.evidence()
+        self._add_culprit("cpu-after-close", f"kept spending CPU once the connection had closed: {verdict.describe()}",
+                          case, log=_log_tail(self.target), extra=extra)
+
+    def _cpu_culprit(self, cases: list[Case]) -> tuple[Case | None, CpuVerdict | None]:
+        """Against a freshly restarted server: replay `cases` CPU_GROUP at a time with a quiet window after each
+        group; in the group that leaves the server spinning, restart and replay one case at a time. The case and
+        its verdict, or (None, None). Known culprits go last: a batch that holds one and a new spinner (Artemis
+        2.40.0 spins on several dispositions) names the new one, where the crash triage's known-first order would
+        name the known one every time."""
+        until = time.monotonic() + CPU_TRIAGE_S
+        seen: set[str] = set()
+        ordered = []
+        for case in sorted(cases, key=lambda c: c.name in self.culprits):
+            if case.hex not in seen:
+                seen.add(case.hex)
+                ordered.append(case)
+        groups = [ordered[i:i + CPU_GROUP] for i in range(0, len(ordered), CPU_GROUP)]
+        for group in groups:
+            if time.monotonic() > until:
+                return None, None
+            verdict = self._replay_and_measure(group)
+            if not verdict.spinning:
+                continue
+            if len(group) == 1:
+                return group[0], verdict
+            if not self._restart():
+                return None, None
+            for case in group:
+                verdict = self._replay_and_measure([case])
+                if verdict.spinning:
+                    return case, verdict
+                if time.monotonic() > until + len(group) * (QUIET_WINDOW_S + 1):
+                    break
+            return None, None
+        return None, None
+
+    def _replay_and_measure(self, cases: list[Case]) -> CpuVerdict:
+        for case in cases:
+            play(self.target.host, self.target.port, case, idle_s=0.05)
+        return measure_after_close(self._cpu_pids())
 
     # ---- sockets left open, memory ----------------------------------------------------------------------
     def _check_close_wait(self, cases: list[Case], final: bool = False) -> None:
@@ -357,13 +498,15 @@ class _Session:
                 "sentinel_lost": self.sentinel_totals["lost"], "max_rss_mb": round(self.max_rss / (1 << 20), 1),
                 "start_rss_mb": round((self.start_rss or 0) / (1 << 20), 1),
                 "close_wait": self.close_wait_max, "breaks": self.breaks, "workers": WORKERS,
+                "cpu_breaks": self.cpu_breaks, "max_cpu_after_close_cores": round(self.max_cpu_after_close, 3),
                 **({"stopped_early": self.stopped} if self.stopped else {})}
 
     def _note(self) -> str:
         rate = self.report.executed / max(1e-6, time.monotonic() - self.started)
         live_gap = round(self.sentinel.max_gap_s * 1000) if self.sentinel else 0
         return (f"{rate:.0f}/s, gap {max(self.max_gap_ms, live_gap)} ms, rss {self.max_rss >> 20} MB, "
-                f"close-wait {self.close_wait_max}, breaks {self.breaks}")
+                f"close-wait {self.close_wait_max}, breaks {self.breaks}, cpu after close "
+                f"{self.max_cpu_after_close:.2f} cores")
 
     def _progress(self) -> None:
         if self.progress:
@@ -376,16 +519,22 @@ class _Session:
         path.parent.mkdir(parents=True, exist_ok=True)
         data = yaml.safe_load(path.read_text()) if path.exists() else None
         data = data or {"crashers": []}
+        if any(e.get("id") == case.name and e.get("input_hex") == case.hex for e in data["crashers"]):
+            return path  # a hang named by its CPU is two findings of one input: one entry
         data["crashers"].append(regression_entry(finding, case, self.target))
         path.write_text(yaml.safe_dump(data, sort_keys=False, width=120))
         return path
 
 
 def regression_entry(finding: Finding, case: Case, target: FuzzTarget) -> dict:
-    return {"id": case.name, "finding": finding.signature, "family": case.family,
-            "found": f"{target.label} ({target.topology}), interop fuzz --frames seed "
-                     f"{finding.evidence.get('seed')} case {case.index}: {finding.message}",
-            "input_hex": case.hex, "hold_s": sum(v for k, v in case.steps if k == "pause")}
+    entry = {"id": case.name, "finding": finding.signature, "family": case.family,
+             "found": f"{target.label} ({target.topology}), interop fuzz --frames seed "
+                      f"{finding.evidence.get('seed')} case {case.index}: {finding.message}",
+             "input_hex": case.hex, "hold_s": sum(v for k, v in case.steps if k == "pause")}
+    if any(k == "pause" for k, _ in case.steps[:-1]):  # a trickle: when each piece arrives may be the fault
+        entry["steps"] = [v.hex() if k == "send" else v for k, v in case.steps if k in ("send", "pause")]
+        entry["hold_s"] = 0
+    return entry
 
 
 def peer_pids(peer) -> list[int]:

@@ -80,6 +80,7 @@ class Finding:
 
     signature: str
     kind: str  # crash | hang | stall | lost | duplicate | order | outcome | credit | divergence | close-wait | memory
+    #            | cpu-after-close
     message: str  # one line: what went wrong, naming the input
     reproducer: str | None = None  # path of a runnable reproducer (pytest file), or None
     evidence: dict = field(default_factory=dict)  # e.g. {"input_hex": ..., "program": [...], "history": ...}

@@ -1,0 +1,107 @@
+"""The CPU verdict (issue 57): a server that keeps spending CPU after a connection has closed is a finding.
+
+A hang is seen only once a server has no thread left to answer with. A server that burns a core on a connection
+the client closed long ago still answers (until enough such connections pin every I/O thread: about 30 for
+Artemis 2.40.0), so the frames fuzzer (harness/fuzz/frames.py) and the robustness suite
+(suites/robustness/test_crashers.py) also measure, once a case's connection has closed, the server process's CPU
+time (utime + stime of /proc/PID/stat, every thread) over a quiet window, and flag it over a threshold.
+
+A window is over the limit when the process used more than CPU_AFTER_CLOSE_CORES of a core over it, or when one
+of its threads was on a CPU or waiting for one (schedstat: run time + run-queue delay) more than BUSY_THREAD_SHARE
+of it. The second reading is there for loaded machines: a spinning thread is always running or runnable, so its
+share stays near 1 while the CPU time it gets shrinks with the load. Measured on this machine (2 cores, shared with
+other sessions), 1 s windows after an ordinary case (the valid session of harness/fuzz/hostile.py: SASL, open,
+begin, two links, a transfer, detach, end, close) while the fuzzer's sentinel client sends 20 messages a second
+through the same server, 8 windows per product, 2026-12-07:
+    product (load)                   cores       busiest thread share
+    reference broker (15)            0.00-0.02   0.02-0.39
+    reference router (15)            0.00-0.01   0.02-0.16
+    qdrouterd 1.19.0 (15)            0.00-0.01   0.00-0.03
+    ActiveMQ Artemis 2.40.0 (15; 70) 0.03-0.07; 0.04-0.08   0.08-0.27; 0.07-0.28
+    ActiveMQ Classic 6.3.1 (15)      0.03-0.06   0.05-0.14
+    RabbitMQ 3.10.8 (15)             0.01-0.03   0.02-0.09
+and after each batch of a 60 s `interop fuzz --frames` session (seed 5) at most 0.08 cores (Classic), 0.03
+(RabbitMQ), 0.02 (qdrouterd). After the 209-byte disposition of issue 57 (first=1, last=4294967295) on one
+connection, Artemis 2.40.0 in the 6-8 windows that followed: at load 15, 0.29-0.67 cores, busiest thread
+0.70-0.98; at load 40-70, 0.06-0.13 cores (the CPU time alone would miss it), busiest thread 0.77-0.97. 0.2 cores
+is 2.5 times the busiest idle product; 0.6 of a thread is above every idle window and below every spinning one.
+
+A single window over the threshold is not yet a verdict: a JVM's garbage collection or a periodic scan can take
+a burst of a few hundred milliseconds with nobody connected. The verdict needs CONFIRM_WINDOWS consecutive
+windows over it: "keeps spending", not "spent once".
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from .procstat import CpuSample, CpuWindow
+
+# 1 s: long enough that a spinning thread's share reads 0.7-1.0 and an idle server's wake-ups (the sentinel's 20
+# messages a second) stay below 0.4 even at load 70, with utime/stime's 10 ms clock tick 1% of it; short enough to
+# cost the fuzzer one second per batch of cases and the robustness suite one second per case. A longer window would
+# add no evidence against a spin that lasts minutes.
+QUIET_WINDOW_S = 1.0
+CPU_AFTER_CLOSE_CORES = 0.2  # see the module docstring for the measurements behind it
+BUSY_THREAD_SHARE = 0.6  # ... or one thread running or runnable this much of the window (see the docstring)
+CONFIRM_WINDOWS = 2  # consecutive windows over the threshold: a burst (GC, a periodic scan) is not a spin
+
+
+@dataclass
+class CpuVerdict:
+    windows: list[CpuWindow] = field(default_factory=list)
+    limit: float = CPU_AFTER_CLOSE_CORES
+
+    def over(self, window: CpuWindow) -> bool:
+        return window.cores > self.limit or window.busiest_thread_share > BUSY_THREAD_SHARE
+
+    @property
+    def spinning(self) -> bool:
+        return len(self.windows) >= CONFIRM_WINDOWS and all(map(self.over, self.windows))
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(w.cpu_s for w in self.windows)
+
+    @property
+    def span_s(self) -> float:
+        return sum(w.span_s for w in self.windows)
+
+    @property
+    def cores(self) -> float:
+        return self.cpu_s / self.span_s if self.windows else 0.0
+
+    def describe(self) -> str:
+        if not self.windows:
+            return "no local process to measure"
+        busiest = max(w.busiest_thread_share for w in self.windows)
+        return (f"{self.cpu_s:.2f} CPU-s in {self.span_s:.1f} s after close ({self.cores:.2f} cores), its busiest "
+                f"thread on or waiting for a CPU {busiest:.0%} of the time (limits: {self.limit:g} cores, or one "
+                f"thread {BUSY_THREAD_SHARE:.0%}, in each of {CONFIRM_WINDOWS} windows)")
+
+    def evidence(self) -> dict:
+        return {"cpu_s": round(self.cpu_s, 3), "window_s": round(self.span_s, 3), "cores": round(self.cores, 3),
+                "limit_cores": self.limit, "limit_thread_share": BUSY_THREAD_SHARE,
+                "windows": [w.as_dict() for w in self.windows]}
+
+
+def measure_after_close(pids: list[int], window_s: float = QUIET_WINDOW_S, limit: float = CPU_AFTER_CLOSE_CORES,
+                        confirm: int = CONFIRM_WINDOWS) -> CpuVerdict:
+    """Measure `pids` over quiet windows, starting now (call it once the case's connection has closed): one window,
+    and more only while each is over the limit, up to `confirm`. A measurement over a span, not a wait for a state:
+    what the server does while nobody talks to it is the thing measured."""
+    verdict = CpuVerdict(limit=limit)
+    if not pids:
+        return verdict
+    pause = threading.Event()  # never set: waiting on it is the window
+    before = CpuSample(pids)
+    for _ in range(confirm):
+        pause.wait(window_s)
+        after = CpuSample(pids)
+        window = after.since(before)
+        verdict.windows.append(window)
+        if not verdict.over(window):
+            break
+        before = after
+    return verdict

@@ -1,0 +1,231 @@
+"""The CPU verdict (harness/fuzz/cpuverdict.py) against real TCP server processes: one that busy-loops once its
+client has closed is flagged, one that goes idle is not, and the frames session's triage names the one input that
+sets a server spinning among a batch of harmless ones."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.fuzz import procstat
+from harness.fuzz.cpuverdict import CONFIRM_WINDOWS, measure_after_close
+from harness.fuzz.hostile import Case
+from harness.fuzz.session import FuzzTarget
+from harness.wait import wait_for
+
+# A server on loopback: prints its port, then serves connections one after another, reading each to its end and
+# answering an AMQP protocol header with its own (so the fuzzer's liveness probe sees it alive). A connection whose
+# bytes held b"SPIN" (or every one, with `always`) sets a thread busy-looping once the client has closed, until the
+# process is ended: the fault a server that "keeps spending CPU after close" has. With three such threads it answers
+# no header any more, as Artemis 2.40.0 answers none once every I/O thread spins.
+SERVER = r"""
+import socket, sys, threading
+port, mode = int(sys.argv[1]), sys.argv[2]
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port))
+srv.listen(16)
+print(srv.getsockname()[1], flush=True)
+spinners = []
+
+def spin():
+    while True:
+        pass
+
+while True:
+    conn, _ = srv.accept()
+    data, answered = b"", False
+    try:
+        while chunk := conn.recv(4096):
+            data += chunk
+            if not answered and data.startswith(b"AMQP") and len(data) >= 8 and len(spinners) < 3:
+                conn.sendall(b"AMQP\x00\x01\x00\x00")
+                answered = True
+    except OSError:  # a client that closes with our header unread resets the connection
+        pass
+    conn.close()
+    if mode == "always" or (mode == "on-input" and b"SPIN" in data):
+        spinners.append(threading.Thread(target=spin, daemon=True))
+        spinners[-1].start()
+"""
+
+
+class ServerPeer:
+    """Just what the frames session asks of a peer: pids, restart, down_reason, logs."""
+
+    def __init__(self, mode: str):
+        self.mode, self.port, self.proc = mode, 0, None
+        self.restarts = 0
+        self._start()
+
+    def _start(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", SERVER, str(self.port), self.mode],
+                                     stdout=subprocess.PIPE, text=True)
+        self.port = int(self.proc.stdout.readline())  # the line comes once it listens
+
+    @property
+    def pids(self) -> list[int]:
+        return [self.proc.pid] if self.proc.poll() is None else []
+
+    def restart(self, kill: bool = True) -> None:
+        self.stop()
+        self.restarts += 1
+        self._start()
+
+    def down_reason(self) -> str | None:
+        return None if self.proc.poll() is None else f"exited {self.proc.returncode}"
+
+    def logs(self) -> str:
+        return ""
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def server(request):
+    peer = ServerPeer(request.param)
+    yield peer
+    peer.stop()
+
+
+def _one_connection(peer: ServerPeer, data: bytes) -> None:
+    """Connect, send, close; return once the server has closed its side too (only its listener is left)."""
+    with socket.create_connection(("127.0.0.1", peer.port), timeout=10) as sock:
+        sock.sendall(data)
+    wait_for(lambda: len(procstat.socket_inodes(peer.pids)) == 1, 20.0, "the server to close the connection",
+             describe=lambda: f"{len(procstat.socket_inodes(peer.pids))} sockets")
+
+
+@pytest.mark.parametrize("server", ["always"], indirect=True)
+def test_a_server_spinning_after_close_fails_the_verdict(server):
+    _one_connection(server, b"AMQP\x00\x01\x00\x00")
+    verdict = measure_after_close(server.pids)
+    assert verdict.spinning, verdict.describe()
+    assert len(verdict.windows) == CONFIRM_WINDOWS
+    # what the finding shows: the CPU-s the process spent, and the thread that wanted a core all along
+    assert verdict.cpu_s > 0.05, verdict.describe()
+    assert max(w.busiest_thread_share for w in verdict.windows) > 0.8, verdict.describe()
+    assert "CPU-s" in verdict.describe() and verdict.evidence()["windows"]
+
+
+@pytest.mark.parametrize("server", ["never"], indirect=True)
+def test_a_server_idle_after_close_passes_the_verdict(server):
+    _one_connection(server, b"AMQP\x00\x01\x00\x00")
+    verdict = measure_after_close(server.pids)
+    assert not verdict.spinning, verdict.describe()
+    assert len(verdict.windows) == 1  # a window under the limit needs no second one
+    assert verdict.windows[0].cores < 0.1, verdict.describe()
+
+
+def test_no_process_no_verdict():
+    verdict = measure_after_close([])
+    assert not verdict.spinning and verdict.windows == []
+
+
+def _session(server, tmp_path):
+    from harness.fuzz import frames
+
+    target = FuzzTarget(role="broker", vendor="spin", host="127.0.0.1", port=server.port, peer=server,
+                        topology="test")
+    session = frames._Session(target, seed=1, budget_s=300, max_cases=None, progress=None, out_dir=tmp_path,
+                              families=None)
+    session._start_sentinel = lambda: None  # the sentinel speaks AMQP beyond the header, which this server does not
+    return session
+
+
+def _plain(n: int) -> list[Case]:
+    return [Case("plain", f"plain.{i}", [("send", f"AMQP\x00\x01\x00\x00 hello {i}".encode())], index=i)
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("server", ["on-input"], indirect=True)
+def test_a_hang_that_takes_several_spinning_connections_is_named_by_its_cpu(server, tmp_path):
+    """Replayed one after another on one server, the third spinning case hangs it; alone on a fresh server, that case
+    hangs nothing but leaves a thread spinning: the hang is named after it, with a cpu-after-close finding."""
+    from harness.fuzz.wire import Reply
+
+    session = _session(server, tmp_path)
+    cases = _plain(12)
+    for i, at in enumerate((3, 7, 10)):
+        cases.insert(at, Case("spin", f"spin.{'abc'[i]}", [("send", b"AMQP\x00\x01\x00\x00 SPIN")], index=90 + i))
+    replies = [Reply(started=float(i), ended=float(i)) for i, _ in enumerate(cases)]  # the last ended nearest
+    try:
+        assert session._on_break("hang", "it sent no AMQP protocol header", cases, replies)
+    finally:
+        session.fresh.close(timeout=3.0)
+    signatures = sorted(f.signature for f in session.report.findings)
+    assert len(signatures) == 2 and signatures[0].startswith("cpu-after-close:spin."), signatures
+    assert signatures[1] == "hang:" + signatures[0].split(":")[1], signatures
+    hang = next(f for f in session.report.findings if f.kind == "hang")
+    assert "spending CPU" in hang.message and hang.evidence["cpu_after_close"]["cpu_s"] > 0.05
+    import yaml
+
+    entries = yaml.safe_load((tmp_path / "crashers.yaml").read_text())["crashers"]
+    assert [e["id"] for e in entries] == [hang.evidence["name"]]  # two findings of one input: one regression entry
+
+
+def test_a_trickled_input_keeps_its_pieces_in_its_regression_entry():
+    from harness.fuzz.frames import regression_entry
+    from harness.fuzz.session import Finding
+
+    target = FuzzTarget(role="broker", vendor="x", host="127.0.0.1", port=1, peer=None, topology="t")
+    finding = Finding("cpu-after-close:trickle.x", "cpu-after-close", "spun", evidence={"seed": 5})
+    trickle = Case("trickle", "trickle.x", [("send", b"AM"), ("pause", 0.01), ("send", b"QP"), ("pause", 0.03)])
+    entry = regression_entry(finding, trickle, target)
+    assert entry["steps"] == ["414d", 0.01, "5150", 0.03] and entry["input_hex"] == b"AMQP".hex()
+    assert entry["hold_s"] == 0  # the last pause is in the steps
+    held = Case("silence", "silence.x", [("send", b"AMQP"), ("pause", 1.5)])
+    entry = regression_entry(finding, held, target)
+    assert "steps" not in entry and entry["hold_s"] == 1.5  # one send and a hold: the plain form
+
+
+@pytest.mark.parametrize("server", ["on-input"], indirect=True)
+def test_an_innocent_case_named_by_a_hang_is_cleared_and_the_spinner_found(server, tmp_path):
+    session = _session(server, tmp_path)
+    cases = _plain(15)
+    cases.insert(9, Case("spin", "spin.after-close", [("send", b"SPIN")], index=99))
+    try:
+        culprit, verdict = session._hang_by_spin(cases[2], cases)
+    finally:
+        session.fresh.close(timeout=3.0)
+    assert culprit is not None and culprit.name == "spin.after-close", culprit
+    assert verdict.spinning, verdict.describe()
+
+
+@pytest.mark.parametrize("server", ["on-input"], indirect=True)
+def test_the_session_names_the_input_that_sets_the_server_spinning(server, tmp_path):
+    """The triage the frames session runs after a batch left the server spinning: restart, replay the batch a group at
+    a time, then one case at a time, and record a cpu-after-close finding naming the input with the CPU-s seen."""
+    from harness.fuzz import frames
+
+    session = _session(server, tmp_path)
+    try:
+        cases = _plain(24)
+        cases.insert(17, Case("spin", "spin.after-close", [("send", b"SPIN")], index=99))
+        for case in cases:
+            frames.play("127.0.0.1", server.port, case, idle_s=0.05)
+        started = time.monotonic()
+        assert session._check_cpu(cases)
+        took = time.monotonic() - started
+    finally:
+        session.fresh.close(timeout=3.0)
+    signatures = [f.signature for f in session.report.findings]
+    assert signatures == ["cpu-after-close:spin.after-close"], signatures
+    finding = session.report.findings[0]
+    assert finding.kind == "cpu-after-close"
+    assert finding.evidence["name"] == "spin.after-close" and finding.evidence["family"] == "spin"
+    assert finding.evidence["input_hex"] == b"SPIN".hex()
+    assert finding.evidence["cpu_after_close"]["cpu_s"] > 0.05
+    assert "CPU-s" in finding.message
+    assert session.cpu_breaks == 1
+    # restarted once to replay against a quiet server, once to search the group, once to go on without the spin
+    assert server.restarts == 3, server.restarts
+    assert not measure_after_close(server.pids).spinning
+    assert (tmp_path / "crashers.yaml").exists() and "spin.after-close" in (tmp_path / "crashers.yaml").read_text()
+    assert took < 120, took
