@@ -33,6 +33,7 @@ report-jvm-cache: $(STAMP)
 # built beside it as qdrouterd-1.18.0 where its archive is there too (about 30-60 s more, once).
 QDROUTERD_INSTALL ?= ../shared/peers/qdrouterd/install.sh
 QDROUTERD_PREVIOUS ?= 1.18.0
+QDROUTERD_WS ?= /opt/qpid-dispatch-1.19.0-ws
 qdrouterd: system-packages
 	@# From a scratch folder: its build leaves a config.sh in the folder it is started from.
 	@if [ -f "$(QDROUTERD_INSTALL)" ]; then cd "$${TMPDIR:-/tmp}" && bash "$(abspath $(QDROUTERD_INSTALL))"; \
@@ -42,6 +43,11 @@ qdrouterd: system-packages
 	  cd "$${TMPDIR:-/tmp}" && QDROUTERD_VERSION=$(QDROUTERD_PREVIOUS) bash "$(abspath $(QDROUTERD_INSTALL))"; \
 	elif ! command -v qdrouterd-$(QDROUTERD_PREVIOUS) >/dev/null; then \
 	  echo "qdrouterd $(QDROUTERD_PREVIOUS): no source archive beside $(QDROUTERD_INSTALL); router=qdrouterd@$(QDROUTERD_PREVIOUS) is skipped"; fi
+	@# The same release built with libwebsockets beside it (about 20 s, once): the suites' `http: yes` listeners
+	@# (suites/websocket; harness/peers/qdrouterd_build.py, websocket_binary). Its own scratch folder (WORK): the
+	@# script empties its default one, which the build above uses.
+	@if [ -f "$(QDROUTERD_INSTALL)" ]; then cd "$${TMPDIR:-/tmp}" && WEBSOCKETS=1 PREFIX=$(QDROUTERD_WS) \
+	  BINDIR=$(QDROUTERD_WS)/wrappers WORK="$${TMPDIR:-/tmp}/qpid-dispatch-build-ws" bash "$(abspath $(QDROUTERD_INSTALL))"; fi
 
 # The client stacks of the type interop suite and --client (harness/drivers.py): rhea from npm (clients/rhea),
 # the Qpid Proton C++ shim built against Debian's libqpid-proton-cpp12-dev (clients/cpp; the driver also builds it on

@@ -30,6 +30,11 @@ socket -> TLS -> the loop's own SASL server (or client, for EXTERNAL) -> proton'
 SASL refusal is logged with the peer's address and closes the socket before any AMQP reaches the transport.
 A connection without TLS leaves the secured path as soon as its SASL exchange is over, so plain connections
 cost per message what they cost before.
+
+AMQP over WebSocket (reference/websocket.py): a listener made with `websocket=True` (qdrouterd's `http: yes`)
+puts a WebSocket layer on the secured path, between TLS and SASL: socket -> TLS -> WebSocket (HTTP upgrade, then
+frames) -> SASL -> transport, and back. Such a connection stays on the secured path. A refused handshake gets an
+HTTP error answer, a protocol error a close frame, and the socket closes once that is out.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from .attach_caps import AttachTap
 from .sasl_guard import SaslGuard
 from .security.sasl import SaslClient, SaslPolicy, SaslServer
 from .security.tls import TLS_RECORD_HANDSHAKE, ClientTls, ServerTls, TlsFailure, TlsLayer
+from .websocket import CLOSE_NORMAL, WsServer
 
 log = logging.getLogger("SERVER")
 
@@ -120,6 +126,7 @@ class Listener:
     loop: EngineLoop
     tls: ServerTls | None = None
     sasl: SaslPolicy | None = None
+    websocket: bool = False  # AMQP over WebSocket (qdrouterd's `http: yes`)
 
     def close(self) -> None:
         self.loop._forget(self.sock)
@@ -152,6 +159,7 @@ class _Secure:
     listener_tls: ServerTls | None = None  # a listener's TLS, until the first byte decides
     tls: TlsLayer | None = None
     sasl: SaslServer | SaslClient | None = None
+    ws: WsServer | None = None  # AMQP over WebSocket: the upgrade, then frames
     inbuf: bytes = b""
     outbuf: bytes = b""
     plain_out: bytes = b""  # plaintext waiting for the TLS handshake to finish
@@ -164,7 +172,7 @@ class _Secure:
 
     def amqp_ready(self) -> bool:
         return (self.tls is None or self.tls.ready) and (self.sasl is None or self.sasl.done) and (
-            self.decided or not self.server)
+            self.decided or not self.server) and (self.ws is None or self.ws.open)
 @dataclass(order=True)
 class _Timer:
     deadline: float
@@ -199,12 +207,14 @@ class EngineLoop:
 
     # ---- the Container interface the servers use ----------------------------------------------------------------
 
-    def listen(self, url: str, *, tls: ServerTls | None = None, sasl: SaslPolicy | None = None) -> Listener:
+    def listen(self, url: str, *, tls: ServerTls | None = None, sasl: SaslPolicy | None = None,
+               websocket: bool = False) -> Listener:
         """Bind and listen on `host:port` now (OSError when it cannot); port 0 gets a free port.
 
         `tls`: the listener's TLS (its context is built here, so a missing or unreadable certificate raises
         OSError, ssl.SSLError or ValueError before anything listens). `sasl`: the loop runs the SASL exchange
-        itself against this policy; None keeps proton's own (ANONYMOUS, nobody checked)."""
+        itself against this policy; None keeps proton's own (ANONYMOUS, nobody checked). `websocket`: clients
+        speak AMQP over WebSocket (RFC 6455) on this listener, and only that."""
         if tls is not None:
             tls.context()
         host, _, port = url.rpartition(":")
@@ -217,7 +227,7 @@ class EngineLoop:
         except OSError:
             sock.close()
             raise
-        listener = Listener(sock, sock.getsockname()[1], self, tls, sasl)
+        listener = Listener(sock, sock.getsockname()[1], self, tls, sasl, websocket)
         self.selector.register(sock, selectors.EVENT_READ, listener)
         return listener
 
@@ -397,8 +407,9 @@ class EngineLoop:
             transport = Transport(Transport.SERVER)
             transport.bind(connection)
             peer = _Peer(sock, transport, connection, guard=SaslGuard())
-            if listener.tls is not None or listener.sasl is not None:
-                peer.sec = _Secure(server=True, listener_tls=listener.tls)
+            if listener.tls is not None or listener.sasl is not None or listener.websocket:
+                peer.sec = _Secure(server=True, listener_tls=listener.tls,
+                                   ws=WsServer() if listener.websocket else None)
                 if listener.sasl is not None:
                     peer.sec.sasl = SaslServer(listener.sasl, peer.sec.peer_cn)
                     peer.guard = None  # SaslServer reads the frames with the guard's checks
@@ -510,7 +521,8 @@ class EngineLoop:
         if not data:
             if sec.server and not sec.amqp_ready() and not sec.closing:
                 log.warning("Connection from %s closed by the peer during the %s handshake", _name(peer.sock),
-                            "TLS" if sec.tls is not None and not sec.tls.ready else "SASL")
+                            "TLS" if sec.tls is not None and not sec.tls.ready else
+                            "WebSocket" if sec.ws is not None and not sec.ws.open else "SASL")
             transport.close_tail()
             transport.close_head()
             return
@@ -521,6 +533,14 @@ class EngineLoop:
         except TlsFailure as failure:
             self._refuse(peer, str(failure))
             return
+        if plain and sec.ws is not None:
+            plain = sec.ws.feed(plain)
+            if sec.ws.failed:
+                self._refuse(peer, sec.ws.failed)
+                return
+            if sec.ws.closed:  # the client's close frame: the AMQP stream ends here, our close frame answers it
+                self._ws_closed(peer, plain)
+                return
         if plain and sec.sasl is not None and not sec.sasl.done:
             plain = sec.sasl.feed(plain)
             if sec.sasl.failed:
@@ -578,15 +598,41 @@ class EngineLoop:
         sec.closing, sec.inbuf = why, b""
         self._backlog.discard(peer)
         peer.transport.condition = Condition(condition, why[:200])
+        plain = sec.sasl.take_output() if sec.sasl is not None else b""
+        if sec.ws is not None:  # the SASL outcome in a frame, then a close frame; or the HTTP error answer
+            sec.ws.send(plain)
+            if sec.ws.open and not sec.ws.closed:
+                sec.ws.close(1008, "refused")
+            plain = sec.ws.take_output()
         if sec.tls is not None:
             try:
-                if sec.sasl is not None:
-                    sec.tls.wrap(sec.sasl.take_output())
+                sec.tls.wrap(plain)
                 sec.outbuf += sec.tls.take_output()
             except TlsFailure:
                 pass
-        elif sec.sasl is not None:
-            sec.outbuf += sec.sasl.take_output()
+        else:
+            sec.outbuf += plain
+
+    def _ws_closed(self, peer: _Peer, last: bytes) -> None:
+        """The client sent a WebSocket close frame: no more AMQP comes from it. Answer with ours, then close the
+        socket once that is out (RFC 6455 §7.1.1: the server closes the TCP connection first)."""
+        sec = peer.sec
+        log.debug("Connection from %s: WebSocket closed by the peer (status %s)", _name(peer.sock), sec.ws.close_code)
+        transport = peer.transport
+        if sec.amqp_ready() and not sec.inbuf and last and transport.capacity() > 0:
+            transport.push(last[:transport.capacity()])  # what came before the close frame (e.g. AMQP close)
+        sec.closing, sec.inbuf = "WebSocket closed by the peer", b""
+        self._backlog.discard(peer)
+        transport.close_tail()
+        wire = sec.ws.take_output()
+        if sec.tls is not None:
+            try:
+                sec.tls.wrap(wire)
+                sec.outbuf += sec.tls.take_output()
+            except TlsFailure:
+                pass
+        else:
+            sec.outbuf += wire
 
     def _push(self, peer: _Peer) -> None:
         """Give the transport as much of the waiting plaintext as it has room for."""
@@ -629,7 +675,7 @@ class EngineLoop:
         if sec.closing:
             transport.close_tail()
             transport.close_head()
-        elif sec.tls is None and sec.amqp_ready() and not sec.inbuf:
+        elif sec.tls is None and sec.ws is None and sec.amqp_ready() and not sec.inbuf:
             if not sec.recorded:
                 self._record_identity(peer)
             peer.sec = None  # SASL is over on a plain connection: back to the plain path, at its cost
@@ -654,6 +700,11 @@ class EngineLoop:
                 chunk = bytes(transport.peek(pending))
                 transport.pop(pending)
                 plain += tap.feed_out(chunk) if tap is not None else chunk
+        if sec.ws is not None:  # AMQP bytes in binary frames, after whatever the layer has to say itself
+            sec.ws.send(plain)
+            if sec.ws.open and not sec.ws.closed and transport.pending() < 0:  # the AMQP stream is over
+                sec.ws.close(CLOSE_NORMAL)
+            plain = sec.ws.take_output()
         try:
             if sec.tls is not None:
                 if sec.tls.ready:

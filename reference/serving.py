@@ -58,10 +58,13 @@ class ForegroundServer:
         self.container.selectable(self._injector)
         self._stopping = False
 
-    def listen(self, host: str, port: int, *, tls=None, sasl=None) -> int:
+    def listen(self, host: str, port: int, *, tls=None, sasl=None, websocket: bool = False) -> int:
         """Start listening; returns the real port. Raises OSError when the address cannot be bound. `tls` and
-        `sasl` (reference/security) put TLS and a SASL server in front of the listener's connections."""
+        `sasl` (reference/security) put TLS and a SASL server in front of the listener's connections;
+        `websocket`: AMQP over WebSocket (reference/websocket.py) on this listener."""
         doors = {key: value for key, value in (("tls", tls), ("sasl", sasl)) if value is not None}
+        if websocket:
+            doors["websocket"] = True
         acceptor = self.container.listen(f"{host}:{port}", **doors)
         self.acceptors.append(acceptor)
         return _bound_port(acceptor) or port

@@ -157,12 +157,12 @@ def test_unimplemented_section_is_refused_as_not_supported_yet(start_router):
         }
         listener {
             port: 0
-            http: yes
+            multiTenant: yes
         }
     """)
     line = one_error_line(router)
     assert line.startswith("router.conf:5: "), line
-    assert "http" in line and "not supported yet" in line
+    assert "multiTenant" in line and "not supported yet" in line
 
 
 def test_missing_config_file_is_one_line(tmp_path):

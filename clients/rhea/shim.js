@@ -19,6 +19,8 @@ const STACK = 'rhea';
 const VERSION = require('rhea/package.json').version;
 const CAPABILITIES = ['types.decimal', 'types.described', 'types.array', 'settle.presettled', 'outcome.reject',
                       'outcome.release', 'outcome.modify'];
+// AMQP over WebSocket (`ws://` URLs) needs the npm package ws beside rhea.
+try { require.resolve('ws'); CAPABILITIES.push('transport.websocket'); } catch (err) { /* no ws: plain AMQP only */ }
 
 // Keep the typed sections rhea's decoder read, beside the message it made of them.
 const plainDecode = message.decode;
@@ -219,9 +221,20 @@ const ops = {
         // username rhea skips SASL altogether, and ActiveMQ Classic refuses a connection without it.
         const user = url.username ? decodeURIComponent(url.username) : 'anonymous';
         const password = url.password ? decodeURIComponent(url.password) : undefined;
-        const conn = container.connect({host: url.hostname, port: Number(url.port), reconnect: false,
-                                        username: user, password: password,
-                                        container_id: `interop-rhea-shim-${rhea.generate_uuid().slice(0, 8)}`});
+        const options = {host: url.hostname, port: Number(url.port), reconnect: false,
+                         username: user, password: password,
+                         container_id: `interop-rhea-shim-${rhea.generate_uuid().slice(0, 8)}`};
+        if (url.protocol === 'ws:' || url.protocol === 'wss:') {
+            // AMQP over WebSocket (RFC 6455, subprotocol "amqp"): rhea's WebSocket transport over the npm package
+            // `ws`, an implementation independent of the routers'. The URL's user part is not sent to the server.
+            let WebSocket;
+            try { WebSocket = require('ws'); } catch (err) {
+                throw new Error('rhea: the npm package ws is missing (`make setup` runs npm ci in clients/rhea)');
+            }
+            const target = `${url.protocol}//${url.host}${url.pathname}${url.search}`;
+            options.connection_details = container.websocket_connect(WebSocket)(target, ['amqp'], {});
+        }
+        const conn = container.connect(options);
         conn.on('error', () => {});
         // A peer that ends the session or the connection (RabbitMQ does, on an error) ends every link on it:
         // whatever waits on one of them is told so at once.

@@ -131,7 +131,13 @@ class QdrouterdJudge:
     vendor = "qdrouterd"
 
     def __init__(self, deadline_s: float = DEADLINE_S):
-        self.binary = shutil.which("qdrouterd")
+        # The build with libwebsockets where there is one (of the same release as the plain one): the reference
+        # serves `http: yes` listeners, and a build without it refuses them ("No HTTP support"), which is how it
+        # was built, not how qdrouterd reads the file.
+        plain = shutil.which("qdrouterd")
+        from ..peers.qdrouterd_build import reported_version, websocket_binary
+
+        self.binary = (websocket_binary(reported_version(plain))[0] if plain else None) or plain
         self.deadline_s = deadline_s
         self.version = (subprocess.run([self.binary, "--version"], capture_output=True, text=True).stdout.strip()
                         if self.binary else None)

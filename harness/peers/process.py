@@ -342,13 +342,14 @@ class NativeQdrouterdPeer(ProcessPeer):
     """A `qdrouterd` binary on PATH, fed the same rendered qdrouterd.conf as the reference router."""
 
     def __init__(self, name: str, render, capabilities: frozenset[str], workdir: Path | None = None,
-                 clients_port: int | None = None, version: str | None = None):
+                 clients_port: int | None = None, version: str | None = None, binary: str | None = None):
         """`clients_port`: the port another node was told to dial (a broker's broker connection lands on the
         clients listener); else a free one. qdrouterd cannot report a port 0 listener, so it is always fixed.
-        `version`: the chosen one (harness/peers/qdrouterd_build.py), else the `qdrouterd` on PATH."""
+        `version`: the chosen one (harness/peers/qdrouterd_build.py), else the `qdrouterd` on PATH. `binary`: this
+        qdrouterd instead (e.g. one built with libwebsockets, qdrouterd_build.websocket_binary)."""
         from .qdrouterd_build import binary_for, missing, reported_version
 
-        binary = binary_for(version)
+        binary = binary or binary_for(version)
         if binary is None:
             raise PeerUnavailable(missing(version) if version else
                                   "qdrouterd is not on PATH (no native Qpid Dispatch Router on this machine)")

@@ -102,3 +102,52 @@ def installed() -> str | None:
 
 
 VERSIONS = Versions("qdrouterd", None, missing, cannot_build, build, previous="1.18.0", installed=installed)
+
+
+# ---- a qdrouterd that serves AMQP over WebSocket (`http: yes`) --------------------------------------------------
+#
+# Only a qdrouterd built with libwebsockets has an HTTP listener; one built without it logs "No HTTP support to
+# listen on ..." and exits 1 for a listener with `http: yes`. The install script builds one beside the default
+# installation, with its own wrappers, so that no running qdrouterd is replaced:
+#   WEBSOCKETS=1 PREFIX=/opt/qpid-dispatch-1.19.0-ws BINDIR=/opt/qpid-dispatch-1.19.0-ws/wrappers bash install.sh
+WEBSOCKET_ENV = "QDROUTERD_WEBSOCKET"  # a qdrouterd (binary or wrapper) built with libwebsockets
+WEBSOCKET_DEFAULT = Path("/opt/qpid-dispatch-1.19.0-ws/wrappers/qdrouterd")
+
+
+@functools.cache
+def has_websockets(binary: str) -> bool:
+    """Whether `binary` (a qdrouterd, or the install script's wrapper that execs one) is linked with libwebsockets:
+    its executable names libwebsockets.so among the libraries it needs."""
+    path = Path(binary)
+    try:
+        head = path.read_bytes()[:4096]
+        if head.startswith(b"#!"):  # the install script's wrapper: `exec "PREFIX/sbin/qdrouterd" "$@"`
+            line = next((x for x in head.decode(errors="replace").splitlines() if x.startswith("exec ")), "")
+            path = Path(line.split('"')[1]) if line.count('"') >= 2 else path
+        return b"libwebsockets.so" in path.read_bytes()
+    except OSError:
+        return False
+
+
+def websocket_binary(version: str | None = None) -> tuple[str | None, str]:
+    """(a qdrouterd of `version` (None: any) that serves `http: yes` listeners, or None; why none / where it is
+    from). Looked for in order: $QDROUTERD_WEBSOCKET, the chosen qdrouterd itself, the install script's
+    WebSocket build in /opt/qpid-dispatch-1.19.0-ws."""
+    tried = []
+    named = os.environ.get(WEBSOCKET_ENV)
+    candidates = [*([(named, f"${WEBSOCKET_ENV}")] if named else []), (binary_for(version), "the chosen qdrouterd"),
+                  (str(WEBSOCKET_DEFAULT), "the WebSocket build")]
+    for binary, where in candidates:
+        if not binary or not Path(binary).is_file():
+            continue
+        if not has_websockets(binary):
+            tried.append(f"{binary} ({where}) is built without libwebsockets")
+            continue
+        if version is not None and reported_version(binary) != version:
+            tried.append(f"{binary} ({where}) is {reported_version(binary)}, not {version}")
+            continue
+        return binary, f"{binary} ({where})"
+    why = "; ".join(tried) or "no qdrouterd found"
+    return None, (f"no qdrouterd with WebSocket support here ({why}); build one: WEBSOCKETS=1 "
+                  f"PREFIX=/opt/qpid-dispatch-1.19.0-ws BINDIR={WEBSOCKET_DEFAULT.parent} bash {INSTALL_SCRIPT} "
+                  f"(needs libwebsockets-dev), or name one in ${WEBSOCKET_ENV}")

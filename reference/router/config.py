@@ -1106,6 +1106,7 @@ SUPPORTED_FEATURES: frozenset[str] = frozenset({
     "log",
     "listener.authenticate-peer",
     "listener.tls",
+    "listener.http",
     "connector.tls",
 })
 

@@ -92,23 +92,24 @@ class RouterServer:
         """A listener created through management: listening from now on (raises OSError when it cannot)."""
         host = listener.host or "0.0.0.0"
         door = listener_door(self.config, listener)
-        port = self.server.listen(host, listener.port, tls=door.tls, sasl=door.sasl)
+        port = self.server.listen(host, listener.port, tls=door.tls, sasl=door.sasl, websocket=listener.http)
         self.router.listener_of[self.server.acceptors[-1]] = listener
-        log.log(serving.NOTICE, "Listening on %s:%d (listener %r, role %s)", host, port, listener.name or "",
-                listener.role)
+        log.log(serving.NOTICE, "Listening on %s:%d (listener %r, role %s)%s", host, port, listener.name or "",
+                listener.role, " with AMQP over WebSocket" if listener.http else "")
 
     def listen(self) -> None:
         for listener in self.config.listeners:
             host = listener.host or "0.0.0.0"
             door = listener_door(self.config, listener)
             try:
-                port = self.server.listen(host, listener.port, tls=door.tls, sasl=door.sasl)
+                port = self.server.listen(host, listener.port, tls=door.tls, sasl=door.sasl, websocket=listener.http)
                 self.router.listener_of[self.server.acceptors[-1]] = listener
             except OSError as exc:
                 raise ConfigError(self.config.path, listener.line,
                                   f"listener {listener.name or ''!r}: cannot listen on {host}:{listener.port}: "
                                   f"{exc.strerror or exc}") from None
-            doors = [*(["TLS"] if door.tls else []), *([f"SASL {' '.join(door.sasl.mechanisms)}"] if door.sasl else [])]
+            doors = [*(["AMQP over WebSocket"] if listener.http else []), *(["TLS"] if door.tls else []),
+                     *([f"SASL {' '.join(door.sasl.mechanisms)}"] if door.sasl else [])]
             log.log(serving.NOTICE, "Listening on %s:%d (listener %r, role %s)%s", host, port,
                     listener.name or "", listener.role, f" with {', '.join(doors)}" if doors else "")
 

@@ -1,0 +1,279 @@
+"""AMQP over WebSocket (seed 001's console path): a router listener with `http: yes` serves AMQP in the
+WebSocket subprotocol `amqp` (RFC 6455; the OASIS AMQP WebSocket Binding).
+
+The session's router (`--peer router=reference|qdrouterd`) runs with two listeners from one qdrouterd.conf: the
+plain AMQP one (`clients`) and an HTTP one (`console`, `http: yes`). The topology files have no HTTP listener, so
+the suite writes this small config itself and starts the router through the harness's peer classes.
+qdrouterd serves `http: yes` only when built with libwebsockets (the default build is not: it exits with "No HTTP
+support"): the suite takes a WebSocket build (harness/peers/qdrouterd_build.py `websocket_binary`:
+$QDROUTERD_WEBSOCKET, the chosen qdrouterd, or /opt/qpid-dispatch-1.19.0-ws) and is skipped with the reason
+without one.
+
+Messages move through real clients: rhea's WebSocket transport (over the npm package `ws`) on the console
+listener and python-qpid-proton (the python shim) on the plain one. Handshakes and frames that a real client
+does not send are written by hand (suites/websocket/wire.py).
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+
+import pytest
+
+from harness.drivers import ClientStackError, ClientStackUnavailable, StackClient
+from harness.peers.base import PeerUnavailable
+from harness.peers.vendors import parse_choice
+from harness.ports import free_port, release_ports
+from harness.wait import accepts, wait_for
+
+from .wire import AMQP_HEADER, OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_PONG, WsProbe, client_frame, \
+    expected_accept, new_key, upgrade_request
+
+HOST = "127.0.0.1"
+N = 20
+
+CONFIG = """router {{
+    mode: standalone
+    id: WS
+}}
+listener {{
+    name: clients
+    host: {host}
+    port: {clients}
+    role: normal
+}}
+listener {{
+    name: console
+    host: {host}
+    port: {console}
+    role: normal
+    http: yes
+}}
+"""
+
+
+class WsRouter:
+    def __init__(self, peer, clients_port: int, console_port: int):
+        self.peer = peer
+        self.plain_url = f"amqp://{HOST}:{clients_port}"
+        self.ws_url = f"ws://{HOST}:{console_port}/"
+        self.console_port = console_port
+
+
+@pytest.fixture(scope="module")
+def ws_router(interop):
+    choice = parse_choice(interop.choices.get("router", "reference"))
+    held: list[int] = []
+    if choice.vendor == "reference":
+        from harness.peers.process import ReferenceRouterPeer
+
+        peer = ReferenceRouterPeer("WS", CONFIG.format(host=HOST, clients=0, console=0), frozenset())
+    elif choice.vendor == "qdrouterd":
+        from harness.peers.process import NativeQdrouterdPeer
+        from harness.peers.qdrouterd_build import websocket_binary
+
+        binary, where = websocket_binary(choice.version)
+        if binary is None:
+            pytest.skip(f"peer unavailable: {where}")
+        console = free_port(held=True)
+        held.append(console)
+        try:
+            peer = NativeQdrouterdPeer("WS", lambda ports: CONFIG.format(host=HOST, clients=ports["clients"],
+                                                                         console=console),
+                                       frozenset(), version=choice.version, binary=binary)
+        except PeerUnavailable as exc:
+            release_ports(*held)
+            pytest.skip(f"peer unavailable: {exc}")
+    else:
+        pytest.skip(f"the WebSocket suite configures its own router; it cannot configure {choice}")
+    try:
+        peer.start()
+        clients_port = peer.endpoints["clients"].port
+        console_port = peer.endpoints["console"].port if "console" in peer.endpoints else held[0]
+        wait_for(lambda: accepts(HOST, console_port), 10.0, f"the router's HTTP listener on port {console_port}")
+        yield WsRouter(peer, clients_port, console_port)
+    finally:
+        peer.stop()
+        peer.cleanup()
+        release_ports(*held)
+
+
+@pytest.fixture
+def router(ws_router, details):
+    details["router"] = f"{ws_router.peer.info.vendor} {ws_router.peer.info.version}"
+    if ws_router.peer.info.vendor == "qdrouterd":
+        details["binary"] = ws_router.peer.binary
+    yield ws_router
+    assert ws_router.peer.is_running(), f"the router stopped: {ws_router.peer.down_reason()}"
+
+
+@pytest.fixture
+def shims(stacks, details):
+    """(rhea's shim, python's shim); rhea speaks WebSocket, python plain AMQP."""
+    try:
+        pair = stacks.get("rhea"), stacks.get("python")
+    except ClientStackUnavailable as exc:
+        pytest.skip(f"client stack unavailable: {exc}")
+    if "transport.websocket" not in pair[0].capabilities:
+        pytest.skip("client stack unavailable: rhea: the npm package ws is missing (`make setup` runs npm ci in "
+                    "clients/rhea)")
+    details["stacks"] = {s.stack: s.version for s in pair}
+    return pair
+
+
+def message(i: int, body: dict | None = None) -> dict:
+    return {"body": body or {"t": "string", "v": f"m{i}"},
+            "app_properties": [[{"t": "string", "v": "seq"}, {"t": "int", "v": str(i)}]]}
+
+
+def seq_of(m: dict) -> int:
+    return next(int(v["v"]) for k, v in m.get("app_properties") or [] if k.get("v") == "seq")
+
+
+LARGE = {"t": "binary", "v": (bytes(range(256)) * 1024).hex()}  # 256 KiB: many AMQP transfer frames
+
+
+def carry(sending: StackClient, receiving: StackClient, details) -> None:
+    address = f"ws.{uuid.uuid4().hex[:8]}"
+    receiver = receiving.receiver(address, credit=N + 1, settle="auto")
+    messages = [message(i) for i in range(N)] + [message(N, LARGE)]
+    outcomes = sending.sender(address).send(messages, timeout=30)
+    assert outcomes == ["accepted"] * (N + 1), f"every message was accepted by the consumer: {outcomes}"
+    got = receiver.receive(N + 1, timeout=30)
+    assert [seq_of(m) for m in got] == list(range(N + 1)), "all arrived once, in order"
+    assert got[N]["body"] == LARGE, "the 256 KiB body arrived unchanged"
+    details["messages"] = N + 1
+
+
+@pytest.mark.spec("WEBSOCKET-AMQP-1")
+def test_websocket_producer_reaches_plain_consumer(router, shims, details):
+    rhea, python = shims
+    with StackClient(rhea).connect(router.ws_url) as ws, StackClient(python).connect(router.plain_url) as plain:
+        carry(ws, plain, details)
+
+
+@pytest.mark.spec("WEBSOCKET-AMQP-1")
+def test_plain_producer_reaches_websocket_consumer(router, shims, details):
+    rhea, python = shims
+    with StackClient(rhea).connect(router.ws_url) as ws, StackClient(python).connect(router.plain_url) as plain:
+        carry(plain, ws, details)
+
+
+@pytest.mark.spec("WEBSOCKET-AMQP-1")
+def test_websocket_clients_reach_each_other(router, shims, details):
+    rhea, _ = shims
+    with StackClient(rhea).connect(router.ws_url) as a, StackClient(rhea).connect(router.ws_url) as b:
+        carry(a, b, details)
+
+
+def still_serves(router, shims) -> None:
+    """A good opening handshake gets the AMQP header back, and a rhea WebSocket client moves a message."""
+    with WsProbe(HOST, router.console_port) as probe:
+        key = new_key()
+        answer = probe.handshake(upgrade_request(HOST, router.console_port, key=key))
+        assert answer.accepts_amqp(), f"after the refusal a good handshake is accepted: {answer.summary()}"
+        assert answer.headers.get("sec-websocket-accept") == expected_accept(key)
+        probe.send(client_frame(OP_BINARY, AMQP_HEADER))
+        assert probe.read_data(8) == AMQP_HEADER, "the router answers the AMQP header in a binary frame"
+    rhea, _ = shims
+    with StackClient(rhea).connect(router.ws_url) as a, StackClient(rhea).connect(router.ws_url) as b:
+        address = f"ws.after.{uuid.uuid4().hex[:8]}"
+        r = b.receiver(address, credit=1, settle="auto")
+        assert a.sender(address).send([message(0)]) == ["accepted"]
+        assert [seq_of(m) for m in r.receive(1)] == [0]
+
+
+# name -> (request arguments, or raw bytes, what it breaks)
+BAD_HANDSHAKES = {
+    "not-an-upgrade": ({"upgrade": False, "protocol": None}, "a plain HTTP GET, no Upgrade (§4.2.1)"),
+    "wrong-subprotocol": ({"protocol": "mqtt"}, "offers only subprotocol mqtt, not amqp (§4.2.2, §1.9)"),
+    "no-subprotocol": ({"protocol": None}, "offers no subprotocol, so not amqp (§4.2.2, §1.9)"),
+    "bad-key": ({"key": "c2hvcnQ="}, "Sec-WebSocket-Key decodes to 5 bytes, not 16 (§4.2.1 item 5)"),
+    "bad-version": ({"version": "99"}, "Sec-WebSocket-Version 99, a version no RFC defines (§4.2.1 item 6, §4.4)"),
+    "not-a-get": ({"method": "POST"}, "the upgrade is a POST (§4.2.1 item 1)"),
+    "plain-amqp": (AMQP_HEADER, "an AMQP protocol header on the HTTP listener"),
+}
+
+
+@pytest.mark.spec("WEBSOCKET-HANDSHAKE-1")
+@pytest.mark.parametrize("kind", list(BAD_HANDSHAKES))
+def test_bad_handshake_is_refused_and_router_keeps_serving(router, shims, details, kind):
+    what, why = BAD_HANDSHAKES[kind]
+    request = what if isinstance(what, bytes) else upgrade_request(HOST, router.console_port, **what)
+    with WsProbe(HOST, router.console_port) as probe:
+        answer = probe.handshake(request)
+        details["answer"] = answer.summary()
+        assert not answer.accepts_amqp(), f"{why}: refused, but the router switched to amqp: {answer.summary()}"
+        if answer.status != 101:
+            assert answer.status is None or 400 <= answer.status < 500, (
+                f"{why}: refused with an HTTP client error, got {answer.summary()}")
+            assert answer.closed, f"{why}: the router closes the connection after refusing: {answer.summary()}"
+    still_serves(router, shims)
+
+
+@pytest.mark.spec("WEBSOCKET-FRAMING-1")
+def test_ping_fragments_and_close_handshake(router, details):
+    with WsProbe(HOST, router.console_port) as probe:
+        answer = probe.handshake(upgrade_request(HOST, router.console_port))
+        assert answer.accepts_amqp(), answer.summary()
+        probe.send(client_frame(OP_PING, b"are-you-there"))
+        frame = probe.read_frame()
+        assert frame == (OP_PONG, True, b"are-you-there"), f"a ping is answered by a pong of its payload: {frame}"
+        # the AMQP header as one binary message in two fragments, a ping between them (§5.4: control frames may
+        # come in the middle of a fragmented message)
+        probe.send(client_frame(OP_BINARY, AMQP_HEADER[:3], fin=False) + client_frame(OP_PING, b"mid")
+                   + client_frame(OP_CONT, AMQP_HEADER[3:]))
+        frames = [probe.read_frame(), probe.read_frame()]
+        assert (OP_PONG, True, b"mid") in frames, f"the ping between the fragments is answered: {frames}"
+        data = b"".join(f[2] for f in frames if f and f[0] in (OP_BINARY, OP_CONT))
+        data += probe.read_data(8 - len(data)) if len(data) < 8 else b""
+        assert data == AMQP_HEADER, f"the reassembled AMQP header is answered with the router's: {data!r}"
+        probe.send(client_frame(OP_CLOSE, struct.pack(">H", 1000)))
+        frame = probe.read_frame()
+        while frame is not None and frame[0] != OP_CLOSE:
+            frame = probe.read_frame()
+        assert frame is not None and frame[2][:2] == struct.pack(">H", 1000), (
+            f"a close frame is answered with a close frame (§5.5.1): {frame}")
+        assert probe.wait_closed(), "the router closes the TCP connection after the close handshake (§7.1.1)"
+
+
+# name -> (the frame, what it breaks, the close status RFC 6455 §7.4.1 gives it)
+BAD_FRAMES = {
+    "unmasked": (client_frame(OP_BINARY, AMQP_HEADER, masked=False), "a client frame not masked (§5.1)", 1002),
+    "reserved-bits": (client_frame(OP_BINARY, AMQP_HEADER, rsv=4), "RSV1 set with no extension (§5.2)", 1002),
+    "reserved-opcode": (client_frame(0x3, AMQP_HEADER), "reserved opcode 0x3 (§5.2)", 1002),
+    "long-ping": (client_frame(OP_PING, b"x" * 126), "a control frame over 125 bytes (§5.5)", 1002),
+}
+
+
+@pytest.mark.spec("WEBSOCKET-FRAMING-2")
+@pytest.mark.parametrize("kind", list(BAD_FRAMES))
+def test_bad_frame_fails_the_connection(router, shims, details, kind):
+    data, why, status = BAD_FRAMES[kind]
+    with WsProbe(HOST, router.console_port) as probe:
+        answer = probe.handshake(upgrade_request(HOST, router.console_port))
+        assert answer.accepts_amqp(), answer.summary()
+        probe.send(data)
+        frames = []
+        while (frame := probe.read_frame(3.0)) is not None:
+            frames.append(frame)
+            if frame[0] != OP_PING and frame[0] != OP_PONG:  # a close, or data: the router read the frame
+                break
+        details["frames"] = [(op, len(p)) for op, _, p in frames]
+        data_frames = [f for f in frames if f[0] in (OP_BINARY, OP_CONT)]
+        assert not data_frames, f"{why}: the router fails the connection (§7.1.7) instead of reading it: {frames}"
+        # §7.1.7: it SHOULD send a close frame first; when it does, the status must say why (§7.4.1)
+        close = next((f for f in frames if f[0] == OP_CLOSE), None)
+        if close is not None:
+            assert struct.unpack(">H", close[2][:2])[0] == status, f"{why}: close status {status}: {close}"
+            try:  # a client answers a close frame with its own (§5.5.1); the server then closes TCP first (§7.1.1)
+                probe.send(client_frame(OP_CLOSE, close[2][:2]))
+            except OSError:
+                pass  # it closed already
+        # RFC 6455 gives no time for it: qdrouterd (libwebsockets) closes 5 s after an RSV error, the reference at once
+        assert probe.wait_closed(20.0), f"{why}: the router fails the connection: it closes the TCP connection"
+    try:
+        still_serves(router, shims)
+    except ClientStackError as exc:
+        pytest.fail(f"after {why} the router no longer serves WebSocket clients: {exc}")
