@@ -90,19 +90,25 @@ toxiproxy: $(STAMP)
 setup-test: system-packages qdrouterd $(STAMP) $(ALLURE) client-stacks artemis activemq toxiproxy
 setup: setup-test report-jvm-cache
 
-# The main job: the configuration differential against each real product (`interop fuzz --configs`, a long
-# session each with a random seed, printed; their records land in results/ like the matrix's), then the
-# conformance matrix (matrix.yaml: the reference peers plus every real product found here), then the Spark report
-# over every run in results/ (results/report/index.html), which shows the config sessions beside the matrix.
-# A config session that finds something (or whose product is missing) does not stop the matrix; `make run`
-# fails at the end.
-RUN_CONFIG_BUDGET ?= 5m
+# The main job, the nightly (`interop nightly`, harness/nightly.py; README "The nightly (make run)"): into one
+# results store (results/, or $$INTEROP_RESULTS), one step after another, each printed as [i/N] with its wall time:
+#   1. the configuration differential (`interop fuzz --configs`) against qdrouterd and Artemis;
+#   2. per product present (the reference router and broker, qdrouterd, Artemis, ActiveMQ Classic, RabbitMQ: the
+#      matrix's probes decide; an absent one is listed as skipped with the reason) a hostile-frame session and a
+#      stateful session (`interop fuzz [--frames] --role ROLE`), fixed seeds;
+#   3. the side-by-side benchmarks with --results: bench/routing.py (reference router vs qdrouterd), bench/broker.py
+#      (the reference broker vs every broker present), bench/network.py (the network of brokers, per vendor);
+#   4. the conformance matrix (matrix.yaml: the reference peers plus every real product found here);
+#   5. the Spark report over every run in the store (results/report/index.html).
+# BUDGET=quick (the default: a newcomer's first run, 20 s sessions and short benchmarks) or BUDGET=nightly (5 min
+# sessions, the benchmarks' own sizes); README gives what each costs. Every step runs even when one fails; each
+# step's output is kept in results/nightly/<stamp>/; `make run` fails at the end, after the report, when a step
+# failed or a session found something. NIGHTLY_ARGS adds options (e.g. --only fuzz,bench --products artemis).
+# deploy/ has a systemd service and timer that run this every night in a checkout that keeps its results/.
+BUDGET ?= quick
+NIGHTLY_ARGS ?=
 run: setup
-	@status=0; \
-	$(VENV)/bin/interop fuzz --configs --peer router=qdrouterd --budget $(RUN_CONFIG_BUDGET) || status=1; \
-	$(VENV)/bin/interop fuzz --configs --peer broker=artemis --budget $(RUN_CONFIG_BUDGET) || status=1; \
-	$(VENV)/bin/interop run --matrix matrix.yaml --report || status=1; \
-	exit $$status
+	$(VENV)/bin/interop nightly --budget $(BUDGET) $(NIGHTLY_ARGS)
 
 # The project's own tests, in timed steps (the last lines print each step's wall time):
 #

@@ -1,6 +1,7 @@
 """Broker figures: the reference broker against every broker vendor that runs here, same clients, one run.
 
     .venv/bin/python bench/broker.py [--messages N] [--rounds R] [--vendors reference,rabbitmq,artemis,...]
+                                     [--results DIR]
 
 For each broker vendor (started from the single-broker topology; `--vendors` defaults to every broker vendor
 in the registry, and one that cannot run here is skipped with the reason) and for non-durable and durable 1 KB
@@ -14,7 +15,8 @@ Prints msgs/s (first send to last outcome), the p50/p99 latency from the moment 
 went on the wire to the moment the consumer had it, and the CPU time the broker's processes and the client
 process spent per 1000 messages (so a slow row says whether the broker was busy or the pipeline waited).
 Clients and brokers share this 2-core machine, so the ratio between vendors is the figure to quote, not the
-absolute rate.
+absolute rate. With --results DIR it writes one result record per row (suite "bench", case
+`BENCH-broker/1kb|1kb-durable/VENDOR/python`, the broker's version in `peers`) into DIR/<run_id>/.
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.figures import own_cpu_s, percentile, process_cpu_s
+from bench.figures import own_cpu_s, percentile, process_cpu_s, write_bench_records
 from harness.clients import Clients
 from harness.peers.base import PeerUnavailable
 from harness.peers.launch import start_topology
 from harness.peers.registry import REGISTRY, entry
+from harness.results import utc_now_iso
 from harness.topology import load_topology, topology_path
 from harness.wait import wait_for
 
@@ -89,7 +92,9 @@ def main() -> int:
                         help="measure every row this many times, vendors interleaved; the median is quoted")
     parser.add_argument("--vendors", default=",".join(e.spec.vendor for e in REGISTRY if e.spec.role == "broker"),
                         help="broker vendors, comma-separated (default: every broker vendor in the registry)")
+    parser.add_argument("--results", metavar="DIR", help="write result records into DIR/<run_id>/")
     args = parser.parse_args()
+    started_at = utc_now_iso()
     topology = load_topology(topology_path("single-broker"))
     brokers, stacks = {}, []
     for vendor in args.vendors.split(","):
@@ -168,6 +173,21 @@ def main() -> int:
                   f"p99 {statistics.median(f['lag_p99_ms'] for f in figs):.1f} ms (medians over rounds; "
                   f"{statistics.median(f['lag_seen'] for f in figs):.0f} of {args.messages} messages seen on DC2 "
                   "before DC1's acknowledgement removed them)")
+    if args.results:
+        records = []
+        for (vendor, durable), figs in rows.items():
+            info = brokers[vendor].info
+            figures = {name: statistics.median(f[name] for f in figs)
+                       for name in ("msgs_per_s", "p50_ms", "p99_ms", "broker_cpu_ms_per_1000")}
+            records.append({"scenario": "1kb-durable" if durable else "1kb", "vendor": vendor, "clients": "python",
+                            "peer": {"role": "broker", "vendor": info.vendor, "version": info.version,
+                                     "provider": info.provider},
+                            "topology": "broker-mirror" if vendor in mirrors else "single-broker",
+                            "msgs_per_s": figures["msgs_per_s"], "p50_ms": figures["p50_ms"],
+                            "p99_ms": figures["p99_ms"], "cpu_s_per_1000": figures["broker_cpu_ms_per_1000"] / 1000,
+                            "repeats": len(figs), "durable": durable})
+        write_bench_records(args.results, "broker", records, {"messages": args.messages, "rounds": args.rounds,
+                                                              "size": len(BODY)}, started_at)
     return 0
 
 

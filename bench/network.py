@@ -3,6 +3,7 @@ every broker vendor that can run here (the reference broker, RabbitMQ, ActiveMQ 
 clients, in one run.
 
     .venv/bin/python bench/network.py [--messages N] [--rounds R] [--vendors reference,rabbitmq,...] [--via-proxy]
+                                      [--results DIR]
 
 Each vendor runs the network-pair topology (004_05e35cdd7bc39ede.txt: B1's network connector forwards to B2's
 consumers): ActiveMQ Classic with the very network connector the seed configures (OpenWire between the brokers),
@@ -20,7 +21,9 @@ rows; each figure is the median over the rounds (min-max beside it). Prints msgs
 at the consumer), the p50/p99 latency from the wire to the consumer, the CPU the vendor's brokers spent per 1000
 messages (each broker's own processes: peer.pids; the JVM itself for Classic and Artemis), and per
 vendor the ratio B1 -> B2 / single broker (the issue's target: at least 0.5x). A vendor that
-cannot run here, or whose B1 does not forward to B2, is skipped with the reason. Asserts nothing.
+cannot run here, or whose B1 does not forward to B2, is skipped with the reason. Asserts nothing. With --results
+DIR it writes one result record per vendor and row (suite "bench", case `BENCH-network/single|b1-to-b2/VENDOR/python`,
+the brokers' version in `peers`) into DIR/<run_id>/.
 """
 
 from __future__ import annotations
@@ -35,18 +38,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.figures import percentile, process_cpu_s
+from bench.figures import percentile, process_cpu_s, write_bench_records
 from harness.clients import Clients
 from harness.matrix import probe_vendor
 from harness.peers.base import PeerUnavailable
 from harness.peers.launch import start_topology
 from harness.peers.registry import REGISTRY
+from harness.results import utc_now_iso
 from harness.topology import load_topology, topology_path
 from harness.wait import WaitTimeout, wait_for
 
 BODY = "x" * 1024
 QUEUE = "orders"
 SINGLE, NETWORK = "single broker", "B1 -> B2"
+SCENARIO = {SINGLE: "single", NETWORK: "b1-to-b2"}  # the rows' names in result records
 FORWARD_WAIT = 30.0  # how long the first message may take to cross before a vendor's network counts as not working
 
 
@@ -93,7 +98,9 @@ def main() -> int:
     parser.add_argument("--vendors", default=",".join(broker_vendors()),
                         help="comma-separated broker vendors (default: every broker vendor the registry lists)")
     parser.add_argument("--via-proxy", action="store_true", help="keep the B1->B2 link behind the fault proxy")
+    parser.add_argument("--results", metavar="DIR", help="write result records into DIR/<run_id>/")
     args = parser.parse_args()
+    started_at = utc_now_iso()
     topology = load_topology(topology_path("network-pair"))
     if not args.via_proxy:
         topology.links = [dataclasses.replace(link, via=None) for link in topology.links]
@@ -152,6 +159,23 @@ def main() -> int:
         single, network = medians.get((vendor, SINGLE)), medians.get((vendor, NETWORK))
         if single and network:
             print(f"{vendor}: B1 -> B2 / single broker = {network / single:.2f}x throughput (medians; target >= 0.50x)")
+    if args.results:
+        records = []
+        for (vendor, row), figs in rows.items():
+            info = networks[vendor]["B1"].info
+            single = medians.get((vendor, SINGLE))
+            records.append({"scenario": SCENARIO[row] + ("+proxy" if args.via_proxy else ""), "vendor": vendor,
+                            "clients": "python", "topology": "network-pair",
+                            "peer": {"role": "broker", "vendor": info.vendor, "version": info.version,
+                                     "provider": info.provider},
+                            **{name: statistics.median(f[name] for f in figs) for name in ("msgs_per_s", "p50_ms",
+                                                                                           "p99_ms")},
+                            "cpu_s_per_1000": statistics.median(f["broker_cpu_ms_per_1000"] for f in figs) / 1000,
+                            "repeats": len(figs),
+                            "network_to_single": medians[(vendor, row)] / single
+                            if row == NETWORK and single else None})
+        write_bench_records(args.results, "network", records, {"messages": args.messages, "rounds": args.rounds,
+                                                               "via_proxy": bool(args.via_proxy)}, started_at)
     return 0
 
 

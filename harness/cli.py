@@ -192,6 +192,14 @@ def build_parser() -> argparse.ArgumentParser:
                                            "role and write its results like a run's.")
     fuzz_command.add_arguments(fuzz, list(CONFIG_FAULTS))
     fuzz.set_defaults(handler=cmd_fuzz)
+
+    from . import nightly
+
+    nightly_parser = commands.add_parser("nightly", help="the main job: every product fuzzed and benchmarked, the "
+                                                         "matrix, the report (make run)",
+                                         description=nightly.__doc__.splitlines()[0])
+    nightly.add_arguments(nightly_parser)
+    nightly_parser.set_defaults(handler=nightly.run)
     return parser
 
 

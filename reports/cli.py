@@ -2,6 +2,7 @@
 
     interop report [INPUTS ...] [--out DIR] [--master URL | --remote sc://HOST:PORT] [--rebuild] [--catalog FILE]
                    [--no-allure] [--title TEXT]
+    interop report [INPUT] [--out DIR | --html DIR] --serve [--port N]
 
 INPUTS are run folders, results folders (holding run folders), globs, results.jsonl files, or URIs Spark can
 list (hdfs://, s3a://, ...); default: results. DIR/tables/ is the store (Parquet; DIR may be a URI): runs already
@@ -10,7 +11,8 @@ in it are not read again unless their files changed, and the report covers every
 (self-contained) and, where the Allure command line is installed, allure/index.html for the latest run with Allure
 results (into --html, default DIR when it is local).
 Damaged result lines are counted and shown in the report; they never stop it. Exit 0 when a report was written,
-2 for a user mistake (no input found), 1 when Spark itself failed.
+2 for a user mistake (no input found), 1 when Spark itself failed. --serve builds nothing: it serves the report
+folder over HTTP on 127.0.0.1 (threaded; --port, default 8000, 0 for a free one) and prints its URL.
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: suites/spec/catalog.yaml when present)")
     parser.add_argument("--no-allure", action="store_true", help="do not build the Allure HTML report")
     parser.add_argument("--title", default="AMQP 1.0 interop: vendor comparison", help="report title")
+    parser.add_argument("--serve", action="store_true",
+                        help="serve the report folder (--html, else --out, else <first input>/report) over HTTP on "
+                             "127.0.0.1 instead of building it; Ctrl-C stops it")
+    parser.add_argument("--port", type=int, default=8000, metavar="N",
+                        help="with --serve: the port on 127.0.0.1 (default 8000; 0: a free one, printed)")
 
 
 def _default_out(inputs: list[str]) -> str:
@@ -84,7 +91,57 @@ def load_catalog(path: str | None) -> tuple[list[str], dict[str, dict]]:
     return list(info), info
 
 
+def serve_folder(folder: Path, port: int = 8000):
+    """A threaded HTTP server of `folder` on 127.0.0.1 only (never another interface: the report names hosts and
+    findings), started in a thread of its own; returns (server, url). `port` 0 takes a free port."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, format, *args):  # noqa: A002 - the base class's name
+            pass
+
+    handler = functools.partial(Quiet, directory=str(folder))
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as exc:
+        raise ReportError(f"--port {port}: cannot listen on 127.0.0.1: {exc.strerror or exc}") from None
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="report-http", daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+def serve(args: argparse.Namespace) -> int:
+    """`interop report --serve`: the report folder over HTTP on the loopback until Ctrl-C or SIGTERM."""
+    import signal
+    import threading
+
+    inputs = list(args.inputs) or ["results"]
+    out = args.out or _default_out(inputs)
+    folder = Path(args.html or (out if "://" not in out else "report"))
+    if not (folder / "index.html").is_file():
+        raise ReportError(f"--serve: {folder}/index.html: no report there (run `interop report` first, or give "
+                          "--out/--html the folder that holds it)")
+    if not 0 <= args.port <= 65535:
+        raise ReportError(f"--port {args.port}: expected a port from 0 to 65535")
+    server, url = serve_folder(folder, args.port)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    print(f"report: serving {folder.resolve()} at {url} (127.0.0.1 only; Ctrl-C stops it)", flush=True)
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        server.server_close()
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "serve", False):
+        return serve(args)
     from reports import allure_report, page
     from reports.job import run_job, spark_session
 

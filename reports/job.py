@@ -890,7 +890,16 @@ def fuzz_rows(records):
                     d["seed"].cast("long").alias("seed"), d["executed"].cast("long").alias("executed"),
                     F.coalesce(F.from_json(d["signatures"], "array<string>"), no_signatures).alias("signatures"),
                     F.coalesce(d["signature"], F.substring_index("case", "/", -1)).alias("signature"),
-                    d["kind"].alias("kind"), d["reproducer"].alias("reproducer")))
+                    d["kind"].alias("kind"), d["reproducer"].alias("reproducer"),
+                    # the product fuzzed (its role's entry) and a frames session's figures: the per-product table
+                    F.col("peers").alias("peers"),
+                    *[F.get_json_object(d["figures"], f"$.{key}").cast("double").alias(name)
+                      for key, name in FUZZ_FIGURES]))
+
+
+# A frames session's figures (details.figures) the per-product table compares: key -> column
+FUZZ_FIGURES = (("max_sentinel_gap_ms", "max_gap_ms"), ("max_rss_mb", "max_rss_mb"), ("start_rss_mb", "start_rss_mb"),
+                ("max_cpu_after_close_cores", "cpu_after_close_cores"))
 
 
 def fuzz_records(rows, runs):
@@ -917,6 +926,40 @@ def fuzz_sessions(fuzz):
         F.count_distinct("run_id").alias("runs"),
         F.max_by("run_id", "run_index").alias("last_run"))
         .withColumn("distinct_signatures", F.size("signatures")))
+
+
+def fuzz_products(fuzz):
+    """Per product fuzzed (role, vendor and version, from the record's `peers` entry of the role the session fuzzed)
+    and deliberate break: sessions per mode, hostile-frame cases and stateful programs run, sessions that found
+    something, the distinct failure signatures, and the frames sessions' worst figures: the sentinel's longest gap,
+    the server's RSS (least at start, most seen) and the most CPU it spent after a batch's connections had closed
+    (cores). The vendor comparison of the "Fuzzing sessions" section."""
+    from pyspark.sql import functions as F
+
+    peers = F.from_json("peers", PEERS_MAP)
+    role = F.coalesce(F.col("role"), F.element_at(F.map_keys(peers), 1))
+    peer = F.element_at(peers, role)
+    sessions = (fuzz.where(~F.col("is_finding"))
+                .select("*", role.alias("product_role"), peer["vendor"].alias("vendor"),
+                        F.coalesce(peer["version"], F.lit("?")).alias("version")))
+    frames, stateful, configs = (F.col("mode") == m for m in ("frames", "stateful", "configs"))
+
+    def total(where):
+        return F.sum(F.when(where, F.col("executed")).otherwise(0)).cast("long")
+
+    return (sessions.where(F.col("vendor").isNotNull())
+            .groupBy(F.col("product_role").alias("role"), "vendor", "version", "deliberate_break").agg(
+                F.count(F.lit(1)).alias("sessions"),
+                F.sum(frames.cast("int")).alias("frames_sessions"), total(frames).alias("frames_cases"),
+                F.sum(stateful.cast("int")).alias("stateful_sessions"), total(stateful).alias("programs"),
+                F.sum(configs.cast("int")).alias("configs_sessions"), total(configs).alias("config_files"),
+                F.sum(F.col("outcome").isin(*BAD).cast("int")).alias("failed_sessions"),
+                F.array_sort(F.array_distinct(F.flatten(F.collect_list("signatures")))).alias("signatures"),
+                F.max("max_gap_ms").alias("max_gap_ms"), F.min("start_rss_mb").alias("start_rss_mb"),
+                F.max("max_rss_mb").alias("max_rss_mb"), F.max("cpu_after_close_cores").alias("cpu_after_close_cores"),
+                F.round(F.sum("duration_s"), 3).alias("duration_s"),
+                F.max_by("run_id", "run_index").alias("last_run"), F.max("started").alias("last_started"))
+            .withColumn("distinct_signatures", F.size("signatures")))
 
 
 def fuzz_findings(fuzz):
@@ -953,25 +996,42 @@ def bench_rows(records):
                     F.coalesce(d["clients"], F.element_at(parts, 4)).alias("clients"),
                     *[d[name].cast("double").alias(name)
                       for name in ("msgs_per_s", "p50_ms", "p99_ms", "ratio", "cpu_s_per_1000")],
-                    d["ratio_to"].alias("ratio_to"), d["repeats"].cast("int").alias("repeats")))
+                    d["ratio_to"].alias("ratio_to"), d["repeats"].cast("int").alias("repeats"),
+                    # the version of the product measured (the record's one peer; none for `direct`)
+                    F.coalesce(F.get_json_object("peers", "$.router.version"),
+                               F.get_json_object("peers", "$.broker.version")).alias("version")))
 
 
 def benchmarks(rows, runs):
     """Per benchmark, scenario, vendor and client stack: the latest run's figures (throughput, latency, the ratio to
-    the vendor it is compared with, CPU per 1000 messages), the previous run's throughput and the best seen."""
+    the vendor it is compared with, CPU per 1000 messages, the product's version), the previous run's throughput and
+    the best seen; and the vendor comparison: the latest msgs/s against the reference's latest of the same
+    benchmark, scenario and client stack (`vs_reference`, with `reference_vendor` and `reference_version`; a row
+    variant such as `artemis+mirror` against `reference+mirror`)."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     rows = rows.join(F.broadcast(runs.select("run_id", "run_index")), "run_id", "left")
     order = F.struct("run_index", "started")
     figures = F.struct("msgs_per_s", "p50_ms", "p99_ms", "ratio", "ratio_to", "cpu_s_per_1000", "outcome",
-                       "message", "run_id")
-    return (rows.groupBy("bench", "scenario", "vendor", "clients").agg(
+                       "message", "run_id", "version")
+    latest = (rows.groupBy("bench", "scenario", "vendor", "clients").agg(
         F.count(F.lit(1)).alias("runs"),
         F.max_by(figures, order).alias("latest"),
         F.max("msgs_per_s").alias("best_msgs_per_s"),
         F.sort_array(F.collect_list(F.struct(order.alias("o"), F.col("msgs_per_s"))), asc=False).alias("history"))
         .select("bench", "scenario", "vendor", "clients", "runs", "latest.*", "best_msgs_per_s",
-                F.col("history")[1]["msgs_per_s"].alias("previous_msgs_per_s")))
+                F.col("history")[1]["msgs_per_s"].alias("previous_msgs_per_s"))
+        # a row variant (`artemis+mirror`) is compared with the reference's same variant (`reference+mirror`)
+        .withColumn("reference_vendor", F.concat(F.lit("reference"), F.regexp_extract("vendor", r"(\+.*)$", 1))))
+    # one window over the few rows per benchmark, scenario and client stack, no join: the reference's figures
+    same = Window.partitionBy("bench", "scenario", "clients")
+    refs = F.map_from_entries(F.collect_list(F.struct("vendor", F.struct("msgs_per_s", "version"))).over(same))
+    reference = F.element_at(refs, F.col("reference_vendor"))
+    return (latest.withColumn("reference_msgs_per_s", reference["msgs_per_s"])
+            .withColumn("reference_version", reference["version"])
+            .withColumn("vs_reference", F.when(F.col("reference_msgs_per_s") > 0,
+                                               F.round(F.col("msgs_per_s") / F.col("reference_msgs_per_s"), 3))))
 
 
 MUTATION_COUNTS = ("killed", "timeout", "survived", "equivalent", "incompetent", "pending")
@@ -1412,6 +1472,7 @@ def _aggregate(spark, tables_dir: str, plan: Plan, schemas: dict, catalog_ids: l
                                    compared),
         "durations": durations(small("run_durations")),
         "fuzz_sessions": fuzz_sessions(fuzz),
+        "fuzz_products": fuzz_products(fuzz),
         "fuzz_findings": fuzz_findings(fuzz),
         "recovery": recovery(small("run_recovery"), runs),
         "benchmarks": benchmarks(small("run_bench"), runs),
@@ -1460,6 +1521,7 @@ def _report_order() -> dict[str, tuple[list[str], int | None]]:
         "checkers": (["target", "checker"], None),
         "fuzz_sessions": (["target", "mode", "role", "deliberate_break"], None),
         "fuzz_findings": (["-last_run_index", "-sessions", "signature", "target"], None),
+        "fuzz_products": (["role", "vendor", "version", "deliberate_break"], None),
         "recovery": (["target", "suite", "fault"], None),
         "benchmarks": (["bench", "scenario", "clients", "vendor"], None),
         "type_interop": (["target", "via", "sender_stack", "receiver_stack", "type", "section"], None),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -415,7 +416,7 @@ def render(data: dict, *, title: str, inputs: list[str], catalog: dict[str, dict
                                       data.get("mixed_releases", [])))
     out.append(versions_page.upgrades(data.get("upgrades", [])))
 
-    out.append(fuzzing(data["fuzz_sessions"], data["fuzz_findings"]))
+    out.append(fuzzing(data["fuzz_sessions"], data["fuzz_findings"], data.get("fuzz_products", [])))
     out.append(type_interop(data.get("type_interop", [])))
     out.append(benchmarks(data.get("benchmarks", [])))
     out.append(mutation(data.get("mutation", [])))
@@ -646,23 +647,51 @@ def type_interop(rows: list[dict]) -> str:
 
 
 def benchmarks(rows: list[dict]) -> str:
-    """The "Benchmarks" section: benchmark records (bench/*.py --results), latest figures per scenario, vendor and
-    client stack."""
+    """The "Benchmarks" section: benchmark records (bench/*.py --results). First the vendor comparison: per benchmark,
+    scenario and client stack, each product's latest msgs/s against the reference's, with both versions; then the
+    latest figures per scenario, vendor and client stack."""
     out = ["<h2>Benchmarks</h2>"]
 
     def number(value, fmt: str) -> str:
         return "" if value is None else format(value, fmt)
 
-    out.append(table(["benchmark", "scenario", "clients", "vendor", "msgs/s", "previous", "best", "p50 ms",
+    def product(r: dict) -> str:
+        return e(r["vendor"]) + (f" {e(r['version'])}" if r.get("version") else "")
+
+    def versus(r: dict) -> str:
+        value = r.get("vs_reference")
+        if value is None:
+            return ""
+        colour = COLORS["passed" if value >= 1 else "failed"]
+        return f'<b style="color:{colour}">{value:.2f}x</b>'
+
+    if rows:
+        compared = [r for r in rows if not r["vendor"].startswith("reference") and r.get("vs_reference") is not None]
+        out.append('<p class="sub">Each product against the reference, same benchmark, scenario and clients, the '
+                   "latest run of each: its msgs/s divided by the reference's (above 1: faster than the reference). "
+                   "Clients and peers share the machine, so the ratio is the figure to compare, not the rate.</p>")
+        out.append(table(["benchmark", "scenario", "clients", "product", "msgs/s", "reference", "reference msgs/s",
+                          "vs reference", "p50 ms", "p99 ms", "CPU s / 1000 msgs", "latest run"],
+                         [[e(r["bench"]), e(r["scenario"]), e(r["clients"]), product(r),
+                           number(r.get("msgs_per_s"), ",.0f"),
+                           e(r.get("reference_vendor") or "reference")
+                           + (f" {e(r['reference_version'])}" if r.get("reference_version") else ""),
+                           number(r.get("reference_msgs_per_s"), ",.0f"), versus(r), number(r.get("p50_ms"), ".2f"),
+                           number(r.get("p99_ms"), ".2f"), number(r.get("cpu_s_per_1000"), ".3f"),
+                           f"<code>{e(r['run_id'])}</code>"] for r in compared],
+                         empty="no product measured beside the reference"))
+        out.append("<h3>Latest figures per scenario and vendor</h3>")
+    out.append(table(["benchmark", "scenario", "clients", "vendor", "version", "msgs/s", "previous", "best", "p50 ms",
                       "p99 ms", "ratio", "CPU s / 1000 msgs", "runs", "latest run"],
-                     [[e(r["bench"]), e(r["scenario"]), e(r["clients"]), e(r["vendor"]),
+                     [[e(r["bench"]), e(r["scenario"]), e(r["clients"]), e(r["vendor"]), e(r.get("version") or ""),
                        number(r.get("msgs_per_s"), ",.0f"), number(r.get("previous_msgs_per_s"), ",.0f"),
                        number(r.get("best_msgs_per_s"), ",.0f"), number(r.get("p50_ms"), ".2f"),
                        number(r.get("p99_ms"), ".2f"),
                        "" if r.get("ratio") is None else f"{r['ratio']:.2f}x {e(r.get('ratio_to') or '')}",
                        number(r.get("cpu_s_per_1000"), ".3f"), str(r["runs"]), f"<code>{e(r['run_id'])}</code>"]
                       for r in rows],
-                     empty="no benchmark records (bench/routing.py --results DIR writes them)"))
+                     empty="no benchmark records (bench/routing.py, broker.py and network.py with --results DIR "
+                           "write them; `make run` runs them)"))
     return "".join(out)
 
 
@@ -671,8 +700,13 @@ def mutation(rows: list[dict]) -> str:
     the mutant counts, the sample, the run time, the scores of every job in order (trend), and the survivors."""
     out = ["<h2>Mutation score</h2>"]
     if not rows:
-        out.append('<p class="empty">no mutation-score records (bench/mutation.py writes them, a nightly job)</p>')
+        out.append('<p class="empty">never run here: no mutation-score record in this store (bench/mutation.py writes '
+                   "them; a weekly job, not part of the nightly: README \"Mutation score\")</p>")
         return "".join(out)
+    latest = max((r for r in rows if r.get("run_id")), key=lambda r: r["run_id"], default=None)
+    if latest is not None:
+        out.append(f'<p class="note">last run: {e(_run_date(latest["run_id"]))} (run <code>{e(latest["run_id"])}'
+                   "</code>; a weekly job, not part of the nightly)</p>")
     out.append('<p class="sub">Small deliberate bugs made in the reference peers (and the fault proxy), one at a '
                "time, each run against the tests that judge its group. Score = killed (timeouts included) / "
                "(killed + survived); equivalent mutants, which no behaviour can tell from the original, are left "
@@ -709,14 +743,58 @@ def mutation(rows: list[dict]) -> str:
     return "".join(out)
 
 
-def fuzzing(sessions: list[dict], findings: list[dict]) -> str:
-    """The "Fuzzing sessions" section: sessions per target and mode, then the distinct failures by signature."""
+def _run_date(run_id: str) -> str:
+    """`2026-11-22 03:00 UTC` from a run id the harness made (`2026-11-22T03-00-00Z-ab12`), else the id."""
+    found = re.match(r"^(\d{4}-\d{2}-\d{2})T(\d{2})-(\d{2})", run_id or "")
+    return f"{found[1]} {found[2]}:{found[3]} UTC" if found else (run_id or "")
+
+
+def fuzz_products(rows: list[dict]) -> str:
+    """The vendor comparison of the fuzzing section: per product (role, vendor, version), what was run, what was
+    found and the frames sessions' worst figures."""
+
+    def number(value, fmt: str) -> str:
+        return "" if value is None else format(value, fmt)
+
+    def rss(r: dict) -> str:
+        start, peak = r.get("start_rss_mb"), r.get("max_rss_mb")
+        if peak is None:
+            return ""
+        return (f"{start:,.0f} → " if start is not None else "") + f"{peak:,.0f}"
+
+    def found(r: dict) -> str:
+        colour = COLORS["failed" if r["distinct_signatures"] else "passed"]
+        return (f'<b style="color:{colour}">{r["distinct_signatures"]}</b> '
+                + " ".join(f"<code>{e(s)}</code>" for s in r["signatures"][:6])
+                + (f" (+{len(r['signatures']) - 6} more)" if len(r["signatures"]) > 6 else ""))
+
+    return table(["role", "product", "version", "frames cases", "stateful programs", "config files", "sessions",
+                  "sessions with failures", "distinct findings", "worst sentinel gap ms",
+                  "RSS MB (least at start → most)", "CPU after close (cores)", "latest run", "deliberate break"],
+                 [[e(r["role"]), e(r["vendor"]), e(r["version"]), str(r.get("frames_cases") or 0),
+                   str(r.get("programs") or 0), str(r.get("config_files") or 0), str(r["sessions"]),
+                   str(r["failed_sessions"]), found(r), number(r.get("max_gap_ms"), ",.0f"), rss(r),
+                   number(r.get("cpu_after_close_cores"), ".2f"), f"<code>{e(r['last_run'])}</code>",
+                   e(r.get("deliberate_break") or "")] for r in rows],
+                 cls="sortable fuzz-products", empty="no session names its product")
+
+
+def fuzzing(sessions: list[dict], findings: list[dict], products: list[dict] | None = None) -> str:
+    """The "Fuzzing sessions" section: per product (the vendor comparison), sessions per target and mode, then the
+    distinct failures by signature."""
     out = ["<h2>Fuzzing sessions</h2>"]
     if not sessions and not findings:
-        out.append('<p class="empty">no fuzz session in these runs (<code>interop fuzz</code> writes them)</p>')
+        out.append('<p class="empty">no fuzz session in these runs (<code>interop fuzz</code> writes them; '
+                   "<code>make run</code> runs one of each kind per product)</p>")
         return "".join(out)
     out.append('<p class="sub">Seeded, time-boxed sessions of <code>interop fuzz</code> (stateful client programs, or '
                "hostile frames). They are not conformance cases: no figure above counts them.</p>")
+    if products:
+        out.append('<p class="sub">Per product: what its sessions ran and found; from the hostile-frame sessions, the '
+                   "sentinel client's longest wait for its traffic, the server's resident memory, and the most CPU "
+                   "it kept spending after a batch's connections had closed.</p>")
+        out.append(fuzz_products(products))
+        out.append('<p class="sub">Sessions per target and mode:</p>')
     out.append(table(["target", "fuzzed role", "mode", "sessions", "programs / cases", "sessions with failures",
                       "distinct failures", "signatures", "seeds", "duration", "runs", "latest run",
                       "deliberate break"],

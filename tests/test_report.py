@@ -514,7 +514,7 @@ def test_parquet_tables_are_written(known):
             "run_network", "run_mutation", "run_findings", "manifest", "flaky_state", "runs", "conformance",
             "findings", "pass_rate", "flaky",
             "benchmarks", "type_interop", "network", "mutation", "trend", "regressions", "durations", "fault_checks",
-            "checkers", "recovery", "fuzz_sessions", "fuzz_findings",
+            "checkers", "recovery", "fuzz_sessions", "fuzz_products", "fuzz_findings",
             "version_pairs", "version_changes", "mixed_releases", "upgrades"} == names
     # one partition folder per run and kind of line
     assert sorted(p.name for p in (out / "tables" / "lines" / "run_folder=run-3").iterdir()) == \
@@ -606,6 +606,9 @@ def test_page_in_headless_chromium_shows_matrix_and_charts_without_console_error
     assert "c1" in dom[dom.index("Flaky cases"):]
     fuzzing = dom[dom.index("<h2>Fuzzing sessions</h2>"):dom.index("<h2>Rejected result lines</h2>")]
     sessions, findings = fuzzing.split("<h3>")
+    # the per product table first (one product fuzzed: the reference router), then the sessions per target and mode
+    products, sessions = sessions.split("Sessions per target and mode:")
+    assert products.count("<tr>") == 2 and "<td>router</td><td>reference</td><td>0.1.0</td><td>2500</td>" in products
     assert sessions.count("<tr>") == 3 and findings.count("<tr>") == 3  # header + 2 rows each
     frames_row = next(tr for tr in sessions.split("<tr>") if "<td>frames</td>" in tr)
     assert re.search(rf"<td>{A_NAME}</td><td>router</td><td>frames</td><td>2</td><td>2500</td><td>2</td><td>2</td>",
