@@ -213,7 +213,7 @@ def test_empty_close_is_answered_with_1000():
     assert server_frames(ws.take_output()) == [(OP_CLOSE, True, struct.pack(">H", 1000))]
 
 
-@pytest.mark.parametrize(("data", "code", "why"), [
+PROTOCOL_ERRORS = [
     (frame(OP_BINARY, AMQP), 1002, "not masked"),
     (bytes([0x80 | 0x40 | OP_BINARY]) + masked(OP_BINARY, AMQP)[1:], 1002, "reserved bits"),
     (masked(0x3, AMQP), 1002, "reserved opcode"),
@@ -227,7 +227,11 @@ def test_empty_close_is_answered_with_1000():
     (masked(OP_CLOSE, struct.pack(">H", 1005)), 1002, "close status 1005"),
     (masked(OP_CLOSE, struct.pack(">H", 1000) + b"\xff\xfe"), 1007, "not UTF-8"),
     (bytes([0x82, 0xFF]) + b"\x80" + b"\x00" * 7 + b"mask", 1002, "top bit"),
-])
+]
+
+
+# ids from the descriptions: the frames carry random masking keys, and pytest-xdist's workers must collect the same ids
+@pytest.mark.parametrize(("data", "code", "why"), PROTOCOL_ERRORS, ids=[why for _, _, why in PROTOCOL_ERRORS])
 def test_protocol_errors_fail_the_connection_with_a_close_status(data, code, why):
     ws = opened()
     ws.feed(data)
