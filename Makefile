@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup setup-test system-packages qdrouterd artemis activemq toxiproxy report-jvm-cache run test clean client-stacks
+.PHONY: setup setup-test system-packages qdrouterd artemis activemq toxiproxy report-jvm-cache run test clean client-stacks docs
 
 $(STAMP): pyproject.toml | system-packages
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,7 @@ report-jvm-cache: $(STAMP)
 
 # Qpid Dispatch Router for the router suites. No package registry has it (Debian dropped it), so where the
 # workplace's source archive sits beside this clone it is built from it (about 30 s, once; a second run only
-# checks). Elsewhere put a qdrouterd on PATH yourself (README: "Getting a qdrouterd"); without one its cases
+# checks). Elsewhere put a qdrouterd on PATH yourself (docs/getting-products.md); without one its cases
 # are skipped with the reason. The previous release (QDROUTERD_PREVIOUS, `--peer router=qdrouterd@1.18.0`) is
 # built beside it as qdrouterd-1.18.0 where its archive is there too (about 30-60 s more, once).
 QDROUTERD_INSTALL ?= ../shared/peers/qdrouterd/install.sh
@@ -38,7 +38,7 @@ qdrouterd: system-packages
 	@# From a scratch folder: its build leaves a config.sh in the folder it is started from.
 	@if [ -f "$(QDROUTERD_INSTALL)" ]; then cd "$${TMPDIR:-/tmp}" && bash "$(abspath $(QDROUTERD_INSTALL))"; \
 	elif ! command -v qdrouterd >/dev/null; then \
-	  echo "qdrouterd: not on PATH and no $(QDROUTERD_INSTALL); its cases will be skipped (README: Getting a qdrouterd)"; fi
+	  echo "qdrouterd: not on PATH and no $(QDROUTERD_INSTALL); its cases will be skipped (docs/getting-products.md)"; fi
 	@if [ -f "$(dir $(QDROUTERD_INSTALL))qpid-dispatch-$(QDROUTERD_PREVIOUS).tar.gz" ]; then \
 	  cd "$${TMPDIR:-/tmp}" && QDROUTERD_VERSION=$(QDROUTERD_PREVIOUS) bash "$(abspath $(QDROUTERD_INSTALL))"; \
 	elif ! command -v qdrouterd-$(QDROUTERD_PREVIOUS) >/dev/null; then \
@@ -68,8 +68,8 @@ client-stacks: system-packages $(RHEA) $(JMS_JAR)
 
 # ActiveMQ Artemis and ActiveMQ Classic from Maven Central, into a cache outside the checkout
 # ($$INTEROP_CACHE, default ~/.cache/amqp-interop), pinned and checked: fetched once, a second run only checks.
-# Without Maven or the network their cases are skipped, with the reason (README: "Getting an Artemis", "Getting
-# ActiveMQ Classic"); ARTEMIS_HOME and ACTIVEMQ_HOME name installs of your own.
+# Without Maven or the network their cases are skipped, with the reason (docs/getting-products.md:
+# "Getting an Artemis", "Getting ActiveMQ Classic"); ARTEMIS_HOME and ACTIVEMQ_HOME name installs of your own.
 # (After the JMS shim and one after the other: Maven 3.8 does not lock its local repository, and two fetches
 # into ~/.m2 at once could each write the same artifact on a first run, as `make -j` would start them.)
 artemis: $(STAMP) | $(JMS_JAR)
@@ -90,7 +90,7 @@ toxiproxy: $(STAMP)
 setup-test: system-packages qdrouterd $(STAMP) $(ALLURE) client-stacks artemis activemq toxiproxy
 setup: setup-test report-jvm-cache
 
-# The main job, the nightly (`interop nightly`, harness/nightly.py; README "The nightly (make run)"): into one
+# The main job, the nightly (`interop nightly`, harness/nightly.py; docs/nightly.md): into one
 # results store (results/, or $$INTEROP_RESULTS), one step after another, each printed as [i/N] with its wall time:
 #   1. the configuration differential (`interop fuzz --configs`) against qdrouterd and Artemis;
 #   2. per product present (the reference router and broker, qdrouterd, Artemis, ActiveMQ Classic, RabbitMQ: the
@@ -101,7 +101,7 @@ setup: setup-test report-jvm-cache
 #   4. the conformance matrix (matrix.yaml: the reference peers plus every real product found here);
 #   5. the Spark report over every run in the store (results/report/index.html).
 # BUDGET=quick (the default: a newcomer's first run, 20 s sessions and short benchmarks) or BUDGET=nightly (5 min
-# sessions, the benchmarks' own sizes); README gives what each costs. Every step runs even when one fails; each
+# sessions, the benchmarks' own sizes); docs/nightly.md gives what each costs. Every step runs even when one fails; each
 # step's output is kept in results/nightly/<stamp>/; `make run` fails at the end, after the report, when a step
 # failed or a session found something. NIGHTLY_ARGS adds options (e.g. --only fuzz,bench --products artemis).
 # deploy/ has a systemd service and timer that run this every night in a checkout that keeps its results/.
@@ -110,12 +110,17 @@ NIGHTLY_ARGS ?=
 run: setup
 	$(VENV)/bin/interop nightly --budget $(BUDGET) $(NIGHTLY_ARGS)
 
+# The documentation (docs/, mkdocs.yml) as a site in site/: --strict, so a link to a missing page or anchor fails
+# it. `make test` builds it too, as a step beside the fuzz sessions.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
 # The project's own tests, in timed steps (the last lines print each step's wall time):
 #
 # 1. reference: the unit tests (tests/) and every suite against the reference router and broker, on three
 #    pytest-xdist workers ($(REFERENCE_WORKERS); harness/parallel.py: files as units, the report's Spark modules as two
 #    units handed out first, so that the Spark JVMs' minutes run beside the suites' waits: the suites wait far more
-#    than they compute, so a third worker pays on two cores, README); it ends with
+#    than they compute, so a third worker pays on two cores, docs/performance-log.md); it ends with
 #    its 20 slowest tests (--durations=20), the first place to look when the step grows;
 # 2. products: every suite that involves a broker against each real broker found here, those that involve a
 #    router against qdrouterd, and the paired suites with qdrouterd in front of each broker, as the cells of
@@ -132,7 +137,7 @@ run: setup
 #      session that finds something exits 1. Each session has its own peers and ports; run together, the frames
 #      sessions kept their pace (65-68 cases/s against 63 alone) and their sentinel's longest gap (115-142 ms,
 #      against 331 ms alone in CI; a stall is 1 s);
-#    - fuzz: the configuration differential (--configs, README "Configuration differential"), 30 s each with the
+#    - fuzz: the configuration differential (--configs, docs/fuzzing.md), 30 s each with the
 #      fixed seed: generated qdrouterd.conf files read by the reference router and by qdrouterd 1.19, broker.xml
 #      files by the reference broker and by Artemis 2.40; a file they judge differently, unless recorded in
 #      harness/fuzz/config_known.py, exits 1.
@@ -172,7 +177,8 @@ test:
 	  "fuzz: broker frames=$(FUZZ) --frames --peer broker=reference" \
 	  "fuzz: router frames, SASL PLAIN + TLS=$(FUZZ) --frames --secured --peer router=reference" \
 	  "fuzz: router configs vs qdrouterd=$(FUZZ) --configs --peer router=qdrouterd" \
-	  "fuzz: broker configs vs Artemis=$(FUZZ) --configs --peer broker=artemis"
+	  "fuzz: broker configs vs Artemis=$(FUZZ) --configs --peer broker=artemis" \
+	  "docs: every link and anchor=$(VENV)/bin/mkdocs build --strict --quiet -d $(TEST_RESULTS).site"
 	@ls results 2>/dev/null | sort | comm -13 "$(TEST_RESULTS).before" - > "$(TEST_RESULTS).added"; \
 	if [ -s "$(TEST_RESULTS).added" ]; then echo "make test: these runs were written into results/ (expected under \
 	$(TEST_RESULTS)):"; cat "$(TEST_RESULTS).added"; exit 1; fi; echo "test records: $(TEST_RESULTS)"

@@ -67,7 +67,7 @@ BUDGETS = {
     "nightly": Budget(fuzz="5m", configs="5m", routing=("--clients", "python,c"), broker=(), network=(),
                       deadline_s=3600),
 }
-FRAMES_SEED = 5  # the seed that found the Artemis findings (README "Findings about real products")
+FRAMES_SEED = 5  # the seed that found the Artemis findings (docs/fuzzing.md, "Findings about real products")
 STATEFUL_SEED = 15  # make test's seed
 
 

@@ -701,7 +701,7 @@ def mutation(rows: list[dict]) -> str:
     out = ["<h2>Mutation score</h2>"]
     if not rows:
         out.append('<p class="empty">never run here: no mutation-score record in this store (bench/mutation.py writes '
-                   "them; a weekly job, not part of the nightly: README \"Mutation score\")</p>")
+                   "them; a weekly job, not part of the nightly: docs/benchmarks.md, \"Mutation score\")</p>")
         return "".join(out)
     latest = max((r for r in rows if r.get("run_id")), key=lambda r: r["run_id"], default=None)
     if latest is not None:

@@ -553,8 +553,8 @@ class NativeActiveMQ(Provider):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.peers.activemq",
-                                     description="Get ActiveMQ Classic for the harness (README: Getting ActiveMQ "
-                                                 "Classic).")
+                                     description="Get ActiveMQ Classic for the harness (docs/getting-products.md: "
+                                                 "Getting ActiveMQ Classic).")
     parser.add_argument("--fetch", action="store_true",
                         help=f"fetch ActiveMQ Classic {VERSION}'s jars into {install_dir()} and compile the "
                              "launcher (once; later only checks); with ACTIVEMQ_HOME, check that install")

@@ -413,7 +413,7 @@ class ReferenceRouter(Provider):
 
 
 class NativeQdrouterd(Provider):
-    """A `qdrouterd` on PATH (README: "Getting a qdrouterd")."""
+    """A `qdrouterd` on PATH (docs/getting-products.md)."""
 
     vendor, name, role = "qdrouterd", "native", "router"
     versioned = True

@@ -92,7 +92,7 @@ def test_server_survives_the_input(server, clients, role, entry, details):
     leaked_before = close_wait_count(pids) if pids else 0
     reply = play(ep.host, ep.port, _case(entry), idle_s=0.2, max_read_s=ANSWER_S)
     assert not reply.refused and reply.error is None, f"could not send the input: {reply.error or 'refused'}"
-    # A round trip first, then the verdict (README, "Writing a suite case"): a server the input brought down no longer
+    # A round trip first, then the verdict (docs/writing-a-case.md): a server the input brought down no longer
     # answers a protocol header, where a fixed wait for a crash would hold every case that passes for its length.
     silence = amqp_silence(ep.host, ep.port, 5.0)
     down = _down_reason(server, seen_silent=silence is not None)
