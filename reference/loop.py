@@ -604,14 +604,7 @@ class EngineLoop:
             if sec.ws.open and not sec.ws.closed:
                 sec.ws.close(1008, "refused")
             plain = sec.ws.take_output()
-        if sec.tls is not None:
-            try:
-                sec.tls.wrap(plain)
-                sec.outbuf += sec.tls.take_output()
-            except TlsFailure:
-                pass
-        else:
-            sec.outbuf += plain
+        self._queue_last_words(sec, plain)
 
     def _ws_closed(self, peer: _Peer, last: bytes) -> None:
         """The client sent a WebSocket close frame: no more AMQP comes from it. Answer with ours, then close the
@@ -625,14 +618,20 @@ class EngineLoop:
         self._backlog.discard(peer)
         transport.close_tail()
         wire = sec.ws.take_output()
+        self._queue_last_words(sec, wire)
+
+    @staticmethod
+    def _queue_last_words(sec, data: bytes) -> None:
+        """Queue what is said before a close (a refusal, a close frame) for the socket: through TLS where the
+        connection has it (a TLS session that already failed says nothing more), else as it is."""
         if sec.tls is not None:
             try:
-                sec.tls.wrap(wire)
+                sec.tls.wrap(data)
                 sec.outbuf += sec.tls.take_output()
             except TlsFailure:
                 pass
         else:
-            sec.outbuf += wire
+            sec.outbuf += data
 
     def _push(self, peer: _Peer) -> None:
         """Give the transport as much of the waiting plaintext as it has room for."""
