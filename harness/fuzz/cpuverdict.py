@@ -45,6 +45,10 @@ from .procstat import CpuSample, CpuWindow
 QUIET_WINDOW_S = 1.0
 CPU_AFTER_CLOSE_CORES = 0.2  # see the module docstring for the measurements behind it
 BUSY_THREAD_SHARE = 0.6  # ... or one thread running or runnable this much of the window (see the docstring)
+# ... while the process got at least this much CPU in the window: a thread runnable all the time on a machine at load
+# 25 that got 0.02 cores was waiting for a CPU, not spinning (RabbitMQ in the fresh-clone make test of 2026-12-07);
+# spinning Artemis got 0.06-0.13 cores at load 40-70
+BUSY_THREAD_MIN_CORES = 0.05
 CONFIRM_WINDOWS = 2  # consecutive windows over the threshold: a burst (GC, a periodic scan) is not a spin
 
 
@@ -54,7 +58,8 @@ class CpuVerdict:
     limit: float = CPU_AFTER_CLOSE_CORES
 
     def over(self, window: CpuWindow) -> bool:
-        return window.cores > self.limit or window.busiest_thread_share > BUSY_THREAD_SHARE
+        return window.cores > self.limit or (window.busiest_thread_share > BUSY_THREAD_SHARE
+                                             and window.cores >= BUSY_THREAD_MIN_CORES)
 
     @property
     def spinning(self) -> bool:
