@@ -911,14 +911,7 @@ class Router(ServedConnections):
         if remote:  # qdrouterd counts as transit every delivery it sends on to another router, the ingress one's too
             stats["transit"] += 1
             self.totals["transit"] += 1
-        for next_hop, routers in remote.items():
-            neighbour = self.mesh.neighbours[next_hop].data_consumer
-            payload = self._annotated(data, view, self._annotations_for(key, routers))
-            neighbour.pending.append(Outbound(inbound, neighbour, payload, priority, next(self._seq),
-                                              dests=tuple(routers)))
-            for rid in routers:
-                self.remote_paths[rid].outstanding += 1
-            self._dirty.add(neighbour.conn)
+        self._to_neighbours(inbound, data, view, key, remote, priority)
         self.stats["routed"] += 1
         self._top_up(producer)
         if self._trace_messages:
@@ -1268,15 +1261,20 @@ class Router(ServedConnections):
             self._dirty.add(consumer.conn)
         if local:
             self._count_out(key, local)
+        self._to_neighbours(inbound, data, view, key, remote, DEFAULT_MESSAGE_PRIORITY)
+        return True
+
+    def _to_neighbours(self, inbound, data: bytes, view, key: str, remote: dict, priority: int) -> None:
+        """Queue a delivery on each next hop's data link, annotated with the routers it is for there (`remote`:
+        next hop -> those routers), and count it outstanding on each router's path."""
         for next_hop, routers in remote.items():
             neighbour = self.mesh.neighbours[next_hop].data_consumer
             payload = self._annotated(data, view, self._annotations_for(key, routers))
-            neighbour.pending.append(Outbound(inbound, neighbour, payload, DEFAULT_MESSAGE_PRIORITY, next(self._seq),
+            neighbour.pending.append(Outbound(inbound, neighbour, payload, priority, next(self._seq),
                                               dests=tuple(routers)))
             for rid in routers:
                 self.remote_paths[rid].outstanding += 1
             self._dirty.add(neighbour.conn)
-        return True
 
     # ---- live configuration (management CREATE and DELETE) -----------------------------------------------------
 
