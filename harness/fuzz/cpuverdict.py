@@ -32,8 +32,12 @@ input works on it for a second or two after close on a loaded machine (RabbitMQ 
 about 25: 0.28 then 0.14 cores over the two seconds after a sasl-outcome sent by the client, one scheduler thread
 runnable all along; sessions before saw the same after three other refused inputs). A spin lasts minutes (Artemis:
 about 90% of a core 95 s after close). So the verdict is "over the limit in the first window after close, and
-still over it in a second window PERSIST_GAP_S later": "keeps spending", not "spent once". The gap costs time
-only after a window over the limit.
+still over it in each of the next windows, PERSIST_GAP_S apart": "keeps spending", not "spent once". Work that ends
+stretches with the load, so the windows must span longer than such work takes on a loaded machine: in the
+fresh-clone make test of 2026-12-07 11:14 (load 20-28), RabbitMQ 3.10.8 after a trickled, dropped sasl-init read
+0.19 cores in the first second and 0.20 cores four seconds later (about 1 CPU-s of work in all; at load 18 it read
+0.93 cores, then 0.00), so two windows were not enough and the verdict takes three, over 11 s. The gaps cost time
+only after windows over the limit.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ BUSY_THREAD_SHARE = 0.6  # ... or one thread running or runnable this much of th
 # 25 that got 0.02 cores was waiting for a CPU, not spinning (RabbitMQ in the fresh-clone make test of 2026-12-07);
 # spinning Artemis got 0.06-0.13 cores at load 40-70
 BUSY_THREAD_MIN_CORES = 0.05
-CONFIRM_WINDOWS = 2  # windows over the threshold, PERSIST_GAP_S apart: a burst (GC, a crash report) is not a spin
+CONFIRM_WINDOWS = 3  # windows over the threshold, PERSIST_GAP_S apart: a burst (GC, a crash report) is not a spin
 # Long enough for the transient work measured after refused inputs to end at load 25 (RabbitMQ: 0.3-0.6 CPU-s at
 # 0.13-0.33 cores, so 1-4 s); short next to a spin's minutes.
 PERSIST_GAP_S = 4.0
