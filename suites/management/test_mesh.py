@@ -110,7 +110,14 @@ def test_an_edge_router_agent_is_reached_through_its_interior_router(topology, d
             answers.append(answer.code)
             return answer.body if answer.code == 200 else None
         found = wait_for(answered, 20, "E1's agent to answer through R1", describe=lambda: str(answers))
-    connections = qdstat(edges, "R1", "-e")
+    # E1 answering says nothing of E2, which may still be connecting on a loaded machine: wait for both to be listed
+    listed: list = []
+
+    def both_edges():
+        listed[:] = qdstat(edges, "R1", "-e")
+        return listed if sorted(row["container"] for row in listed) == ["E1", "E2"] else None
+    connections = wait_for(both_edges, 20, "qdstat -e on R1 to list E1 and E2",
+                           describe=lambda: str(sorted(row["container"] for row in listed)))
     general = {row["attr"]: row["value"] for row in qdstat(edges, "R1", "--edge-router", "E1", "-g")}
     details.update(edge_connections=connections, edge_general={k: general.get(k) for k in ("Router Id", "Mode")})
     assert found["results"] == [["E1", "edge"]]
