@@ -282,6 +282,11 @@ class InteropSession:
 _session_key = pytest.StashKey[InteropSession]()
 
 
+def chosen_vendors(config) -> dict[str, str]:
+    """role -> vendor (without a version) of the session's peers, for a suite's own collection hooks."""
+    return {role: vendor(name, role).vendor for role, name in config.stash[_session_key].choices.items()}
+
+
 def _topology_choices() -> list[tuple[str, str]]:
     """(where, choice) of every topology file's node that names its own version (`vendor: artemis@2.39.0`). The
     files are read as text first: most name no vendor, and parsing them all would cost each session."""
