@@ -3,7 +3,7 @@ and the report, all into one results store.
 
     interop nightly [--budget quick|nightly] [--only configs,fuzz,bench,matrix,report]
                     [--products reference,qdrouterd,artemis,activemq-classic,rabbitmq] [--results DIR]
-                    [--matrix FILE] [--list]
+                    [--matrix FILE] [--jobs N] [--list]
 
 Steps, in order (each a child process: the same commands a user runs by hand, with their records in DIR):
 
@@ -13,7 +13,8 @@ Steps, in order (each a child process: the same commands a user runs by hand, wi
    with `--role router`, brokers with `--role broker`;
 3. bench: bench/routing.py (reference router vs qdrouterd), bench/broker.py (the reference broker vs every
    broker present), bench/network.py (the network of brokers, per broker vendor present), each with `--results`;
-4. matrix: `interop run --matrix matrix.yaml` (its own probes leave out the cells it cannot run);
+4. matrix: `interop run --matrix matrix.yaml -j N` (its own probes leave out the cells it cannot run; N cells at
+   once, 6 by default as in make test's products step: the cells wait on peers far more than they compute);
 5. report: `interop report DIR` over every run in the store (DIR/report/index.html).
 
 A product is present when the matrix's probe says so (harness.matrix.probe_vendor, what `interop run --list` uses);
@@ -153,7 +154,7 @@ def probe_products(names: list[str], probe=None) -> dict[str, str | None]:
 
 
 def plan(budget: Budget, groups: list[str], products: list[str], present: dict[str, str | None], results: Path,
-         matrix: str) -> list[Step]:
+         matrix: str, jobs: int = 6) -> list[Step]:
     """The steps of one nightly, in order; a step whose product is absent or not chosen is kept, to be listed as
     skipped with the reason."""
     script = Path(sys.executable).parent / "interop"  # the venv's console script, else the module
@@ -192,7 +193,8 @@ def plan(budget: Budget, groups: list[str], products: list[str], present: dict[s
                           [*python, str(REPO / "bench" / "network.py"), "--vendors", ",".join(brokers),
                            *budget.network, *res], needs=["reference-broker"]))
     if "matrix" in groups:
-        steps.append(Step("matrix", f"matrix: {matrix}", [*interop, "run", "--matrix", matrix, *res],
+        steps.append(Step("matrix", f"matrix: {matrix}, {jobs} cells at once",
+                          [*interop, "run", "--matrix", matrix, "-j", str(jobs), *res],
                           deadline_s=6 * 3600.0))
     if "report" in groups:
         steps.append(Step("report", "report", [*interop, "report", str(results)], deadline_s=1800.0))
@@ -279,9 +281,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only these products, comma-separated (" + ", ".join(p.name for p in PRODUCTS)
                              + "; `reference` is both reference peers; default every one present)")
     parser.add_argument("--matrix", default="matrix.yaml", metavar="FILE", help="the matrix file (default matrix.yaml)")
+    parser.add_argument("-j", "--jobs", type=_positive_int, default=6, metavar="N",
+                        help="the matrix step's cells at once (default 6, as make test's products step on two cores)")
     parser.add_argument("--results", metavar="DIR",
                         help="results folder every step writes into (default: $INTEROP_RESULTS, else results)")
     parser.add_argument("--list", action="store_true", help="print the steps and what is skipped, run nothing")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -301,7 +315,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             why = present[product.name]
             print(f"  {product.label:<36}{'present' if why is None else 'skipped: ' + why}")
-    steps = plan(budget, groups, products, present, results, args.matrix)
+    steps = plan(budget, groups, products, present, results, args.matrix, jobs=args.jobs)
     if args.list:
         for i, step in enumerate(steps, 1):
             print(f"[{i}/{len(steps)}] {step.name}" + (f"  (skipped: {step.reason})" if step.status == "skipped"
