@@ -1280,6 +1280,14 @@ def test_broker_connection_defaults_are_artemis_defaults():
     assert (bc.auto_start, bc.reconnect_attempts, bc.retry_interval_ms, bc.user) == (True, -1, 5000, None)
 
 
+def test_a_broker_connection_uri_without_a_port_dials_artemis_default_port():
+    """Found by the configuration differential (seed 15): Artemis 2.40.0 accepts `tcp://127.0.0.1` and its Netty
+    transport dials TransportConstants.DEFAULT_PORT, 61616."""
+    (bc,) = parse_config(connections('<amqp-connection uri="tcp://127.0.0.1" name="n"><mirror/></amqp-connection>\n')
+                         ).broker_connections
+    assert bc.endpoints == (("127.0.0.1", 61616),)
+
+
 @pytest.mark.parametrize("inner, line, message", [
     ('<amqp-connection name="n"/>', 5, "<amqp-connection> needs a uri attribute"),
     ('<amqp-connection uri="tcp://h:1"/>', 5, "<amqp-connection> needs a name attribute"),

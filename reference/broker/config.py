@@ -971,10 +971,16 @@ def _amqp_connection(el, path) -> BrokerConnectionDef:
         elements=tuple(elements), line=el.line, tls=tls)
 
 
+# A broker connection URI without a port: Artemis's Netty transport dials TransportConstants.DEFAULT_PORT (61616 in
+# artemis-core-client 2.40.0; its config check accepts such a file, found by the configuration differential, seed 15).
+CONNECTION_DEFAULT_PORT = 61616
+
+
 def _connection_endpoints(uri: str, path, line: int,
                           what: str) -> tuple[tuple[tuple[str, int], ...], ConnectionTls | None]:
     """`tcp://HOST:PORT?PARAMS#ALT:PORT,tcp://ALT2:PORT` -> ((HOST, PORT), (ALT, PORT), (ALT2, PORT)) and the TLS
-    the primary's parameters give (it applies to every endpoint: alternates carry no parameters)."""
+    the primary's parameters give (it applies to every endpoint: alternates carry no parameters). A primary without
+    a port gets CONNECTION_DEFAULT_PORT (an alternate without one stays refused: no file has shown what Artemis does)."""
     primary, _, alternates = uri.partition("#")
     parts = [primary] + [a for a in (x.strip() for x in alternates.split(",")) if a] if alternates else [primary]
     endpoints = []
@@ -986,6 +992,8 @@ def _connection_endpoints(uri: str, path, line: int,
         except ValueError:
             split, port = None, None
         shown = "the uri" if i == 0 else f"alternate {part!r}"
+        if i == 0 and split is not None and port is None and not split.netloc.endswith(":"):
+            port = CONNECTION_DEFAULT_PORT  # no port: Artemis dials its transport's default, as the reference does
         if split is None or not text.startswith("tcp://") or not split.hostname or port is None:
             raise ConfigError(path, line, f"{what}: {shown}: expected tcp://HOST:PORT (alternates after '#' as "
                               f"HOST:PORT, comma-separated), got {uri!r}")
