@@ -889,6 +889,8 @@ def fuzz_rows(records):
                     F.col("case").contains("/").alias("is_finding"),
                     d["seed"].cast("long").alias("seed"), d["executed"].cast("long").alias("executed"),
                     F.coalesce(F.from_json(d["signatures"], "array<string>"), no_signatures).alias("signatures"),
+                    # the findings the product's expected file records (harness/fuzz/recorded.py)
+                    F.coalesce(F.from_json(d["recorded"], "array<string>"), no_signatures).alias("recorded"),
                     F.coalesce(d["signature"], F.substring_index("case", "/", -1)).alias("signature"),
                     d["kind"].alias("kind"), d["reproducer"].alias("reproducer"),
                     # the product fuzzed (its role's entry) and a frames session's figures: the per-product table
@@ -955,6 +957,7 @@ def fuzz_products(fuzz):
                 F.sum(configs.cast("int")).alias("configs_sessions"), total(configs).alias("config_files"),
                 F.sum(F.col("outcome").isin(*BAD).cast("int")).alias("failed_sessions"),
                 F.array_sort(F.array_distinct(F.flatten(F.collect_list("signatures")))).alias("signatures"),
+                F.array_sort(F.array_distinct(F.flatten(F.collect_list("recorded")))).alias("recorded"),
                 F.max("max_gap_ms").alias("max_gap_ms"), F.min("start_rss_mb").alias("start_rss_mb"),
                 F.max("max_rss_mb").alias("max_rss_mb"), F.max("cpu_after_close_cores").alias("cpu_after_close_cores"),
                 F.round(F.sum("duration_s"), 3).alias("duration_s"),

@@ -763,10 +763,14 @@ def fuzz_products(rows: list[dict]) -> str:
         return (f"{start:,.0f} → " if start is not None else "") + f"{peak:,.0f}"
 
     def found(r: dict) -> str:
-        colour = COLORS["failed" if r["distinct_signatures"] else "passed"]
-        return (f'<b style="color:{colour}">{r["distinct_signatures"]}</b> '
-                + " ".join(f"<code>{e(s)}</code>" for s in r["signatures"][:6])
-                + (f" (+{len(r['signatures']) - 6} more)" if len(r["signatures"]) > 6 else ""))
+        recorded = set(r.get("recorded") or [])
+        new = [s for s in r["signatures"] if s not in recorded]
+        colour = COLORS["failed" if new else "xfail" if recorded else "passed"]
+        listed = new + [s for s in r["signatures"] if s in recorded]  # the new ones first
+        return (f'<b style="color:{colour}">{r["distinct_signatures"]}</b>'
+                + (f" ({len(recorded & set(r['signatures']))} recorded)" if recorded else "") + " "
+                + " ".join(f"<code>{e(s)}</code>" + (" (recorded)" if s in recorded else "") for s in listed[:6])
+                + (f" (+{len(listed) - 6} more)" if len(listed) > 6 else ""))
 
     return table(["role", "product", "version", "frames cases", "stateful programs", "config files", "sessions",
                   "sessions with failures", "distinct findings", "worst sentinel gap ms",

@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 from ..results import ResultWriter, current_run_id, default_results_dir, make_record, utc_now_iso
+from .recorded import RecordedFindingsError, recorded_findings
 from .session import FuzzTarget, Progress, SessionReport, parse_budget, target_for
 
 # Topology names (harness.topology.topology_path), as stateful.TOPOLOGIES
@@ -128,6 +129,7 @@ def run(args: argparse.Namespace, choices: dict[str, str], explicit_roles: list[
     label = f"{mode} {role}={choices.get(role, 'reference')} seed {seed}"
     print(f"interop fuzz: {label}, budget {args.budget}; rerun with --seed {seed}", file=sys.stderr)
     started_at = utc_now_iso()
+    bad_expected = None
     with contextlib.ExitStack() as stack:
         try:
             running = start_topology(topology, choices, breaks=breaks)
@@ -151,6 +153,12 @@ def run(args: argparse.Namespace, choices: dict[str, str], explicit_roles: list[
         else:
             report = module.run_session(target, seed=seed, budget_s=budget_s, progress=progress,
                                         out_dir=folder, reference=reference)
+        if not breaks:  # a deliberately broken peer is not the product its differences were recorded for
+            version = (target.peer_records.get(role) or {}).get("version")
+            try:
+                report.recorded = recorded_findings(target.vendor, version, mode)
+            except RecordedFindingsError as exc:  # the session's records are still written below, then exit 2
+                bad_expected = str(exc)
         with ResultWriter(folder) as writer:
             for record in report.records(target):
                 if breaks:  # the field the pytest plugin writes for a cell's breaks: the report reads both alike
@@ -163,7 +171,10 @@ def run(args: argparse.Namespace, choices: dict[str, str], explicit_roles: list[
                                             "topology": topology.name}})
         running.save_logs(folder / "peer-logs" / f"fuzz-{mode}")
     print(format_report(report, folder), file=sys.stderr)
-    return 1 if report.findings else 0
+    if bad_expected:
+        print(f"interop fuzz: {bad_expected} (every finding above counted as new)", file=sys.stderr)
+        return 2
+    return 1 if report.new_findings else 0
 
 
 def run_configs(args: argparse.Namespace, role: str, choices: dict[str, str], budget_s: float,
@@ -252,8 +263,12 @@ def format_report(report: SessionReport, folder: Path) -> str:
     unit = "programs" if report.mode == "stateful" else "cases"
     lines = [f"fuzz {report.mode}: {report.executed} {unit} in {report.duration_s:.0f}s, seed {report.seed}: "
              + (f"{len(report.findings)} distinct failure(s)" if report.findings else "nothing found")]
+    if recorded := [f for f in report.findings if f.signature in report.recorded]:
+        lines[0] += (f", {len(recorded)} of them recorded differences of the product (suites/expected/, "
+                     "`fuzz:`): exit 1 only for the others")
     for finding in report.findings:
-        lines.append(f"  {finding.signature} ({finding.kind}): {finding.message}")
+        known = " [recorded]" if finding.signature in report.recorded else ""
+        lines.append(f"  {finding.signature} ({finding.kind}){known}: {finding.message}")
         if finding.reproducer:
             lines.append(f"    reproducer: {finding.reproducer}")
         if "file_text" in finding.evidence:  # a config file: the reproducer is the file, printed whole

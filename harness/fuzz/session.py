@@ -96,6 +96,14 @@ class SessionReport:
     findings: list[Finding] = field(default_factory=list)
     figures: dict = field(default_factory=dict)  # mode-specific measurements (max sentinel gap, max RSS, ...)
     started_at: str = field(default_factory=utc_now_iso)
+    # signature -> reason of the findings recorded as the product's differences (harness/fuzz/recorded.py): still
+    # reported, as `xfail`; only the others are new
+    recorded: dict = field(default_factory=dict)
+
+    @property
+    def new_findings(self) -> list[Finding]:
+        """The findings not recorded as the product's differences: what makes a session fail."""
+        return [f for f in self.findings if f.signature not in self.recorded]
 
     @property
     def case(self) -> str:
@@ -110,24 +118,29 @@ class SessionReport:
 
     def records(self, target: FuzzTarget, spec: list[str] | None = None) -> list[dict]:
         """The session's result records (see the module docstring)."""
+        new = self.new_findings
+        recorded = [f.signature for f in self.findings if f.signature in self.recorded]
         details = {"mode": self.mode, "seed": self.seed, "budget_s": self.budget_s, "executed": self.executed,
                    "failures": len(self.findings), "signatures": [f.signature for f in self.findings],
-                   "figures": self.figures}
-        outcome = "failed" if self.findings else "passed"
+                   "recorded": recorded, "figures": self.figures}
+        # a session that met only recorded findings is an expected difference, like a suite case that meets one
+        outcome = "failed" if new else "xfail" if self.findings else "passed"
         message = None if not self.findings else (
-            f"{len(self.findings)} distinct failure(s) in {self.executed} {self._unit}: "
-            + "; ".join(f.signature for f in self.findings[:5]))
+            f"{len(self.findings)} distinct failure(s) in {self.executed} {self._unit}"
+            + (f", {len(recorded)} of them recorded differences" if recorded else "") + ": "
+            + "; ".join(f.signature for f in (new or self.findings)[:5]))
         common = {"suite": SUITE, "spec": list(spec or []), "topology": target.topology,
                   "peers": target.peer_records, "started_at": self.started_at}
         records = [make_record(case=self.case, outcome=outcome, duration_s=round(self.duration_s, 3),
                                details=details, message=message, **common)]
         for finding in self.findings:
+            reason = self.recorded.get(finding.signature)
             records.append(make_record(
-                case=f"{self.case}/{finding.signature}", outcome="failed", duration_s=0.0,
+                case=f"{self.case}/{finding.signature}", outcome="xfail" if reason else "failed", duration_s=0.0,
                 details={"mode": self.mode, "seed": self.seed, "kind": finding.kind,
                          "signature": finding.signature, "reproducer": finding.reproducer,
-                         "evidence": finding.evidence},
-                message=finding.message, **common))
+                         "evidence": finding.evidence, **({"recorded": reason} if reason else {})},
+                message=finding.message + (f" (recorded difference: {reason})" if reason else ""), **common))
         return records
 
     @property
