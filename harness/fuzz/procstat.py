@@ -61,6 +61,16 @@ def tcp_states(net_dir: str = "/proc/net") -> dict[int, tuple[str, str, str]]:
     return out
 
 
+def close_wait_peer_ports(pids: list[int]) -> list[int]:
+    """The peer (client) ports of the sockets held by `pids` that are in CLOSE_WAIT: which connections they were."""
+    mine = socket_inodes(pids)
+    if not mine:
+        return []
+    net = next((f"/proc/{pid}/net" for pid in pids if os.path.isdir(f"/proc/{pid}/net")), "/proc/net")
+    return [int(remote.rsplit(":", 1)[1], 16) for inode, (state, _, remote) in tcp_states(net).items()
+            if inode in mine and state == TCP_CLOSE_WAIT]
+
+
 def close_wait_count(pids: list[int]) -> int:
     """How many sockets held by `pids` are in CLOSE_WAIT."""
     mine = socket_inodes(pids)

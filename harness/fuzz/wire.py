@@ -31,6 +31,7 @@ class Reply:
     started: float = 0.0
     ended: float = 0.0
     frames: list[tuple[int, int, bytes]] = field(default_factory=list)
+    local_port: int = 0  # the client's port: the server's socket for this connection has it as its peer
 
     @property
     def close_condition(self) -> str | None:
@@ -87,6 +88,7 @@ def play(host: str, port: int, case: Case, *, idle_s: float = 0.1, max_read_s: f
     except OSError as exc:
         out.error, out.ended = f"connect to {host}:{port}: {exc}", time.monotonic()
         return out
+    out.local_port = sock.getsockname()[1]
     if case.tls:  # a case played inside TLS: the handshake first (a failed one is the server's answer)
         try:
             sock = _tls_client().wrap_socket(sock, server_hostname="localhost")
