@@ -125,6 +125,11 @@ def _try_lock(path: Path) -> int | None:
     return fd
 
 
+def bindable(host: str, port: int) -> bool:
+    """Whether a new listener could bind host:port now (see _bindable): for a peer that restarts on its ports."""
+    return _bindable(host, port)
+
+
 def _bindable(host: str, port: int) -> bool:
     """Nothing listens on host:port nor holds it otherwise (a socket in TIME_WAIT counts as holding it)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..faults.disk import StraceMissing, traced_command
-from ..ports import free_port, release_ports
+from ..ports import bindable, free_port, release_ports
 from ..render.artemis import broker_settings
 from ..render.qdrouterd import RenderError
 from ..render.rabbitmq import declared_names, federation_plan, render_rabbitmq_node, wire_address
@@ -260,6 +260,15 @@ class RabbitMQPeer(Peer):
             return
         t0 = time.monotonic()
         timeout = max(timeout, START_FLOOR_S)
+        if self._proc is not None and not bindable("127.0.0.1", self.dist_port):
+            # After a kill -9 the distribution port can stay held for a minute (the killed VM's accepted
+            # connections in TIME_WAIT), and the node then refuses to start (dist_port_already_used; the frames
+            # fuzzer's restart of 2026-12-07). The port is not the node's identity: clients find it through epmd.
+            old_port, self.dist_port = self.dist_port, free_port(held=True)
+            release_ports(old_port)
+            with self._log_lock:
+                self._log_lines.append(f"---- interop: distribution port {old_port} still held after the last run; "
+                                       f"using {self.dist_port}")
         self._prepare()
         self._start_epmd(timeout)
         with self._log_lock:
@@ -394,6 +403,7 @@ class RabbitMQPeer(Peer):
         proc = self._proc
         if proc is None:
             return
+        members = group_members(proc.pid)
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -402,9 +412,15 @@ class RabbitMQPeer(Peer):
             proc.wait(10)
         except subprocess.TimeoutExpired:
             pass
+        # Gone means reaped, not only dead: a killed VM that held gigabytes (a hostile input's nested map, 2.1 GB)
+        # stays a zombie with threads for seconds while the kernel frees its memory, and keeps its epmd
+        # registration and distribution port until then, so a node started meanwhile refuses to run
+        # (duplicate_node_name; the frames fuzzer's restart on 2026-12-07).
+        def gone():
+            return not any(os.path.exists(f"/proc/{pid}") for pid in members) and not group_members(proc.pid)
         try:
-            wait_for(lambda: not group_members(proc.pid), 10, f"processes of RabbitMQ node {self.node_name} to exit",
-                     describe=lambda: f"pids {group_members(proc.pid)}")
+            wait_for(gone, 60, f"processes of RabbitMQ node {self.node_name} to exit",
+                     describe=lambda: f"pids {[p for p in members if os.path.exists(f'/proc/{p}')]}")
         except WaitTimeout:
             pass  # reported by whoever checks for strays; stopping must go on
 
