@@ -38,7 +38,7 @@ def test_a_clean_session_is_one_passed_record():
     validate_record(record)
     assert (record["case"], record["suite"], record["outcome"]) == ("FUZZ-FRAMES", "fuzz", "passed")
     assert record["details"] == {"mode": "frames", "seed": 7, "budget_s": 60.0, "executed": 1234, "failures": 0,
-                                 "signatures": [], "figures": {"max_rss_mb": 41.0}}
+                                 "signatures": [], "recorded": [], "figures": {"max_rss_mb": 41.0}}
 
 
 def test_each_distinct_finding_is_a_failed_record_of_its_own():
