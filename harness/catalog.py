@@ -113,14 +113,18 @@ def coverage(catalog: dict[str, Clause], case_spec_ids: dict[str, list[str]]) ->
     return cov
 
 
-def format_coverage(cov: Coverage) -> str:
-    """A few lines for a terminal summary: totals first, then each kind of gap."""
+def format_coverage(cov: Coverage, most: int | None = None) -> str:
+    """A few lines for a terminal summary: totals first, then each kind of gap (at most `most` uncovered clauses
+    named: a session of one suite leaves most of the catalog uncovered, which `interop catalog` lists whole)."""
     total = len(cov.clauses)
     covered = total - len(cov.uncovered)
     cases = {case for cases in cov.clauses.values() for case in cases} | set(cov.unknown) | set(cov.untraced)
     lines = [f"spec coverage: {covered}/{total} clauses covered by {len(cases)} cases"]
     if cov.uncovered:
-        lines.append(f"clauses with no case ({len(cov.uncovered)}): {', '.join(cov.uncovered)}")
+        shown = cov.uncovered if most is None else cov.uncovered[:most]
+        more = len(cov.uncovered) - len(shown)
+        lines.append(f"clauses with no case ({len(cov.uncovered)}): {', '.join(shown)}"
+                     + (f" (+{more} more; `interop catalog` lists them)" if more else ""))
     if cov.unknown:
         lines.append(f"cases citing clauses not in the catalog ({len(cov.unknown)}):")
         lines += [f"  {case}: {', '.join(ids)}" for case, ids in cov.unknown.items()]

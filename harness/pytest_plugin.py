@@ -624,7 +624,7 @@ def pytest_terminal_summary(terminalreporter, config):
     tr.write_line(f"results: {session.results_dir / 'results.jsonl'}")
     if CATALOG.exists():
         case_ids = {item.nodeid: spec_ids(item) for item in session.suite_items} or session.worker_case_ids
-        tr.write_line(format_coverage(coverage(load_catalog(CATALOG), case_ids)))
+        tr.write_line(format_coverage(coverage(load_catalog(CATALOG), case_ids), most=12))
 
 
 def pytest_collection_finish(session):
