@@ -156,3 +156,11 @@ def test_complete_coverage_is_one_line(tmp_path):
     cov = coverage(catalog, {"t::a": list(catalog)})
     assert cov.complete
     assert format_coverage(cov) == "spec coverage: 3/3 clauses covered by 1 cases"
+
+
+def test_a_summary_names_at_most_the_uncovered_clauses_asked_for(tmp_path):
+    catalog = load_catalog(write(tmp_path, CATALOG))
+    cov = coverage(catalog, {})
+    line = format_coverage(cov, most=1).splitlines()[1]
+    assert line.startswith("clauses with no case (3): ") and line.endswith(" (+2 more; `interop catalog` lists them)")
+    assert format_coverage(cov).splitlines()[1].count(",") == 2  # unbounded: all three
