@@ -185,12 +185,13 @@ def test_vendor_table():
     assert ref == {"store-and-forward", "outcome.released", "outcome.modified", "outcome.rejected", "dead-letter",
                    "ttl", "durable", "drain", "competing-consumers", "multicast-subscription", "transactions",
                    "broker-connection", "mirror", "network-of-brokers", "sasl.plain", "tls", "broker-permissions",
-                   "permissions.send-per-queue"}
+                   "permissions.send-per-queue", "amqp-management.broker"}
     # RabbitMQ 3.10 refuses the coordinator (measured): no transactions; it has no AMQP broker connections, and
     # forms a network of brokers with its federation plugin.
     # It answers a JMS selector's filter as in place (filter.selector, so that the JMS case catches it ignoring it).
     assert vendor("rabbitmq", "broker").capabilities == RABBITMQ_BROKER == (ref - {
-        "outcome.modified", "drain", "transactions", "broker-connection", "mirror", "permissions.send-per-queue"}
+        "outcome.modified", "drain", "transactions", "broker-connection", "mirror", "permissions.send-per-queue",
+        "amqp-management.broker"}
     ) | {"filter.selector"}
     # Every broker vendor forms a network of brokers (004 seed): Artemis by AMQP federation, ActiveMQ Classic by
     # network connectors, RabbitMQ by federation.

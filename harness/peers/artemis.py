@@ -21,7 +21,6 @@ TLS-only or authenticating node can still be asked for its queues and broker con
 from __future__ import annotations
 
 import argparse
-import contextlib
 import fcntl
 import hashlib
 import json
@@ -32,13 +31,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..render.artemis import MANAGEMENT_ADDRESS
+# Management over AMQP (ManagementClient, management_request, management_answer) lives in harness/amq_management.py,
+# which the reference broker's peer uses too; the names stay importable from here.
+from ..amq_management import ManagementClient, management_answer, management_request  # noqa: F401
 from ..ports import free_port, release_ports
 from ..wait import WaitTimeout, accepts, wait_for
 from .base import (START_FLOOR_S, Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable,
@@ -407,96 +406,6 @@ def connection_row(name: str, uri: str, started: bool, connected: bool,
             "gave_up": bool(last and last[0] == "gave-up" and not started),
             "attempt_times": [at for _target, at in dials if at is not None],
             "targets_tried": [target for target, _at in dials]}
-
-
-# ---- management over AMQP -------------------------------------------------------------------------------------
-
-
-def management_request(resource: str, reply_to: str, *, operation: str | None = None,
-                       attribute: str | None = None, arguments: list | tuple = (), request_id: str | None = None):
-    """The request message Artemis's management address understands: the resource (`broker`, `queue.NAME`,
-    `address.NAME`, `brokerconnection.NAME`) and the operation or attribute as application properties, the
-    arguments as a JSON array in the body. Artemis answers with the request's id as the correlation id."""
-    from proton import Message
-
-    if (operation is None) == (attribute is None):
-        raise ValueError("a management request names an operation or an attribute, not both")
-    properties = {"_AMQ_ResourceName": resource}
-    if operation is not None:
-        properties["_AMQ_OperationName"] = operation
-    else:
-        properties["_AMQ_Attribute"] = attribute
-    return Message(id=request_id, address=MANAGEMENT_ADDRESS, reply_to=reply_to, properties=properties,
-                   body=json.dumps(list(arguments)))
-
-
-def management_answer(message, what: str):
-    """The value a management reply carries (its body is a JSON array of one value); ManagementError with the
-    broker's own words when the operation failed."""
-    properties = message.properties or {}
-    try:
-        values = json.loads(message.body) if isinstance(message.body, str) else message.body
-    except ValueError:
-        raise ManagementError(f"cannot {what}: the broker answered something that is not JSON: "
-                              f"{str(message.body)[:120]!r}") from None
-    if not properties.get("_AMQ_OperationSucceeded", False):
-        detail = values[0] if isinstance(values, list) and values else values
-        raise ManagementError(f"cannot {what}: the broker answered: {detail}")
-    if isinstance(values, list):
-        return values[0] if values else None
-    return values
-
-
-class ManagementClient:
-    """One AMQP connection to a broker's management acceptor: a sender to `activemq.management` and a receiver
-    on a reply queue of its own, reopened when the broker restarted. Calls are serialised."""
-
-    def __init__(self, url: str, user: str | None = None, password: str | None = None, timeout: float = 10.0):
-        self.url, self.user, self.password, self.timeout = url, user, password, timeout
-        self.reply_to = ""
-        self._lock = threading.Lock()
-        self._conn = self._sender = self._receiver = None
-
-    def _open(self) -> None:
-        from proton.utils import BlockingConnection
-
-        auth = {"user": self.user, "password": self.password, "allowed_mechs": "PLAIN"} if self.user else {}
-        # A reply queue per connection, so that an answer that came too late for a closed one is never taken
-        # for the answer to a later request; under the management address's name, so that the one security
-        # setting that lets the harness manage (harness.render.artemis, management_role) covers it too.
-        self.reply_to = f"{MANAGEMENT_ADDRESS}.reply.{uuid.uuid4().hex}"
-        self._conn = BlockingConnection(self.url, timeout=self.timeout, **auth)
-        self._receiver = self._conn.create_receiver(self.reply_to, credit=10)
-        self._sender = self._conn.create_sender(MANAGEMENT_ADDRESS)
-
-    def close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.close()
-
-    def call(self, resource: str, what: str, **request):
-        """One request and its answer; a broken connection is reopened once (the broker may have restarted)."""
-        with self._lock:
-            for attempt in (1, 2):
-                try:
-                    if self._conn is None:
-                        self._open()
-                    request_id = uuid.uuid4().hex
-                    self._sender.send(management_request(resource, self.reply_to, request_id=request_id, **request))
-                    deadline = time.monotonic() + self.timeout
-                    while True:  # skip answers to earlier requests that timed out
-                        reply = self._receiver.receive(timeout=max(0.1, deadline - time.monotonic()))
-                        self._receiver.accept()
-                        if reply.correlation_id == request_id:
-                            return management_answer(reply, what)
-                except ManagementError:
-                    raise
-                except Exception as exc:  # proton's timeouts, link and connection errors
-                    self.close()
-                    if attempt == 2:
-                        raise ManagementError(f"cannot {what}: management over {self.url} failed: "
-                                              f"{type(exc).__name__}: {exc}") from None
 
 
 # ---- the peer -------------------------------------------------------------------------------------------------

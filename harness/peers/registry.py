@@ -19,6 +19,7 @@ from .base import PeerUnavailable, VendorSpec
 from .provider import Provider
 from .vendors import (
     BROKER_CONNECTIONS,
+    BROKER_MANAGEMENT,
     BROKER_SECURITY,
     BROKER_STORE_AND_FORWARD,
     JMS_SUBSCRIPTIONS,
@@ -62,7 +63,7 @@ RABBITMQ_BROKER = ((BROKER_STORE_AND_FORWARD - {"outcome.modified", "drain"}) | 
 # connections and mirroring from Artemis's own "AMQP broker connections" chapter (002_f23507c2891d6d06.txt), a
 # network of brokers from its AMQP federation over broker connections.
 ARTEMIS_BROKER = (BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS | NETWORK_OF_BROKERS | BROKER_SECURITY
-                  | SELECTOR_FILTER | JMS_SUBSCRIPTIONS)
+                  | SELECTOR_FILTER | JMS_SUBSCRIPTIONS | BROKER_MANAGEMENT)
 # ActiveMQ Classic's AMQP transport: outcomes, drain, TTL, durable; its dead-letter queue is its own shared
 # ActiveMQ.DLQ (not the topology's), so `dead-letter` is left out. It has no AMQP broker connections (its own
 # network connectors speak OpenWire), and RabbitMQ none either: neither has `broker-connection` or `mirror`.
@@ -89,7 +90,7 @@ QDROUTERD_ROUTER = ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR
 # address"), offers no SHARED-SUBS, and applies no selector (and so leaves the filter out of its attach's answer,
 # AMQP 1.0 §3.5.3; it used to echo it): no `subscription.unsubscribe`, `shared-subscription` or `filter.selector`.
 REFERENCE_BROKER = (BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS | NETWORK_OF_BROKERS
-                    | BROKER_SECURITY)
+                    | BROKER_SECURITY | BROKER_MANAGEMENT)
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,13 @@ SELECTOR_FILTER = frozenset({"filter.selector"})
 # messages between the consumers that attach with the `shared` source capability).
 JMS_SUBSCRIPTIONS = frozenset({"subscription.unsubscribe", "shared-subscription"})
 
+# Artemis's management by AMQP messages (its manual's "Management" chapter, "Using Management Message API"): requests
+# to the management address (`activemq.management`) naming a resource (`broker`, `queue.NAME`,
+# `brokerconnection.NAME`) and an operation or attribute, answered on the reply-to (harness/amq_management.py).
+# ActiveMQ Artemis and the reference broker (reference/broker/management_amqp.py) have it; RabbitMQ and ActiveMQ
+# Classic do not (their management is HTTP and JMX).
+BROKER_MANAGEMENT = frozenset({"amqp-management.broker"})
+
 DEFAULT_PEERS = {"router": "reference", "broker": "reference"}
 EXTERNAL = "external:"
 

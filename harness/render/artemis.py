@@ -128,7 +128,8 @@ def render_broker_xml(
     authenticates, is the role allowed to do that: every permission on the management address and the reply
     queues under its name (`activemq.management.#`), and nothing elsewhere. `sasl_mechanisms` writes a listener's
     mechanisms where it authenticates (`saslMechanisms=PLAIN`): Artemis offers ANONYMOUS too unless told, and
-    then refuses the anonymous client only after its open. The reference broker gets none of the three.
+    then refuses the anonymous client only after its open. The reference broker gets the first two (its peer
+    manages it over AMQP the same way, harness/peers/reference_broker.py), never the third.
     """
     node = topology.node(node_name)
     if node.role != "broker":

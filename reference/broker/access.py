@@ -12,11 +12,13 @@ connection's authenticated user (Artemis checks at attach too: a refused attach 
   `$ACTIVEMQ_ARTEMIS_MIRROR_<name>` address it targets; the events it then carries are applied as Artemis
   applies them, without a check per event;
 * a producer with no target address (the anonymous relay) needs `send` (and what auto-creating would need) on
-  each message's `to`, checked per message: a refused message is rejected with `amqp:unauthorized-access`.
+  each message's `to`, checked per message: a refused message is rejected with `amqp:unauthorized-access`;
+* a message to the management address (management_amqp.py: a management request) needs `manage` there, as in
+  Artemis's handleManagementMessage, and a producer's attach to that address needs `send` only (it creates
+  nothing).
 
-`deleteAddress` and `manage` are read (authz.py) but no AMQP operation of the reference needs them: it never
-deletes an address on a client's behalf, and its management is the HTTP endpoint the harness uses, not
-Artemis's AMQP management address. Each refusal is logged at warning with the user, the operation and the
+`deleteAddress` is read (authz.py) but no AMQP operation of the reference needs it: it never deletes an address
+on a client's behalf. Each refusal is logged at warning with the user, the operation and the
 address (authz.Authorizer's message).
 """
 

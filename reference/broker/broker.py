@@ -44,6 +44,7 @@ from .access import AccessControl
 from .config import ANYCAST, MULTICAST, BrokerConfig
 from .connections import BrokerConnections
 from .journal import GroupCommitter, Journal
+from .management_amqp import AmqpManagement
 from .transactions import TRANSACTIONAL_STATE, Transactions
 
 log = logging.getLogger("BROKER")
@@ -168,6 +169,7 @@ class Broker(ServedConnections):
         # Security on: every attach is checked for the connection's user (access.py); off: no check at all.
         self.access = AccessControl(config) if config.security_enabled else None
         self.federation = federating.Federation(self)
+        self.management = AmqpManagement(self)  # requests to the management address (management_amqp.py)
         self._calls: queue_module.SimpleQueue = queue_module.SimpleQueue()  # (function, Future) from other threads
         self._call_injector: EventInjector | None = None
 
@@ -390,10 +392,13 @@ class Broker(ServedConnections):
         target = link.remote_target
         address = target.address or None
         hint = _routing_hint(target.capabilities)
+        # The management address is no address of queues: a producer there needs `send` on it, and creates nothing
+        managing = self.management.is_management(address)
         if address is not None and self.access is not None:
-            if self._unauthorized(link, self.access.needed(self.addresses, address, hint, consumer=False), address):
+            needed = ["send"] if managing else self.access.needed(self.addresses, address, hint, consumer=False)
+            if self._unauthorized(link, needed, address):
                 return
-        if address is not None:
+        if address is not None and not managing:
             info, _ = self._resolve(address, hint, for_consumer=False)
             if info is None:
                 refuse(link, "amqp:not-found", f"address {address!r} does not exist and auto-create is off", log)
@@ -596,6 +601,9 @@ class Broker(ServedConnections):
         address = producer.address or fields.to
         if not address:
             _finish(dlv, Delivery.REJECTED, Condition("amqp:invalid-field", "message has no 'to' address"))
+            return
+        if self.management.is_management(address):  # a management request (management_amqp.py), not routed
+            _finish(dlv, *self.management.handle(link, data))
             return
         if producer.address is None and self.access is not None:  # the anonymous relay: checked per message
             why = self.access.refuse_message(
@@ -875,7 +883,11 @@ class Broker(ServedConnections):
                 future.set_exception(exc)
             self._stats_dirty = True
 
-    # ---- hooks for transactions.py -----------------------------------------------------------------------------
+    # ---- hooks for management_amqp.py and transactions.py ----------------------------------------------------------
+
+    def route_reply(self, info: dict, data: bytes) -> None:
+        """A management reply (management_amqp.py) to the queues of its reply-to address; never mirrored."""
+        self._route(info, next(self._ids), data, False, None, mirrored=False)
 
     def route_new(self, info: dict, data: bytes, durable: bool, expiry: float | None) -> None:
         """Store a message as a producer's would be, with the next message id (arrival order)."""

@@ -52,6 +52,7 @@ What it does with each element:
   `activemq.management.#`). The effective settings of an address merge every matching setting, most
   specific first, by Artemis's MatchComparator (see `settings_for`); a repeated match replaces the earlier
   one, as in Artemis's map of settings.
+* `management-address` (default `activemq.management`): where AMQP management requests go (management_amqp.py).
 * accepted and meaningless here (documented, no effect): journal tuning, paging/bindings/large-message
   directories, memory/disk limits, thread pools, critical analyzer, JMX/management notifications,
   `max-redelivery-records`, and the address-setting knobs that only tune paging, auto-deletion and
@@ -291,6 +292,8 @@ class BrokerConfig:
     security_settings: list[SecuritySetting] = field(default_factory=list)
     users: dict[str, str] = field(default_factory=dict)  # from artemis-users.properties (load_config)
     user_roles: dict[str, frozenset[str]] = field(default_factory=dict)  # from artemis-roles.properties
+    # where management requests go (management_amqp.py), Artemis's <management-address>
+    management_address: str = "activemq.management"
 
     def settings_for(self, address: str) -> dict:
         """Effective address settings, as Artemis's HierarchicalObjectRepository.getMatch merges them: every
@@ -309,7 +312,7 @@ class BrokerConfig:
 # ---- elements -------------------------------------------------------------------------------------------------
 
 _CORE_SCALARS = {"name", "persistence-enabled", "journal-directory", "journal-datasync",
-                 "journal-sync-non-transactional", "security-enabled"}
+                 "journal-sync-non-transactional", "security-enabled", "management-address"}
 _CORE_LISTS = {"acceptors", "addresses", "address-settings", "security-settings", "broker-connections"}
 _IGNORED_CORE = {
     "max-redelivery-records", "journal-type", "paging-directory", "bindings-directory", "large-messages-directory",
@@ -321,7 +324,7 @@ _IGNORED_CORE = {
     "global-max-size", "global-max-messages", "page-sync-timeout", "critical-analyzer",
     "critical-analyzer-timeout", "critical-analyzer-check-period", "critical-analyzer-policy",
     "thread-pool-max-size", "scheduled-thread-pool-max-size", "graceful-shutdown-enabled",
-    "graceful-shutdown-timeout", "jmx-management-enabled", "jmx-domain", "management-address",
+    "graceful-shutdown-timeout", "jmx-management-enabled", "jmx-domain",
     "management-notification-address", "message-counter-enabled", "message-counter-sample-period",
     "message-counter-max-day-history", "message-expiry-scan-period", "message-expiry-thread-priority",
     "address-queue-scan-period", "id-cache-size", "persist-id-cache", "wild-card-routing-enabled",
@@ -440,6 +443,8 @@ def parse_config(data: bytes | str, path: str = "<string>") -> BrokerConfig:
             cfg.persistence_enabled = _bool(el, path)
         elif tag == "journal-directory":
             cfg.journal_directory = _text(el, path)
+        elif tag == "management-address":
+            cfg.management_address = _text(el, path)
         elif tag == "journal-datasync":
             cfg.journal_datasync = _bool(el, path)
         elif tag == "journal-sync-non-transactional":

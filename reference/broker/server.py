@@ -18,6 +18,9 @@
     condition: `amqp:unauthorized-access: ...` when its user lacks a permission there) and errors (how many times);
   - `POST /broker-connections/NAME/start` starts one (Artemis's startBrokerConnection) -> 200, or 404 for an
     unknown name, 409 when it is already started.
+* AMQP management, as Artemis speaks it (management_amqp.py): request messages to broker.xml's
+  `management-address` (`activemq.management`) on any acceptor, answered on their reply-to; the harness manages
+  the reference broker that way, the HTTP endpoint above stays for the CLI and the dial history it shows.
 * Security on (`<security-enabled>`, config.py): every acceptor runs the event loop's SASL server, PLAIN only,
   against artemis-users.properties; an acceptor with `sslEnabled=true` is TLS only, from its PEM files, loaded
   before anything listens (a bad file is the one stderr line, `FILE:LINE: acceptor ...`, exit 1).
