@@ -417,20 +417,15 @@ class _Session:
         if not pids:
             return
         kept = self.close_wait_kept  # sockets earlier batches left for good: a server that leaks never closes them
-        try:
-            wait_for(lambda: procstat.close_wait_count(pids) <= kept, CLOSE_WAIT_GRACE_S,
-                     "the server to close the sockets the fuzzer closed")
-            return
-        except WaitTimeout:
-            count = procstat.close_wait_count(pids)
-        self.close_wait_max = max(self.close_wait_max, count)
-        try:  # late is not kept: only what is still there after CLOSE_WAIT_KEPT_S is a finding
-            wait_for(lambda: procstat.close_wait_count(pids) <= kept, CLOSE_WAIT_KEPT_S,
-                     "the server to close the sockets the fuzzer closed, late")
-            return
-        except WaitTimeout:
-            count = procstat.close_wait_count(pids)
-        self.close_wait_max = max(self.close_wait_max, count)
+        # late is not kept: only what is still there CLOSE_WAIT_KEPT_S after the grace is a finding
+        for seconds in (CLOSE_WAIT_GRACE_S, CLOSE_WAIT_KEPT_S):
+            try:
+                wait_for(lambda: procstat.close_wait_count(pids) <= kept, seconds,
+                         "the server to close the sockets the fuzzer closed")
+                return
+            except WaitTimeout:
+                count = procstat.close_wait_count(pids)
+                self.close_wait_max = max(self.close_wait_max, count)
         self.close_wait_kept = count
         # the kept sockets' peers are the batch's client ports: the case whose connection it was, without a replay
         culprit = _case_by_port(cases, replies or [], procstat.close_wait_peer_ports(pids))
