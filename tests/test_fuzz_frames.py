@@ -69,3 +69,65 @@ def test_close_wait_counts_a_socket_whose_peer_closed_until_it_is_closed_here():
                  describe=lambda: str(procstat.close_wait_count(me)))
         accepted.close()
         wait_for(lambda: procstat.close_wait_count(me) == before, 5, "CLOSE_WAIT to clear")
+
+
+# A server that never closes a connection whose bytes held b"KEEP" (its side stays in CLOSE_WAIT once the client
+# closes) and closes every other one: a CLOSE_WAIT leak for one input among many.
+KEEPER = r"""
+import socket, sys, threading
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", 0))
+srv.listen(64)
+print(srv.getsockname()[1], flush=True)
+kept = []
+
+def serve(conn):
+    data = b""
+    try:
+        while chunk := conn.recv(4096):
+            data += chunk
+    except OSError:
+        pass
+    if b"KEEP" in data:
+        kept.append(conn)
+    else:
+        conn.close()
+
+while True:
+    conn, _ = srv.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+"""
+
+
+def test_a_socket_kept_in_close_wait_is_named_by_its_clients_port(tmp_path, monkeypatch):
+    """The leak is named from the batch's own replies (the kept socket's peer port is the case's client port),
+    with no replay; a socket the server closes late is not a finding."""
+    import subprocess
+    import sys
+
+    from harness.fuzz import frames
+    from harness.fuzz.hostile import Case
+    from harness.fuzz.wire import play
+
+    monkeypatch.setattr(frames, "CLOSE_WAIT_KEPT_S", 1.0)  # the test's server never closes a kept one
+    proc = subprocess.Popen([sys.executable, "-c", KEEPER], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(proc.stdout.readline())
+        peer = type("Peer", (), {"pids": [proc.pid]})()
+        target = FuzzTarget(role="broker", vendor="keeper", host="127.0.0.1", port=port, peer=peer, topology="t")
+        session = frames._Session(target, seed=1, budget_s=60, max_cases=None, progress=None, out_dir=tmp_path,
+                                  families=None)
+        cases = [Case("plain", f"plain.{i}", [("send", b"hello")], index=i) for i in range(6)]
+        cases.insert(4, Case("keep", "keep.me", [("send", b"KEEP")], index=9))
+        replies = [play("127.0.0.1", port, case, idle_s=0.05) for case in cases]
+        session.close_wait_tries = frames.CLOSE_WAIT_ATTRIBUTIONS  # no replays left: the port alone must name it
+        session._check_close_wait(cases, replies)
+        assert [f.signature for f in session.report.findings] == ["close-wait:keep.me"]
+        assert session.close_wait_kept == 1
+        session._check_close_wait(cases[:4], replies[:4])  # the kept socket is not a new leak of a later batch
+        assert len(session.report.findings) == 1
+        session.fresh.close(timeout=3.0)
+    finally:
+        proc.kill()
+        proc.wait(10)
