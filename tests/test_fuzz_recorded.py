@@ -95,3 +95,22 @@ def test_a_new_finding_fails_the_session_beside_recorded_ones():
 
 def test_a_session_that_found_nothing_passed():
     assert _report().records(TARGET)[0]["outcome"] == "passed"
+
+
+def test_a_pattern_records_every_input_of_one_fault(tmp_path):
+    folder = _write(tmp_path, f"""
+        cases:
+          - case: {CASE}
+            reason: leaks
+        fuzz:
+          - finding: frames/close-wait:sasl-mechanisms.*
+            checked_by: {CASE}
+            reason: a client's sasl-mechanisms frame is never closed
+        """)
+    recorded = recorded_findings("acme", "1.0", "frames", folder)
+    assert "close-wait:sasl-mechanisms.truncated" in recorded
+    assert recorded.get("close-wait:sasl-mechanisms.sasl-server-mechanisms.wrong-type-int-negative") == \
+        "a client's sasl-mechanisms frame is never closed"
+    assert "close-wait:sasl-outcome.code-wrong-type" not in recorded and "hang:sasl-mechanisms.x" not in recorded
+    report = _report("close-wait:sasl-mechanisms.truncated", recorded=recorded)
+    assert report.new_findings == [] and report.records(TARGET)[0]["outcome"] == "xfail"

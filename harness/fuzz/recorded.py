@@ -11,7 +11,8 @@ has been minimised and written up is listed in the product's suites/expected/<ve
         reason: >-
           What the product does, with the evidence.
 
-`checked_by` names the case of the same file's `cases:` that replays the input on every run (the robustness
+A signature may be a pattern (`*`, fnmatch) that names every input of one fault. `checked_by` names the case of
+the same file's `cases:` that replays the input (or, for a pattern, one input of the fault) on every run (the robustness
 suite's crashers.yaml entry): a frames finding is recorded only together with its regression case. A stateful
 finding has no such case; its entry says so by leaving `checked_by` out.
 
@@ -21,6 +22,7 @@ it; only a finding that is not recorded makes `interop fuzz` (and so the nightly
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import yaml
@@ -32,7 +34,24 @@ class RecordedFindingsError(ValueError):
     """A malformed `fuzz:` entry: the message names the file, the entry and what was expected."""
 
 
-def recorded_findings(vendor: str, version: str | None, mode: str, expected_dir: Path = EXPECTED) -> dict[str, str]:
+class Recorded(dict):
+    """signature (or pattern) -> reason. A pattern with `*` (fnmatch) names every input of one fault, such as each
+    variant of a frame only a server may send: `close-wait:sasl-mechanisms.*`. `in` and `get` match patterns too."""
+
+    def reason(self, signature: str) -> str | None:
+        if signature in self.keys():
+            return dict.__getitem__(self, signature)
+        return next((r for pattern, r in self.items() if "*" in pattern and fnmatchcase(signature, pattern)), None)
+
+    def __contains__(self, signature) -> bool:
+        return self.reason(signature) is not None
+
+    def get(self, signature, default=None):
+        found = self.reason(signature)
+        return default if found is None else found
+
+
+def recorded_findings(vendor: str, version: str | None, mode: str, expected_dir: Path = EXPECTED) -> Recorded:
     """signature -> reason, for the findings of `mode` (frames, stateful) recorded for `vendor` at `version` (an
     entry with `versions:` applies only to the releases it names; a version that cannot be told matches none)."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -40,13 +59,13 @@ def recorded_findings(vendor: str, version: str | None, mode: str, expected_dir:
 
     path = expected_dir / f"{vendor}.yaml"
     if not path.exists():
-        return {}
+        return Recorded()
     data = yaml.safe_load(path.read_text()) or {}
     entries = data.get("fuzz") or []
     if not isinstance(entries, list):
         raise RecordedFindingsError(f"{path}: fuzz: expected a list of entries with 'finding' and 'reason'")
     cases = {entry.get("case") for entry in data.get("cases") or [] if isinstance(entry, dict)}
-    found: dict[str, str] = {}
+    found = Recorded()
     for i, entry in enumerate(entries):
         where = f"{path}: fuzz[{i}]"
         if not isinstance(entry, dict) or not entry.get("finding") or not entry.get("reason"):
