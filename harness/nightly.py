@@ -14,7 +14,9 @@ Steps, in order (each a child process: the same commands a user runs by hand, wi
 3. bench: bench/routing.py (reference router vs qdrouterd), bench/broker.py (the reference broker vs every
    broker present), bench/network.py (the network of brokers, per broker vendor present), each with `--results`;
 4. matrix: `interop run --matrix matrix.yaml -j N` (its own probes leave out the cells it cannot run; N cells at
-   once, 6 by default as in make test's products step: the cells wait on peers far more than they compute);
+   once, 2 by default: a matrix cell is a whole pairing, every suite against one product, so six at once (as make
+   test runs its smaller cells) drove two cores to a load of 300-420 on 2026-12-07 and failed JMS and waypoint
+   cases by their deadlines);
 5. report: `interop report DIR` over every run in the store (DIR/report/index.html).
 
 A product is present when the matrix's probe says so (harness.matrix.probe_vendor, what `interop run --list` uses);
@@ -154,7 +156,7 @@ def probe_products(names: list[str], probe=None) -> dict[str, str | None]:
 
 
 def plan(budget: Budget, groups: list[str], products: list[str], present: dict[str, str | None], results: Path,
-         matrix: str, jobs: int = 6) -> list[Step]:
+         matrix: str, jobs: int = 2) -> list[Step]:
     """The steps of one nightly, in order; a step whose product is absent or not chosen is kept, to be listed as
     skipped with the reason."""
     script = Path(sys.executable).parent / "interop"  # the venv's console script, else the module
@@ -281,8 +283,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only these products, comma-separated (" + ", ".join(p.name for p in PRODUCTS)
                              + "; `reference` is both reference peers; default every one present)")
     parser.add_argument("--matrix", default="matrix.yaml", metavar="FILE", help="the matrix file (default matrix.yaml)")
-    parser.add_argument("-j", "--jobs", type=_positive_int, default=6, metavar="N",
-                        help="the matrix step's cells at once (default 6, as make test's products step on two cores)")
+    parser.add_argument("-j", "--jobs", type=_positive_int, default=2, metavar="N",
+                        help="the matrix step's cells at once (default 2: each is a whole pairing; more for more "
+                             "cores)")
     parser.add_argument("--results", metavar="DIR",
                         help="results folder every step writes into (default: $INTEROP_RESULTS, else results)")
     parser.add_argument("--list", action="store_true", help="print the steps and what is skipped, run nothing")

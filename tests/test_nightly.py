@@ -39,7 +39,7 @@ def test_the_plan_fuzzes_every_product_in_its_role_and_benchmarks_the_brokers_pr
     present["rabbitmq"] = "rabbitmq-server is not installed"
     steps = nightly.plan(nightly.BUDGETS["quick"], list(nightly.GROUPS), ALL, present, tmp_path, "matrix.yaml")
     names = [s.name for s in steps]
-    assert len(steps) == 2 + 12 + 3 + 1 + 1 and names[-2:] == ["matrix: matrix.yaml, 6 cells at once", "report"]
+    assert len(steps) == 2 + 12 + 3 + 1 + 1 and names[-2:] == ["matrix: matrix.yaml, 2 cells at once", "report"]
     frames = {s.name: s for s in steps if s.name.startswith("fuzz frames")}
     artemis = frames["fuzz frames: ActiveMQ Artemis"].argv
     assert artemis[1:] == ["fuzz", "--frames", "--peer", "broker=artemis", "--role", "broker", "--budget", "20s",
@@ -72,7 +72,7 @@ def test_restricted_products_and_groups(tmp_path):
     assert (qdr.status, qdr.reason) == ("skipped", "qdrouterd not among --products")
 
 
-def fake_plan(budget, groups, products, present, results, matrix, jobs=6):
+def fake_plan(budget, groups, products, present, results, matrix, jobs=2):
     """Small real processes in place of the nightly's steps."""
     py = [sys.executable, "-c"]
     return [
@@ -88,7 +88,7 @@ def test_every_step_runs_its_output_is_kept_and_the_exit_says_so_at_the_end(tmp_
     monkeypatch.setattr(nightly, "plan", fake_plan)
     monkeypatch.setattr(nightly, "probe_products", lambda names: {n: None for n in names})
     monkeypatch.setenv("INTEROP_RUN_ID", "inherited-run")
-    args = Namespace(budget="quick", only=None, products=None, matrix="matrix.yaml", jobs=6, results=str(tmp_path),
+    args = Namespace(budget="quick", only=None, products=None, matrix="matrix.yaml", jobs=2, results=str(tmp_path),
                      list=False)
     assert nightly.run(args) == 1
     out = capsys.readouterr()
