@@ -23,9 +23,10 @@ operation", "the parameters of the management operation", the reply to the reply
 * Errors in Artemis's words: `AMQ229067: Cannot find resource with name X`, `AMQ229069: no operation OP/N`,
   `Problem while retrieving attribute A` (here followed by `: AMQ229068: no getter method for A`),
   `AMQ229017: Queue X does not exist`, `broker connection X not found`. An operation the reference does not
-  serve is `no operation` too, whatever Artemis has. A request that names neither an operation nor an attribute
-  is refused with a one-line text (Artemis answers it with neither result nor status). No request crashes the
-  broker: an unexpected error becomes a refused reply and a logged stack trace.
+  serve is `no operation` too, whatever Artemis has. A request that names neither an operation nor an attribute,
+  or whose application-properties are not a map (a list, a string), is refused with a one-line text (Artemis
+  answers the first with neither result nor status). No request crashes the broker: an unexpected error becomes a
+  refused reply and a logged stack trace.
 * Security (security on): a message to the management address needs `manage` on that address for the link's user
   (Artemis's handleManagementMessage: securityCheck(address, MANAGE)); without it the delivery is rejected with
   `amqp:unauthorized-access` and nothing is done. A producer's attach to the address needs `send` on it, as any
@@ -134,8 +135,8 @@ class AmqpManagement:
         except Exception as exc:  # noqa: BLE001 - the sender's problem
             return Delivery.REJECTED, Condition("amqp:decode-error", f"cannot decode the management request: {exc}")
         succeeded, value = self.answer(request)
-        log.debug("Management %s on %r: %s", (request.properties or {}).get(OPERATION)
-                  or (request.properties or {}).get(ATTRIBUTE), (request.properties or {}).get(RESOURCE),
+        props = request.properties if isinstance(request.properties, dict) else {}
+        log.debug("Management %s on %r: %s", props.get(OPERATION) or props.get(ATTRIBUTE), props.get(RESOURCE),
                   "succeeded" if succeeded else f"failed: {value}")
         if request.reply_to:
             self._reply(request, succeeded, value)
@@ -143,7 +144,10 @@ class AmqpManagement:
 
     def answer(self, request: Message) -> tuple[bool, object]:
         """(succeeded, value) of one request; value is _VOID for a void operation's success."""
-        properties = request.properties or {}
+        properties = request.properties
+        if properties is not None and not isinstance(properties, dict):  # a list, a string, ...: nothing to read
+            return False, f"the request's application-properties are not a map: {type(properties).__name__}"
+        properties = properties or {}
         resource_name = properties.get(RESOURCE)
         operation, attribute = properties.get(OPERATION), properties.get(ATTRIBUTE)
         if operation is None and attribute is None:

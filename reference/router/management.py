@@ -16,7 +16,9 @@ core types, `No entity with name=X` from the others; a bad type: 400 `No such en
 core forbids: 403 `Forbidden`). Where qdrouterd gives no answer at all (READ or DELETE of a router.link, CREATE of a
 connection or router.address, UPDATE of a link route: its core agent drops those requests), the reference answers
 403 `Forbidden`: the draft wants a response to every request. Where qdrouterd accepts a value its schema does not
-allow (an address `distribution: bogus` becomes balanced), the reference refuses it with 400.
+allow (an address `distribution: bogus` becomes balanced), the reference refuses it with 400. Application properties
+that are not a map (a list, a string) are a 400 too, never an error that ends the connection (found by the frame
+fuzzer's `management` family).
 
 CREATE and DELETE of linkRoute, autoLink, address, listener and connector change the running router (live
 configuration); the configuration file stays what the router started with. A created section is checked the way
@@ -203,9 +205,12 @@ class Agent:
         """The response message to one request (None: it has no reply-to, so nobody to answer)."""
         if not request.reply_to:
             return None
-        props = dict(request.properties or {})
+        raw = request.properties
+        props = dict(raw) if isinstance(raw, dict) else {}
         body = request.body
         try:
+            if raw is not None and not isinstance(raw, dict):  # application-properties that are a list, a string, ...
+                raise Status(BAD_REQUEST, f"Application properties are not a map: {type(raw).__name__}")
             code, description, out = self.handle(props, body, request)
         except Status as exc:
             code, description, out = exc.code, exc.description, {}
