@@ -103,7 +103,8 @@ def run(args: argparse.Namespace, choices: dict[str, str], explicit_roles: list[
             raise FuzzUsageError(f"--secured: router {chosen} cannot check SASL PLAIN (no capability sasl.plain), "
                                  "which the secured target requires")
     if args.family:
-        known_families = module.FAMILIES + (module.TLS_FAMILIES if args.secured else []) if mode == "frames" else []
+        known_families = (module.FAMILIES + module.OPT_IN_FAMILIES + (module.TLS_FAMILIES if args.secured else [])
+                          if mode == "frames" else [])
         unknown = [f for f in args.family if f not in known_families] if mode == "frames" else args.family
         if unknown:
             known = ", ".join(known_families) if mode == "frames" else "none (families are for --frames)"

@@ -39,12 +39,12 @@ from ..wait import WaitTimeout, wait_for
 from ..render.rabbitmq import HANDSHAKE_TIMEOUT_MS
 from . import procstat
 from .cpuverdict import QUIET_WINDOW_S, CpuVerdict, measure_after_close
-from .hostile import FAMILIES, TLS_FAMILIES, Case, Context, generate
+from .hostile import FAMILIES, OPT_IN_FAMILIES, TLS_FAMILIES, Case, Context, generate
 from .sentinel import Sentinel
 from .session import Finding, FuzzTarget, Progress, SessionReport
 from .wire import Reply, play
 
-__all__ = ["FAMILIES", "TLS_FAMILIES", "run_session"]
+__all__ = ["FAMILIES", "OPT_IN_FAMILIES", "TLS_FAMILIES", "run_session"]
 
 BATCH = 200  # cases between two health checks: what a crash's replay has to search
 WORKERS = 12  # connections at once; the machines here have 2 cores shared with the server under fuzz
@@ -96,6 +96,7 @@ class _Session:
         self.report = SessionReport(mode="frames", seed=seed, budget_s=budget_s)
         run = uuid.uuid4().hex[:8]
         self.ctx = Context(address=_wire(target, f"fuzz.hostile.{seed}.{run}"), container_id=f"fuzz-{seed}",
+                           role=target.role,
                            user=security.user if security is not None else None,
                            password=(security.password or "") if security is not None else "")
         self.sentinel_address = _wire(target, f"fuzz.sentinel.{seed}.{run}")
@@ -548,7 +549,7 @@ class _Session:
 
 def _case_by_port(cases: list[Case], replies: list, ports: list[int]) -> Case | None:
     """The first case whose connection used one of `ports` as its client port (a socket the server keeps)."""
-    by_port = {r.local_port: c for c, r in zip(cases, replies) if r is not None and r.local_port}
+    by_port = {r.local_port: c for c, r in zip(cases, replies, strict=False) if r is not None and r.local_port}
     return next((by_port[p] for p in ports if p in by_port), None)
 
 

@@ -9,12 +9,17 @@ every family's hostile part lands behind a real password check, and two more fam
 `tls-handshake` (garbage inside TLS handshake records: truncated, flipped or oversized ClientHellos, records of
 unknown types) and `in-tls` (a real TLS session carrying another family's hostile stream).
 
+The `management` family sends malformed requests to the target's management node (`Context.role`: the router's
+`$management`, the broker's `activemq.management`) on a valid session, with a reply address of the case's own;
+its cases say what the answer must be (`Case.expect`, judged by harness/fuzz/mgmt_answer.py).
+
 A case's `name` says what is wrong and nothing random (no counts, offsets, seeds): it is the stable part of a
 finding's signature, so the same fault found by two seeds is one finding.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import ssl
 import struct
@@ -34,6 +39,9 @@ class Case:
     steps: list[tuple[str, object]] = field(default_factory=list)
     index: int = -1
     tls: bool = False  # played inside a TLS session (harness/fuzz/wire.py)
+    # what the server must answer beyond surviving, for a family that can tell (management: EXPECT_ERROR or
+    # EXPECT_NO_REPLY, judged by harness/fuzz/mgmt_answer.py); None: surviving is all
+    expect: str | None = None
 
     @property
     def data(self) -> bytes:
@@ -50,12 +58,18 @@ class Case:
 
 @dataclass(frozen=True)
 class Context:
-    """What the streams need to know of the target: an address links may attach to."""
+    """What the streams need to know of the target: an address links may attach to, and its role."""
 
     address: str = "fuzz.hostile"
     container_id: str = "fuzz"
     user: str | None = None  # the valid prefix authenticates with SASL PLAIN as this user (else ANONYMOUS)
     password: str = ""
+    role: str = "router"  # router or broker: which management node the `management` family asks
+
+    @property
+    def management_node(self) -> str:
+        """The address management requests go to: qdrouterd's `$management`, Artemis's `activemq.management`."""
+        return "activemq.management" if self.role == "broker" else "$management"
 
     def sasl_init(self) -> bytes:
         if self.user is None:
@@ -625,14 +639,279 @@ def fam_many(rng: random.Random, ctx: Context) -> Case:
     return Case("many", f"many.{kind}", [("send", data)])
 
 
+# ---- management: hostile requests to the management node ---------------------------------------------------
+MGMT_PREFIX = "org.apache.qpid.dispatch."
+# What every case of the family asks for, by role: the router's (qdrouterd's AMQP management at `$management`) and
+# the broker's (Artemis's management address, `_AMQ_*` properties, JSON arguments). Names are the same for both
+# roles where the fault is the same; `body-not-a-map` is the router's, `body-not-json` the broker's.
+MGMT_VARIANTS = {
+    "router": ("op-missing", "op-wrong-type", "op-unknown", "type-wrong-type", "name-wrong-type",
+               "identity-wrong-type", "name-huge", "body-huge", "create-unknown-type", "create-wrong-attribute-types",
+               "read-missing", "update-missing", "delete-missing", "body-not-a-map", "properties-not-a-map",
+               "no-reply-to", "body-deep", "split-aborted"),
+    "broker": ("op-missing", "op-wrong-type", "op-unknown", "resource-wrong-type", "attribute-wrong-type",
+               "args-wrong-type", "name-huge", "body-huge", "create-wrong-arg-types", "read-missing",
+               "update-missing", "delete-missing", "body-not-json", "properties-not-a-map", "no-reply-to",
+               "body-deep", "split-aborted"),
+}
+# The answer a case expects (Case.expect): an error status on its reply address (router: statusCode 4xx/5xx;
+# broker: _AMQ_OperationSucceeded false) or its delivery rejected; for a request without reply-to, no reply and a
+# settled outcome. harness/fuzz/mgmt_answer.py reads a case's Reply against it.
+EXPECT_ERROR, EXPECT_NO_REPLY = "management-error", "management-no-reply"
+MGMT_SETUP_S = 0.2  # the pause after the links are attached: the server answers the begin and attaches, gives credit
+MGMT_ANSWER_S = 0.5  # the pause after the request: the server's answer arrives while the socket is held
+MGMT_CHUNK = 16000  # transfer payload per frame: under 16384 bytes, qdrouterd's default max-frame-size
+HUGE_NAME = 65536
+
+
+def _mgmt_wrong(rng: random.Random) -> bytes:
+    """A value of the wrong type for a string property: int, list, map, binary, boolean, uuid, double."""
+    return rng.choice([
+        lambda: c.int_(rng.randrange(-2**31, 2**31)), lambda: c.list_([c.string("READ"), c.uint(1)]),
+        lambda: c.map_([(c.string("k"), c.string("v"))]), lambda: c.binary(rng.randbytes(8)),
+        lambda: c.boolean(True), lambda: b"\x98" + rng.randbytes(16), lambda: b"\x82" + struct.pack(">d", 1.5),
+        lambda: c.long(2**40 + rng.randrange(1000)),
+    ])()
+
+
+def _amqp_map(pairs: list[tuple[str, bytes]]) -> bytes:
+    return c.map_([(c.string(k), v) for k, v in pairs], wide=True)
+
+
+def _mgmt_message(props: bytes | None, body: bytes | None, reply_to: str | None, msg_id: int) -> bytes:
+    """A request: properties (message-id, reply-to, correlation-id), application-properties as given (encoded: a
+    map, or anything else), an amqp-value body as given (encoded)."""
+    fields = [c.ulong(msg_id), c.null(), c.null(), c.null(), c.string(reply_to) if reply_to else c.null(),
+              c.ulong(msg_id)]
+    out = c.described(0x73, c.list_(fields))
+    if props is not None:
+        out += c.described(0x74, props)
+    if body is not None:
+        out += c.described(0x77, body)
+    return out
+
+
+def _transfers(payload: bytes, *, delivery_id: int, tag: bytes, chunk: int = MGMT_CHUNK,
+               abort: bool = False) -> bytes:
+    """One unsettled delivery on handle 0 in as many transfer frames as `chunk` makes (more=true on all but the
+    last); `abort`: the last frame aborts the delivery instead of completing it."""
+    pieces = [payload[i:i + chunk] for i in range(0, len(payload), chunk)] or [b""]
+    out = []
+    for i, piece in enumerate(pieces):
+        last = i == len(pieces) - 1
+        first = dict(delivery_id=delivery_id, delivery_tag=tag, message_format=0) if i == 0 else {}
+        out.append(c.amqp_frame("transfer", payload=piece, handle=0, settled=False,
+                                more=True if (abort or not last) else None, **first))
+    if abort:
+        out.append(c.amqp_frame("transfer", handle=0, more=False, aborted=True, settled=True))
+    return b"".join(out)
+
+
+def _nested_maps(depth: int) -> bytes:
+    return _nested(random.Random(0), depth, "map")
+
+
+def _router_request(variant: str, rng: random.Random) -> tuple[bytes | None, bytes | None]:
+    """(application-properties, body) of a hostile request to qdrouterd's management, both encoded."""
+    missing = f"fuzz-missing-{rng.getrandbits(32):08x}"  # no entity of any type has it: nothing is ever changed
+    addr = MGMT_PREFIX + "router.config.address"
+    empty = c.map_([])
+    if variant == "op-missing":
+        return _amqp_map([("type", c.string(addr)), ("name", c.string(missing))]), empty
+    if variant == "op-wrong-type":
+        op = rng.choice([c.int_(rng.randrange(1, 100)), c.list_([c.string("READ")]), c.binary(b"READ")])
+        return _amqp_map([("operation", op), ("type", c.string(addr)), ("name", c.string(missing))]), empty
+    if variant == "op-unknown":
+        op = rng.choice(["FROBNICATE", "", "READ\x00", "read-all", "X" * 300, "GET-EVERYTHING"])
+        return _amqp_map([("operation", c.string(op)), ("type", c.string(addr)), ("name", c.string(missing))]), empty
+    if variant in ("type-wrong-type", "name-wrong-type", "identity-wrong-type"):
+        fields = {"operation": c.string("READ"), "type": c.string(addr), "name": c.string(missing)}
+        key = variant.split("-")[0]
+        if key == "identity":
+            del fields["name"]
+        fields[key] = _mgmt_wrong(rng)
+        return _amqp_map(list(fields.items())), empty
+    if variant == "name-huge":
+        key = rng.choice(["name", "identity"])
+        name = rng.choice("abcxyz") * HUGE_NAME
+        return _amqp_map([("operation", c.string(rng.choice(["READ", "DELETE"]))), ("type", c.string(addr)),
+                          (key, c.string(name, wide=True))]), empty
+    if variant == "body-huge":
+        size = rng.choice([HUGE_NAME, 4 * HUGE_NAME])
+        body = rng.choice([
+            lambda: c.binary(rng.randbytes(size), wide=True),
+            lambda: c.map_([(c.string(f"k{i}"), c.string("v" * 60)) for i in range(size // 70)], wide=True),
+            lambda: c.string("x" * size, wide=True)])()
+        return _amqp_map([("operation", c.string("READ")), ("type", c.string(addr)),
+                          ("name", c.string(missing))]), body
+    if variant == "create-unknown-type":
+        kind = rng.choice([MGMT_PREFIX + "fuzz.noSuchType", "noSuchType", MGMT_PREFIX, "router.config."])
+        body = _amqp_map([("prefix", _mgmt_wrong(rng)), ("distribution", c.uint(7)), ("waypoint", c.string("maybe")),
+                          ("priority", c.string("high"))])
+        return _amqp_map([("operation", c.string("CREATE")), ("type", c.string(kind)),
+                          ("name", c.string(missing))]), body
+    if variant == "create-wrong-attribute-types":
+        # distribution is never one of qdrouterd's: the create is refused whatever the other attributes do
+        body = _amqp_map([("prefix", _mgmt_wrong(rng)), ("distribution", rng.choice([c.uint(7), c.list_([])])),
+                          ("waypoint", c.string("maybe")), ("priority", c.string("high"))])
+        return _amqp_map([("operation", c.string("CREATE")), ("type", c.string(addr)),
+                          ("name", c.string(missing))]), body
+    if variant in ("read-missing", "update-missing", "delete-missing"):
+        kind = rng.choice(["router.config.address", "router.config.linkRoute", "router.config.autoLink", "listener",
+                           "connector", "router.link", "connection", "log", "sslProfile"])
+        key = rng.choice(["name", "identity"])
+        body = _amqp_map([("enable", c.string("trace+"))]) if variant == "update-missing" else empty
+        op = variant.split("-")[0].upper()
+        return _amqp_map([("operation", c.string(op)), ("type", c.string(MGMT_PREFIX + kind)),
+                          (key, c.string(missing))]), body
+    if variant == "body-not-a-map":
+        body = rng.choice([c.string("prefix=fuzz"), c.list_([c.string("prefix"), c.string("fuzz")]),
+                           c.binary(b"\x00\x01"), c.uint(3), c.symbols(["prefix"])])
+        return _amqp_map([("operation", c.string("CREATE")), ("type", c.string(addr)),
+                          ("name", c.string(missing))]), body
+    if variant == "properties-not-a-map":
+        props = rng.choice([c.list_([c.string("operation"), c.string("QUERY")]), c.string("operation=QUERY"),
+                            c.binary(b"\xd1\x00"), c.null(), c.uint(1),
+                            c.symbols(["operation", "GET-TYPES"])])
+        return props, empty
+    if variant == "no-reply-to":
+        return _amqp_map([("operation", c.string("READ")), ("type", c.string(addr)),
+                          ("name", c.string(missing))]), empty
+    if variant == "body-deep":
+        return _amqp_map([("operation", c.string(rng.choice(["CREATE", "QUERY", "READ"]))),
+                          ("type", c.string(addr)), ("name", c.string(missing))]), _nested_maps(
+            rng.choice([500, 1000, 2000]))
+    raise ValueError(variant)
+
+
+def _broker_request(variant: str, rng: random.Random) -> tuple[bytes | None, bytes | None]:
+    """(application-properties, body) of a hostile request to Artemis's management address, both encoded."""
+    missing = f"fuzz-missing-{rng.getrandbits(32):08x}"
+    res, op_key, attr_key = "_AMQ_ResourceName", "_AMQ_OperationName", "_AMQ_Attribute"
+
+    def args(*values) -> bytes:
+        return c.string(json.dumps(list(values)))
+
+    if variant == "op-missing":
+        return _amqp_map([(res, c.string("broker"))]), args()
+    if variant == "op-wrong-type":
+        op = rng.choice([c.int_(rng.randrange(1, 100)), c.list_([c.string("listQueues")]), c.binary(b"getName")])
+        return _amqp_map([(res, c.string("broker")), (op_key, op)]), args()
+    if variant == "op-unknown":
+        op = rng.choice(["frobnicate", "", "listQueues\x00", "X" * 300, "getNoSuchThing", "is"])
+        return _amqp_map([(res, c.string("broker")), (op_key, c.string(op))]), args()
+    if variant == "resource-wrong-type":
+        return _amqp_map([(res, _mgmt_wrong(rng)), (op_key, c.string("listQueues"))]), args("", 1, 10)
+    if variant == "attribute-wrong-type":
+        return _amqp_map([(res, c.string("broker")), (attr_key, _mgmt_wrong(rng))]), None
+    if variant == "args-wrong-type":
+        values = rng.choice([[7], [[], {}], [None, "x", 3], [{"name": "orders"}], [1.5, True, False]])
+        return _amqp_map([(res, c.string("broker")), (op_key, c.string("destroyQueue"))]), args(*values)
+    if variant == "name-huge":
+        name = rng.choice("abcxyz") * HUGE_NAME
+        which = rng.choice(["resource", "attribute", "argument"])
+        if which == "resource":
+            return _amqp_map([(res, c.string("queue." + name, wide=True)),
+                              (attr_key, c.string("messageCount"))]), None
+        if which == "attribute":
+            return _amqp_map([(res, c.string("broker")), (attr_key, c.string(name, wide=True))]), None
+        return _amqp_map([(res, c.string("broker")), (op_key, c.string("destroyQueue"))]), c.string(
+            json.dumps([name]), wide=True)
+    if variant == "body-huge":
+        size = rng.choice([HUGE_NAME, 4 * HUGE_NAME])
+        body = rng.choice([lambda: c.string(json.dumps(["q" * 50] * (size // 54)), wide=True),
+                           lambda: c.binary(rng.randbytes(size), wide=True)])()
+        return _amqp_map([(res, c.string("broker")), (op_key, c.string("destroyQueue"))]), body
+    if variant == "create-wrong-arg-types":
+        op = rng.choice(["createQueue", "createAddress", "deployQueue"])
+        return _amqp_map([(res, c.string("broker")), (op_key, c.string(op))]), args(
+            {"name": 7}, [missing], None, -1, "ANYCAST")
+    if variant == "read-missing":
+        kind = rng.choice(["queue.", "address.", "brokerconnection."])
+        return _amqp_map([(res, c.string(kind + missing)), (attr_key, c.string("messageCount"))]), None
+    if variant == "update-missing":
+        if rng.random() < 0.5:
+            return _amqp_map([(res, c.string("brokerconnection." + missing)), (op_key, c.string("start"))]), args()
+        return _amqp_map([(res, c.string("broker")), (op_key, c.string("startBrokerConnection"))]), args(missing)
+    if variant == "delete-missing":
+        return _amqp_map([(res, c.string("broker")), (op_key, c.string("destroyQueue"))]), args(
+            missing, *rng.choice([[], [True], [True, True]]))
+    if variant == "body-not-json":
+        body = rng.choice([c.string("[1, 2"), c.string("{\"a\": 1}"), c.string("not json at all"),
+                           c.binary(b"[\"\"]"), c.map_([(c.string("a"), c.uint(1))]), c.string("\"text\""),
+                           c.uint(5)])
+        return _amqp_map([(res, c.string("broker")), (op_key, c.string("listQueues"))]), body
+    if variant == "properties-not-a-map":
+        props = rng.choice([c.list_([c.string(res), c.string("broker")]), c.string("_AMQ_ResourceName=broker"),
+                            c.binary(b"\xd1\x00"), c.null(), c.uint(1), c.symbols([res, "broker"])])
+        return props, args()
+    if variant == "no-reply-to":
+        return _amqp_map([(res, c.string("queue." + missing)), (attr_key, c.string("messageCount"))]), None
+    if variant == "body-deep":
+        if rng.random() < 0.5:
+            depth = rng.choice([500, 1000, 2000])
+            return _amqp_map([(res, c.string("broker")), (op_key, c.string("destroyQueue"))]), _nested_maps(depth)
+        depth = rng.choice([1000, 10000, 100000])
+        return _amqp_map([(res, c.string("broker")), (op_key, c.string("destroyQueue"))]), c.string(
+            "[" * depth + "]" * depth, wide=True)
+    raise ValueError(variant)
+
+
+def fam_management(rng: random.Random, ctx: Context) -> Case:
+    """Hostile requests to the management node (the router's `$management`, the broker's `activemq.management`)
+    on an otherwise valid session: a receiver on a reply address of the case's own (credit 10), a sender to the
+    node, one request that is malformed (operation missing or of the wrong type or unknown, type/name/identity
+    of wrong types, a 64 KiB name, a huge body, CREATE of a type the schema has not or with attributes of wrong
+    types, READ/UPDATE/DELETE of an entity that does not exist, a body that is not a map (router) or not JSON
+    (broker), application properties that are not a map, no reply-to, maps nested deep in the body, a request
+    in many transfers that is aborted), a pause for the answer, then close. The server must answer with an
+    error status (or reject the delivery) and go on serving (`Case.expect`; harness/fuzz/mgmt_answer.py)."""
+    role = ctx.role if ctx.role in MGMT_VARIANTS else "router"
+    variant = rng.choice(MGMT_VARIANTS[role])
+    reply = f"{ctx.address}.mgmt-reply.{rng.getrandbits(48):012x}"  # the case's own: no other case's answers
+    build = _router_request if role == "router" else _broker_request
+    node = ctx.management_node
+    setup = (prefix(ctx, "begin")
+             + _attach(ctx, handle=1, name="fuzz-mgmt-reply", receiver=True,
+                       source=c.composite("source", address=reply), target=c.composite("target"))
+             + c.amqp_frame("flow", next_incoming_id=0, incoming_window=100, next_outgoing_id=0,
+                            outgoing_window=100, handle=1, delivery_count=0, link_credit=10)
+             + _attach(ctx, handle=0, name="fuzz-mgmt", receiver=False, source=c.composite("source"),
+                       target=c.composite("target", address=node)))
+    expect = EXPECT_ERROR
+    if variant == "split-aborted":
+        # a request in many small transfers, aborted; then one the node must answer (the link still serves)
+        props, body = build("read-missing", rng)
+        big = _mgmt_message(props, c.binary(rng.randbytes(rng.choice([2000, 20000, 60000])), wide=True), reply, 1)
+        hostile = _transfers(big, delivery_id=0, tag=b"m0", chunk=rng.choice([16, 256, 4000]), abort=True)
+        hostile += _transfers(_mgmt_message(props, body, reply, 2), delivery_id=1, tag=b"m1")
+    else:
+        props, body = build(variant, rng)
+        if variant == "no-reply-to":
+            reply_to, expect = None, EXPECT_NO_REPLY
+        else:
+            reply_to = reply
+        hostile = _transfers(_mgmt_message(props, body, reply_to, 1), delivery_id=0, tag=b"m0")
+    # the pause after the links: the request must not reach the server before its begin, attach and credit have
+    # gone out (proton ends a session whose peer transfers before it has sent its incoming window); a pause, not
+    # an "await", so that the case replays from crashers.yaml's steps as it was played
+    return Case("management", f"management.{variant}",
+                [("send", setup), ("pause", MGMT_SETUP_S), ("send", hostile), ("pause", MGMT_ANSWER_S),
+                 ("send", c.amqp_frame("close"))], expect=expect)
+
+
 FAMILY_FUNCS: dict[str, Callable[[random.Random, Context], Case]] = {
     "mutate": fam_mutate, "header": fam_header, "frame-size": fam_frame_size, "doff": fam_doff,
     "frame-type": fam_frame_type, "truncated": fam_truncated, "open-fields": fam_open_fields,
     "channels": fam_channels, "links": fam_links, "disposition-flow": fam_disposition_flow,
     "nesting": fam_nesting, "counts": fam_counts, "types": fam_types, "utf8": fam_utf8, "sasl": fam_sasl,
     "trickle": fam_trickle, "silence": fam_silence, "flood": fam_flood, "many": fam_many,
+    "management": fam_management,
 }
-FAMILIES = list(FAMILY_FUNCS)
+# The default rotation. `management` (issue 55) is asked for by name (`--family management`): in the rotation it would
+# change every fixed-seed session's cases, and the findings recorded against them (suites/expected/, `fuzz:`).
+OPT_IN_FAMILIES = ["management"]
+FAMILIES = [name for name in FAMILY_FUNCS if name not in OPT_IN_FAMILIES]
 
 
 # ---- TLS (a secured target only) -----------------------------------------------------------------------------

@@ -992,7 +992,7 @@ def _connection_endpoints(uri: str, path, line: int,
                           what: str) -> tuple[tuple[tuple[str, int], ...], ConnectionTls | None]:
     """`tcp://HOST:PORT?PARAMS#ALT:PORT,tcp://ALT2:PORT` -> ((HOST, PORT), (ALT, PORT), (ALT2, PORT)) and the TLS
     the primary's parameters give (it applies to every endpoint: alternates carry no parameters). A primary without
-    a port gets CONNECTION_DEFAULT_PORT (an alternate without one stays refused: no file has shown what Artemis does)."""
+    a port gets CONNECTION_DEFAULT_PORT (an alternate without one stays refused: no file showed what Artemis does)."""
     primary, _, alternates = uri.partition("#")
     parts = [primary] + [a for a in (x.strip() for x in alternates.split(",")) if a] if alternates else [primary]
     endpoints = []
