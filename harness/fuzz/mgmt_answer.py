@@ -39,20 +39,9 @@ class Answer:
 
 def _split(body: bytes) -> tuple[list, bytes]:
     """A transfer or disposition frame body -> (its performative's fields, the payload after it)."""
-    from proton import Data
+    from .wire import split_performative
 
-    data = Data()
-    used = data.decode(body)
-    data.rewind()
-    data.next()
-    data.enter()
-    data.next()
-    data.next()
-    data.enter()
-    fields = []
-    while data.next():
-        fields.append(data.get_object())
-    return fields, body[used:]
+    return split_performative(body)
 
 
 def _state_code(body: bytes) -> int | None:

@@ -60,10 +60,15 @@ class Reply:
 def performative_fields(body: bytes) -> list:
     """The fields of a performative the server sent (a described list, as in a Reply's frames), decoded by proton:
     for reading an answer, never for building the hostile input (codec.py does that without proton)."""
+    return split_performative(body)[0]
+
+
+def split_performative(body: bytes) -> tuple[list, bytes]:
+    """A frame body -> (its performative's fields, the bytes after it: a transfer's payload)."""
     from proton import Data
 
     data = Data()
-    data.decode(body)
+    used = data.decode(body)
     data.rewind()
     data.next()
     data.enter()  # the described performative: its descriptor, then its field list
@@ -73,7 +78,7 @@ def performative_fields(body: bytes) -> list:
     fields = []
     while data.next():
         fields.append(data.get_object())
-    return fields
+    return fields, body[used:]
 
 
 def play(host: str, port: int, case: Case, *, idle_s: float = 0.1, max_read_s: float = 1.0) -> Reply:
