@@ -108,6 +108,13 @@ class ManagementClient:
     def __exit__(self, *_exc):
         self.close()
 
+    def call_for(self, peer_name: str, resource: str, what: str, **request):
+        """call(), its ManagementError naming the peer it manages: what the providers' `_manage` raises."""
+        try:
+            return self.call(resource, what, **request)
+        except ManagementError as exc:
+            raise ManagementError(f"{peer_name}: {exc}") from None
+
     def call(self, resource: str, what: str, **request):
         """One request and its answer's value; ManagementError with the broker's words when it failed, or when
         management itself failed twice (a broken connection is reopened once: the broker may have restarted)."""

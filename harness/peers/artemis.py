@@ -556,10 +556,7 @@ class ArtemisPeer(ProcessPeer):
     def _manage(self, resource: str, what: str, **request):
         if not self.is_running():
             raise PeerStartError(f"{self.name}: cannot {what}: Artemis is not running")
-        try:
-            return self.management.call(resource, what, **request)
-        except ManagementError as exc:
-            raise ManagementError(f"{self.name}: {exc}") from None
+        return self.management.call_for(self.name, resource, what, **request)
 
     def _queues(self, field: str, value: str) -> list[dict]:
         """The broker's rows (listQueues) of the queues whose `field` equals `value`."""

@@ -161,10 +161,7 @@ class ReferenceBrokerPeer(ProcessPeer):
         """One request over AMQP management; ManagementError naming this peer, what was asked and the answer."""
         if not self.is_running():
             raise ManagementError(f"{self.name}: cannot {what}: the reference broker is not running")
-        try:
-            return self.management.call(resource, what, **request)
-        except ManagementError as exc:
-            raise ManagementError(f"{self.name}: {exc}") from None
+        return self.management.call_for(self.name, resource, what, **request)
 
     def _management(self, method: str, path: str, what: str, timeout: float = 5.0):
         """One call to the broker's management endpoint; its JSON answer, or ManagementError naming this peer,
