@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup setup-test system-packages qdrouterd artemis activemq toxiproxy report-jvm-cache run test clean client-stacks docs
+.PHONY: setup setup-test system-packages qdrouterd products toxiproxy report-jvm-cache run test clean client-stacks docs
 
 $(STAMP): pyproject.toml | system-packages
 	$(PYTHON) -m venv $(VENV)
@@ -44,7 +44,7 @@ qdrouterd: system-packages
 	elif ! command -v qdrouterd-$(QDROUTERD_PREVIOUS) >/dev/null; then \
 	  echo "qdrouterd $(QDROUTERD_PREVIOUS): no source archive beside $(QDROUTERD_INSTALL); router=qdrouterd@$(QDROUTERD_PREVIOUS) is skipped"; fi
 	@# The same release built with libwebsockets beside it (about 20 s, once): the suites' `http: yes` listeners
-	@# (suites/websocket; harness/peers/qdrouterd_build.py, websocket_binary). Its own scratch folder (WORK): the
+	@# (suites/websocket; harness/vendors/qdrouterd/build.py, websocket_binary). Its own scratch folder (WORK): the
 	@# script empties its default one, which the build above uses.
 	@if [ -f "$(QDROUTERD_INSTALL)" ]; then cd "$${TMPDIR:-/tmp}" && WEBSOCKETS=1 PREFIX=$(QDROUTERD_WS) \
 	  BINDIR=$(QDROUTERD_WS)/wrappers WORK="$${TMPDIR:-/tmp}/qpid-dispatch-build-ws" bash "$(abspath $(QDROUTERD_INSTALL))"; fi
@@ -66,16 +66,14 @@ $(JMS_JAR): clients/jms/pom.xml $(wildcard clients/jms/src/main/java/interop/*.j
 client-stacks: system-packages $(RHEA) $(JMS_JAR)
 	$(MAKE) -s -C clients/cpp || echo "cpp client stack: not built (see above); its cases will be skipped"
 
-# ActiveMQ Artemis and ActiveMQ Classic from Maven Central, into a cache outside the checkout
-# ($$INTEROP_CACHE, default ~/.cache/amqp-interop), pinned and checked: fetched once, a second run only checks.
-# Without Maven or the network their cases are skipped, with the reason (docs/getting-products.md:
-# "Getting an Artemis", "Getting ActiveMQ Classic"); ARTEMIS_HOME and ACTIVEMQ_HOME name installs of your own.
-# (After the JMS shim and one after the other: Maven 3.8 does not lock its local repository, and two fetches
-# into ~/.m2 at once could each write the same artifact on a first run, as `make -j` would start them.)
-artemis: $(STAMP) | $(JMS_JAR)
-	$(VENV)/bin/python -m harness.peers.artemis --fetch || echo "artemis: not fetched (see above); its cases will be skipped"
-activemq: $(STAMP) | artemis
-	$(VENV)/bin/python -m harness.peers.activemq --fetch || echo "activemq: not fetched (see above); its cases will be skipped"
+# The products fetched from Maven Central (ActiveMQ Artemis, ActiveMQ Classic, and any vendor package that declares
+# `fetch=`: `python -m harness.vendors fetch`), into a cache outside the checkout ($$INTEROP_CACHE, default
+# ~/.cache/amqp-interop), pinned and checked: fetched once, a second run only checks. Without Maven or the network
+# their cases are skipped, with the reason (docs/getting-products.md); ARTEMIS_HOME and ACTIVEMQ_HOME name installs of
+# your own. After the JMS shim and one after the other: Maven 3.8 does not lock its local repository, and two fetches
+# into ~/.m2 at once could each write the same artifact on a first run, as `make -j` would start them.
+products: $(STAMP) | $(JMS_JAR)
+	$(VENV)/bin/python -m harness.vendors fetch
 
 # The real Toxiproxy (toxiproxy-server 2.12.0) for sessions that choose it as the fault proxy (--fault-proxy
 # toxiproxy, or INTEROP_FAULT_PROXY=toxiproxy): built with Go into $$INTEROP_CACHE (default ~/.cache/amqp-interop),
@@ -87,7 +85,7 @@ toxiproxy: $(STAMP)
 # test needs: without it the report's JVM only warms up more slowly. `make test` makes it with -j: the venv (about
 # 27 s in a fresh clone, most of it writing pyspark's 480 MB) while the client stacks build (about 11 s); the Debian
 # packages go first (every part that needs one orders itself after system-packages).
-setup-test: system-packages qdrouterd $(STAMP) $(ALLURE) client-stacks artemis activemq toxiproxy
+setup-test: system-packages qdrouterd $(STAMP) $(ALLURE) client-stacks products toxiproxy
 setup: setup-test report-jvm-cache
 
 # The main job, the nightly (`interop nightly`, harness/nightly.py; docs/nightly.md): into one

@@ -90,7 +90,7 @@ class ManagementClient:
         auth = {"user": self.user, "password": self.password, "allowed_mechs": "PLAIN"} if self.user else {}
         # A reply queue per connection, so that an answer that came too late for a closed one is never taken
         # for the answer to a later request; under the management address's name, so that the one security
-        # setting that lets the harness manage (harness.render.artemis, management_role) covers it too.
+        # setting that lets the harness manage (harness.vendors.artemis.render, management_role) covers it too.
         self.reply_to = f"{self.address}.reply.{uuid.uuid4().hex}"
         self._conn = BlockingConnection(self.url, timeout=self.timeout, **auth)
         self._receiver = self._conn.create_receiver(self.reply_to, credit=10)

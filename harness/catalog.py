@@ -132,3 +132,11 @@ def format_coverage(cov: Coverage, most: int | None = None) -> str:
         lines.append(f"cases citing no clause ({len(cov.untraced)}):")
         lines += [f"  {case}" for case in cov.untraced]
     return "\n".join(lines)
+
+
+def spec_ids(item) -> list[str]:
+    """Every clause id a case carries: from its function, its class/module and its parameters."""
+    ids: list[str] = []
+    for marker in item.iter_markers("spec"):
+        ids.extend(a for a in marker.args if a not in ids)
+    return ids

@@ -13,7 +13,6 @@ def thread_stacks(pids, folder: Path, timeout: float = 60.0) -> Path | None:
     first file, or None when gdb is missing or gave nothing. gdb stops the process while it reads it, which a hung
     process does not mind."""
     gdb = shutil.which("gdb")
-    pids = pids() if callable(pids) else pids
     if gdb is None or not pids:
         return None
     folder.mkdir(parents=True, exist_ok=True)

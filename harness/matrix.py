@@ -217,11 +217,16 @@ def probe_vendor(name: str) -> str | None:
 
 
 def machine_notes() -> list[tuple[str, str]]:
-    """What the probes found that no cell shows: the container engine."""
-    from .peers.containers import ArtemisContainer
+    """What the probes found that no cell shows: the container engine, for every vendor that has an image."""
+    from .peers.containers import ContainerProvider
+    from .peers.registry import REGISTRY, declared, provider_class
 
-    why = ArtemisContainer.probe()
-    return [("containers (qdrouterd, RabbitMQ, Artemis, ActiveMQ Classic images)", why)] if why else []
+    imaged = [e.spec.vendor for e in REGISTRY if any(issubclass(provider_class(p), ContainerProvider)
+                                                       for p in e.providers)]
+    if not imaged or (why := ContainerProvider.probe()) is None:
+        return []
+    titles = ", ".join(declared(v).title for v in dict.fromkeys(imaged))
+    return [(f"containers ({titles} images)", why)]
 
 
 # ---- running cells ----------------------------------------------------------------------------------------------

@@ -82,16 +82,23 @@ class Product:
     label: str
 
 
-PRODUCTS = (
-    Product("reference-router", "router", "reference", "reference router"),
-    Product("reference-broker", "broker", "reference", "reference broker"),
-    Product("qdrouterd", "router", "qdrouterd", "Qpid Dispatch Router (qdrouterd)"),
-    Product("artemis", "broker", "artemis", "ActiveMQ Artemis"),
-    Product("activemq-classic", "broker", "activemq-classic", "ActiveMQ Classic"),
-    Product("rabbitmq", "broker", "rabbitmq", "RabbitMQ"),
-)
-ALIASES = {"reference": ("reference-router", "reference-broker"), "classic": ("activemq-classic",),
-           "activemq": ("activemq-classic",)}
+def _products() -> tuple[tuple[Product, ...], dict[str, tuple[str, ...]]]:
+    """Every (vendor, role) of the registry as a nightly product, and the names that stand for several: a vendor
+    that plays two roles (`reference`: its router and its broker) and a vendor's own aliases (`classic`)."""
+    from .peers.registry import VENDORS
+
+    products, aliases = [], {}
+    for vendor in VENDORS:
+        mine = [Product(role.product or vendor.name, role.role, vendor.name, role.label or vendor.title)
+                for role in vendor.roles]
+        products += mine
+        names = tuple(p.name for p in mine)
+        for alias in (*vendor.aliases, *([vendor.name] if len(mine) > 1 else [])):
+            aliases[alias] = names
+    return tuple(products), aliases
+
+
+PRODUCTS, ALIASES = _products()
 
 
 @dataclass

@@ -127,7 +127,7 @@ class Worker:
         The worker stops its topologies here rather than at unconfigure: the controller stops waiting for a worker
         10 s after telling it to exit and kills it, which would leave its peers running; and the worker's last
         write of run.json must come before the controller's merged one."""
-        from .pytest_plugin import spec_ids
+        from .catalog import spec_ids
 
         s = self.session
         s.config.workeroutput[META_KEY] = {

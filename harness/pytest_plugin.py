@@ -15,7 +15,7 @@ Markers
                                                  met by any role's vendor (the reference broker's sasl.plain
                                                  would let a PLAIN router case run on a router without it)
 Outcomes in result records: passed | failed | error | skipped | not-applicable | xfail. A case whose
-vendor is known to differ (suites/expected/<vendor>.yaml) runs as a strict xfail with the recorded reason.
+vendor is known to differ (harness/vendors/<vendor>/expected.yaml) runs as a strict xfail with the recorded reason.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import yaml
 
 from . import fault_log, parallel
 from .breaks import CONFIG_FAULTS, BreakError, parse_break
-from .catalog import coverage, format_coverage, load_catalog
+from .catalog import coverage, format_coverage, load_catalog, spec_ids
 from .cell import CELLS_DIR, Cell, CellError
 from .clients import Clients
 from .drivers import DEFAULT_STACK, STACKS, Stacks
@@ -43,6 +43,7 @@ from .faults.launch import choose_fault_proxy, chosen_fault_proxy
 from .history import History
 from .peers.base import PeerUnavailable
 from .peers.launch import RunningTopology, start_topology, stop_all
+from .peers.registry import expected_path
 from .peers import vendors
 from .peers.vendors import vendor
 from .peers.versions import chosen_version
@@ -51,7 +52,7 @@ from .topology import ROLES, TOPOLOGIES_DIR, load_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "suites" / "spec" / "catalog.yaml"
-EXPECTED = ROOT / "suites" / "expected"
+EXPECTED = ROOT / "suites" / "expected"  # the client stacks' known differences (client-<stack>.yaml)
 NOT_APPLICABLE = "not-applicable: "
 PEER_LOGS = "peer-logs"  # run folder: peer-logs/[<cell>/]<topology>/<node>.log, <node>.<n>.log for retired ones
 LOG_TAIL_LINES = 40
@@ -331,6 +332,11 @@ class Expected(NamedTuple):
     leaves_hung: str | None  # the vendor whose peers the case leaves hung (`leaves_peer_hung: true`), else None
 
 
+def expected_file(name: str) -> Path | None:
+    """The known differences of a vendor (its package's expected.yaml) or of a client stack (`client-<stack>`)."""
+    return EXPECTED / f"{name}.yaml" if name.startswith("client-") else expected_path(name)
+
+
 def _load_expected(choices: dict[str, str]) -> dict[str, Expected]:
     """nodeid (or nodeid without parameters) -> Expected, for every vendor in use.
 
@@ -351,8 +357,8 @@ def _load_expected(choices: dict[str, str]) -> dict[str, Expected]:
     # A client stack's differences (suites/expected/client-<stack>.yaml) name cases whose ids carry the stack (the
     # type suite's `python-to-rhea`), so every stack's file is read: an entry matches only its own cases.
     for name in [*sorted(set(vendors.values())), *(f"client-{stack}" for stack in STACKS)]:
-        path = EXPECTED / f"{name}.yaml"
-        if not path.exists():
+        path = expected_file(name)
+        if path is None or not path.exists():
             continue
         data = yaml.safe_load(path.read_text()) or {}
         for i, entry in enumerate(data.get("cases") or []):
@@ -524,14 +530,6 @@ def _show_down_peers(item, report, running: RunningTopology) -> None:
         report.sections.append((f"peer {node} is down: {reason}; its last log lines", tail))
     if down:
         item.stash.setdefault(_details_key, {}).setdefault("peers_down", down)
-
-
-def spec_ids(item) -> list[str]:
-    """Every clause id a case carries: from its function, its class/module and its parameters."""
-    ids: list[str] = []
-    for marker in item.iter_markers("spec"):
-        ids.extend(a for a in marker.args if a not in ids)
-    return ids
 
 
 def _is_suite_case(item) -> bool:

@@ -1,9 +1,9 @@
 """Topology files (topologies/*.yaml): which nodes exist, what each is configured with, how they connect.
 
-The model is vendor-neutral: a node has a role (router or broker); the matrix picks the vendor per role and a
-renderer (harness/render/) turns a node into that vendor's configuration. A node may name its own vendor and version
-(`vendor: artemis@2.39.0`), for a topology that mixes them on purpose (two versions of one product side by side);
-that node then runs as it says whatever the matrix picked for its role.
+The model is vendor-neutral: a node has a role (router or broker); the matrix picks the vendor per role and a renderer
+(harness/vendors/<vendor>/render.py) turns a node into that vendor's configuration. A node may name its own vendor and
+version (`vendor: artemis@2.39.0`), for a topology that mixes them on purpose (two versions of one product side by
+side); that node then runs as it says whatever the matrix picked for its role.
 
 Validation is strict because a topology is what every later stage trusts: an unknown field, a misspelt
 value or a link to a missing node is a one-line TopologyError naming the file, the node and the field.
@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from .peers.base import ROLES
 from .topology_security import (
     LinkTls,
     ListenerTls,
@@ -30,9 +31,9 @@ from .topology_security import (
     parse_node_security,
 )
 
-__all__ = ["LinkTls", "ListenerTls", "NodeAccess", "Permission"]  # security model, re-exported for renderers
+# The security model, re-exported for renderers, and the roles a node plays (harness/peers/base.py)
+__all__ = ["LinkTls", "ListenerTls", "NodeAccess", "Permission", "ROLES"]
 
-ROLES = ("router", "broker")
 MODES = ("standalone", "interior", "edge")
 DISTRIBUTIONS = ("balanced", "closest", "multicast")
 LINK_ROLES = ("normal", "inter-router", "route-container", "edge")
@@ -596,7 +597,7 @@ def _node_vendor(w: _Where, raw: dict, role: str) -> str | None:
     """The node's own `vendor` choice, checked as `--peer` checks one (harness/peers/vendors.py)."""
     if "vendor" not in raw:
         return None
-    from .peers.vendors import vendor  # the vendors module reads this one's ROLES
+    from .peers.vendors import vendor  # the registry: above the model, asked only for a node that names a vendor
 
     choice = raw["vendor"]
     if not isinstance(choice, str) or not choice.strip():

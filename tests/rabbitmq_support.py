@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.peers import rabbitmq as rmq
+from harness.vendors.rabbitmq import native as rmq
 from harness.peers.base import PeerUnavailable
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from reference.broker.authz import Authorizer, load_roles, load_users, read_properties
+from reference.broker.authz import Authorizer
+from reference.broker.logins import load_roles, load_users, read_properties
 from reference.broker.config import ConfigError, SecuritySetting
 
 

@@ -7,7 +7,7 @@
 * Every error path, each with the exact line it names and on one line.
 * Address-setting merge by specificity, and Artemis's match syntax, checked against a transcription of
   Artemis's own `Match` / `MatchComparator` (artemis-server, core/settings/impl) as an oracle.
-* The files `harness.render.artemis.render_broker_xml` writes for the topologies parse.
+* The files `harness.vendors.artemis.render.render_broker_xml` writes for the topologies parse.
 
 A known divergence from Artemis or from the parser's own contract (its docstring: "refused ...: anything else
 that would change behaviour") is pinned as `xfail(strict=True)` until it is fixed; none is open today.
@@ -20,7 +20,7 @@ import re
 
 import pytest
 
-from harness.render.artemis import render_broker_xml
+from harness.vendors.artemis.render import render_broker_xml
 from harness.tlsca import TestPki
 from harness.topology import TOPOLOGIES_DIR, load_topology, topology_path
 from reference.broker.config import (

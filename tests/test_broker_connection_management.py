@@ -1,7 +1,7 @@
 """The reference broker's management of its broker connections (Artemis's startBrokerConnection), as a real process.
 
 A broker connection configured with auto-start="false" (002_f23507c2891d6d06.txt, "auto-start") stays down until
-an operator starts it; the harness starts one through the management endpoint (harness/peers/reference_broker.py),
+an operator starts it; the harness starts one through the management endpoint (harness/vendors/reference/broker.py),
 whose answers follow harness/peers/base.py's ManagementError: 404 for no such connection, 409 for one already in
 the state asked for. The connection here dials a port nothing listens on: starting it is what is judged, not the
 link it would make.

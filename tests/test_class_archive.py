@@ -1,5 +1,5 @@
 """harness/peers/class_archive.py: naming, when its options apply, and how it is made (run_once stands in for a
-broker: the JVM's part is exercised by `make artemis` / `make activemq` and every broker start after them)."""
+broker: the JVM's part is exercised by `make products` and every broker start after them)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from suites.types.values import FAMILIES, f32, f64, mp, n, s, same
 
 @pytest.fixture
 def expected_dir(tmp_path, monkeypatch):
-    monkeypatch.setattr(pytest_plugin, "EXPECTED", tmp_path)
+    monkeypatch.setattr(pytest_plugin, "expected_file", lambda name: tmp_path / f"{name}.yaml")
     return tmp_path
 
 

@@ -1,4 +1,4 @@
-"""Known vendor differences (suites/expected/<vendor>.yaml): which entries apply to a run's peers."""
+"""Known vendor differences (harness/vendors/<vendor>/expected.yaml): which entries apply to a run's peers."""
 
 import pytest
 
@@ -8,7 +8,7 @@ from harness.pytest_plugin import _load_expected
 
 @pytest.fixture
 def expected_dir(tmp_path, monkeypatch):
-    monkeypatch.setattr(pytest_plugin, "EXPECTED", tmp_path)
+    monkeypatch.setattr(pytest_plugin, "expected_file", lambda name: tmp_path / f"{name}.yaml")
     return tmp_path
 
 
@@ -70,7 +70,8 @@ def test_an_entry_with_versions_applies_only_to_the_releases_it_names(expected_d
 
 
 def test_a_choice_without_a_version_is_judged_on_the_release_it_runs(monkeypatch):
-    from harness.peers import qdrouterd_build, versions
+    from harness.peers import versions
+    from harness.vendors.qdrouterd import build as qdrouterd_build
 
     assert versions.chosen_version("artemis@2.39.0") == "2.39.0"
     assert versions.chosen_version("artemis") == versions.versions_of("artemis").default

@@ -39,7 +39,8 @@ def test_the_plan_fuzzes_every_product_in_its_role_and_benchmarks_the_brokers_pr
     present["rabbitmq"] = "rabbitmq-server is not installed"
     steps = nightly.plan(nightly.BUDGETS["quick"], list(nightly.GROUPS), ALL, present, tmp_path, "matrix.yaml")
     names = [s.name for s in steps]
-    assert len(steps) == 2 + 12 + 3 + 1 + 1 and names[-2:] == ["matrix: matrix.yaml, 2 cells at once", "report"]
+    # configs (2), a frames and a stateful session per product of the registry, three benchmarks, matrix, report
+    assert len(steps) == 2 + 2 * len(ALL) + 3 + 1 + 1 and names[-2:] == ["matrix: matrix.yaml, 2 cells at once", "report"]
     frames = {s.name: s for s in steps if s.name.startswith("fuzz frames")}
     artemis = frames["fuzz frames: ActiveMQ Artemis"].argv
     assert artemis[1:] == ["fuzz", "--frames", "--peer", "broker=artemis", "--role", "broker", "--budget", "20s",
@@ -51,7 +52,9 @@ def test_the_plan_fuzzes_every_product_in_its_role_and_benchmarks_the_brokers_pr
     assert [s.status for s in rabbit] == ["skipped", "skipped"]
     assert rabbit[0].reason == "rabbitmq: rabbitmq-server is not installed"
     broker = next(s for s in steps if s.name.startswith("bench broker"))
-    assert broker.argv[broker.argv.index("--vendors") + 1] == "reference,artemis,activemq-classic"
+    brokers = [p.vendor for p in nightly.PRODUCTS if p.role == "broker" and p.name != "rabbitmq"]  # the ones present
+    assert broker.argv[broker.argv.index("--vendors") + 1] == ",".join(brokers)
+    assert brokers[:3] == ["reference", "artemis", "activemq-classic"]
     assert "--results" in broker.argv and all(s.status == "pending" for s in steps if s.group == "bench")
     # the nightly budget runs longer sessions
     long = nightly.plan(nightly.BUDGETS["nightly"], ["fuzz"], ALL, present, tmp_path, "matrix.yaml")
@@ -112,7 +115,8 @@ def test_list_prints_the_steps_and_runs_nothing(tmp_path, monkeypatch, capsys):
     assert interop(["nightly", "--list", "--results", str(tmp_path), "--only", "fuzz,bench"]) == 0
     out = capsys.readouterr().out
     assert "RabbitMQ                            skipped: not installed" in out
-    assert "[1/15] fuzz frames: reference router  $ fuzz --frames --peer router=reference --role router" in out
+    steps = 2 * len(ALL) + 3  # a frames and a stateful session per product, three benchmarks
+    assert f"[1/{steps}] fuzz frames: reference router  $ fuzz --frames --peer router=reference --role router" in out
     assert "fuzz frames: RabbitMQ  (skipped: rabbitmq: not installed)" in out
     assert not (tmp_path / "nightly").exists()
     assert interop(["nightly", "--products", "nope", "--results", str(tmp_path)]) == 2

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 import pytest
 
 from harness.peers.base import Endpoint, ManagementError, Peer, PeerInfo, PeerStartError
-from harness.peers.reference_broker import ReferenceBrokerPeer
+from harness.vendors.reference.broker import ReferenceBrokerPeer
 from harness.ports import free_port
 
 CONNECTIONS = [

@@ -13,9 +13,9 @@ from harness import cli
 from harness.breaks import Break, node_vendor
 from harness.cell import Cell, cell_name
 from harness.matrix import load_matrix, probe_vendor
-from harness.peers import activemq as amq
-from harness.peers import artemis as art
-from harness.peers import qdrouterd_build as qd
+from harness.vendors.activemq_classic import native as amq
+from harness.vendors.artemis import native as art
+from harness.vendors.qdrouterd import build as qd
 from harness.peers import versions
 from harness.peers.base import PeerUnavailable
 from harness.peers.vendors import Choice, parse_choice, parse_peer_choices, vendor

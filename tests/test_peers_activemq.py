@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.clients import Clients
-from harness.peers import activemq as amq
+from harness.vendors.activemq_classic import native as amq
 from harness.peers.base import PeerUnavailable
 from harness.peers.launch import Wiring
 from harness.peers.provider import NodeSetup

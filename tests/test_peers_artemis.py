@@ -1,8 +1,8 @@
-"""The native ActiveMQ Artemis provider (harness/peers/artemis.py).
+"""The native ActiveMQ Artemis provider (harness/vendors/artemis/native.py).
 
 Most cases need no Artemis: the install checks, the instance copy, the command line and environment, the
 readiness and broker-connection parsing of log lines a real Artemis 2.40.0 printed on this machine, and the
-management messages. The last ones start a real Artemis from the cache (`make artemis`) and send through it;
+management messages. The last ones start a real Artemis from the cache (`make products`) and send through it;
 they are skipped with the provider's own reason where there is none.
 """
 
@@ -17,11 +17,11 @@ from types import SimpleNamespace
 import pytest
 from proton import Message
 
-from harness.peers import artemis as art
+from harness.vendors.artemis import native as art
 from harness.peers.base import ManagementError, PeerUnavailable
 from harness.peers.launch import Wiring
 from harness.peers.provider import NodeSetup
-from harness.render.artemis import render_broker_xml
+from harness.vendors.artemis.render import render_broker_xml
 from harness.topology import parse_topology
 
 NS = {"c": "urn:activemq:core"}
@@ -93,7 +93,7 @@ def test_a_missing_install_is_one_line_naming_the_cache_and_the_way_to_fetch(tmp
     with pytest.raises(PeerUnavailable) as caught:
         art.find_artemis()
     why = str(caught.value)
-    assert "\n" not in why and str(tmp_path) in why and "make artemis" in why and "ARTEMIS_HOME" in why
+    assert "\n" not in why and str(tmp_path) in why and "make products" in why and "ARTEMIS_HOME" in why
     assert art.NativeArtemis.probe() == why
 
 
@@ -348,7 +348,7 @@ def test_the_module_fetch_command_needs_its_flag(capsys):
 
 
 def test_a_network_connectors_user_may_use_artemis_federation_addresses_on_the_broker_it_dials():
-    from harness.render.artemis import render_artemis_security
+    from harness.vendors.artemis.render import render_artemis_security
     from harness.topology import load_topology, topology_path
 
     topology = load_topology(topology_path("security-broker-network"))

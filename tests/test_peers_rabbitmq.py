@@ -12,7 +12,7 @@ import pytest
 from proton import Endpoint
 
 from harness.clients import Clients
-from harness.peers import rabbitmq as rmq
+from harness.vendors.rabbitmq import native as rmq
 from harness.peers.base import PeerStartError, PeerUnavailable
 from harness.peers.launch import make_peer
 from harness.peers.vendors import vendor

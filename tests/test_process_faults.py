@@ -12,7 +12,8 @@ import pytest
 
 from harness.clients import Clients
 from harness.peers.base import Endpoint, Peer, PeerInfo
-from harness.peers.process import ReferenceRouterPeer, _pin_listener_ports, _process_state
+from harness.peers.process import _process_state
+from harness.vendors.reference.router import ReferenceRouterPeer, _pin_listener_ports
 from harness.wait import WaitTimeout, wait_for
 
 CONFIG = textwrap.dedent("""

@@ -266,8 +266,8 @@ def test_only_a_user_whose_role_may_manage_is_answered(tmp_path):
 def test_the_peer_manages_the_reference_broker_over_amqp_with_a_user_of_its_own(tmp_path):
     """ReferenceBrokerPeer with amqp_management: the management acceptor and user the renderer writes (as for
     Artemis), no endpoint for it among the topology's, and the same ManagementClient as for Artemis."""
-    from harness.peers.reference_broker import MANAGEMENT_USER, ReferenceBrokerPeer
-    from harness.render.artemis import MANAGEMENT_ACCEPTOR
+    from harness.vendors.reference.broker import MANAGEMENT_USER, ReferenceBrokerPeer
+    from harness.vendors.artemis.render import MANAGEMENT_ACCEPTOR
 
     def render(ports, management_port=None, management_role=None):
         text = SECURED.replace('<permission type="manage" roles="operators"/>',

@@ -4,8 +4,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from harness.render.activemq import activemq_pattern, render_activemq_xml
-from harness.render.qdrouterd import RenderError
+from harness.vendors.activemq_classic.render import activemq_pattern, render_activemq_xml
+from harness.peers.provider import RenderError
 from harness.topology import load_topology, parse_topology, topology_path
 
 BEANS = "{http://www.springframework.org/schema/beans}"
@@ -54,7 +54,7 @@ def test_the_broker_element_and_its_children_in_alphabetical_order():
     assert [child.tag.split("}")[1] for child in broker] == [  # the default settings name a dead-letter queue
         "destinationPolicy", "destinations", "networkConnectors", "transportConnectors"]
     assert destinations(broker, "destinations") == [("queue", "orders"), ("topic", "prices")]
-    assert "Generated from &lt;topology&gt; by harness.render.activemq" in text
+    assert "Generated from &lt;topology&gt; by harness.vendors.activemq_classic.render" in text
 
 
 def test_settings_give_persistence_and_the_data_directory():
@@ -222,7 +222,7 @@ def test_without_permissions_every_user_may_do_everything():
 
 
 def test_a_tls_clients_listener_is_amqp_ssl_with_the_stores_and_client_auth():
-    from harness.render.activemq import TlsStores
+    from harness.vendors.activemq_classic.render import TlsStores
 
     for certs, query in (("none", ""), ("optional", "?wantClientAuth=true"), ("required", "?needClientAuth=true")):
         topology = parse_topology({"name": "tls", "cas": ["ca"], "nodes": {"B1": {

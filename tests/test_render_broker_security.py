@@ -1,12 +1,12 @@
-"""Broker security rendered from the topologies (harness/render/artemis.py) and read back by the reference
+"""Broker security rendered from the topologies (harness/vendors/artemis/render.py) and read back by the reference
 broker's parser: what a topology grants is what the reference's authorisation answers."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.render.artemis import render_artemis_security, render_broker_xml
-from harness.render.qdrouterd import RenderError
+from harness.vendors.artemis.render import render_artemis_security, render_broker_xml
+from harness.peers.provider import RenderError
 from harness.tlsca import TestPki
 from harness.topology import load_topology, topology_path
 from reference.broker.authz import Authorizer

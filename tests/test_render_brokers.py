@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from harness.render.artemis import BROKER_DEFAULTS, broker_settings, render_broker_xml
-from harness.render.qdrouterd import RenderError
-from harness.render.rabbitmq import declared_names, render_rabbitmq, wire_address
+from harness.vendors.artemis.render import BROKER_DEFAULTS, broker_settings, render_broker_xml
+from harness.peers.provider import RenderError
+from harness.vendors.rabbitmq.render import declared_names, render_rabbitmq, wire_address
 from harness.topology import load_topology, parse_topology, topology_path
 from reference.broker.config import parse_config
 
@@ -346,7 +346,7 @@ def test_broker_connection_topologies_render_their_amqp_connections(name):
 
 
 def test_the_router_a_broker_peers_with_renders_no_connector_for_it():
-    from harness.render.qdrouterd import render_router
+    from harness.vendors.qdrouterd.render import render_router
 
     topology = load_topology(topology_path("broker-peer-router"))
     conf = render_router(topology, "R1", {"clients": 5672})

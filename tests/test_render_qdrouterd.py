@@ -2,7 +2,8 @@ import re
 
 import pytest
 
-from harness.render.qdrouterd import RenderError, render_router
+from harness.peers.provider import RenderError
+from harness.vendors.qdrouterd.render import render_router
 from harness.topology import TOPOLOGIES_DIR, load_topology, parse_topology
 
 

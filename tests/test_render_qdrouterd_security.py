@@ -1,11 +1,12 @@
-"""harness/render/qdrouterd.py's security sections (issue 20): sslProfiles, listener and connector TLS and SASL,
+"""harness/vendors/qdrouterd/render.py's security sections (issue 20): sslProfiles, listener and connector TLS and SASL,
 and the users files, read back with the reference router's own parser (the file serves both routers)."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.render.qdrouterd import RenderError, render_router
+from harness.peers.provider import RenderError
+from harness.vendors.qdrouterd.render import render_router
 from harness.tlsca import TestPki
 from harness.topology import load_topology, topology_path
 from reference.router.config import parse_config

@@ -1,4 +1,4 @@
-"""A topology's network connectors as RabbitMQ federation (harness/render/rabbitmq.py), without a broker.
+"""A topology's network connectors as RabbitMQ federation (harness/vendors/rabbitmq/render.py), without a broker.
 
 tests/test_rabbitmq_network.py applies the same plans to real nodes; here each shape is pinned: which node
 gets which upstream (federation pulls, so the upstream sits on the node messages flow *to*), which policy a
@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from harness.render.qdrouterd import RenderError
-from harness.render.rabbitmq import (FEDERATION_PLUGIN, MAX_SELECTIONS, federation_commands, federation_plan,
+from harness.peers.provider import RenderError
+from harness.vendors.rabbitmq.render import (FEDERATION_PLUGIN, MAX_SELECTIONS, federation_commands, federation_plan,
                                      render_rabbitmq_node, selection_regex, wildcard_regex)
 from harness.topology import load_topology, parse_topology, topology_path
 from reference.broker.config import match_address

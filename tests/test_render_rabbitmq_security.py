@@ -1,4 +1,4 @@
-"""Broker security rendered for RabbitMQ (harness/render/rabbitmq.py): users and per-vhost permission regexes
+"""Broker security rendered for RabbitMQ (harness/vendors/rabbitmq/render.py): users and per-vhost permission regexes
 from the topology's roles and Artemis-style permissions, no guest and no ANONYMOUS once security is on, and a
 TLS-only listener from the test PKI's files."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.render.qdrouterd import RenderError
-from harness.render.rabbitmq import artemis_regex, render_rabbitmq
+from harness.peers.provider import RenderError
+from harness.vendors.rabbitmq.render import artemis_regex, render_rabbitmq
 from harness.tlsca import Issued
 from harness.topology import load_topology, parse_topology, topology_path
 

@@ -21,8 +21,8 @@ from harness.faults.disk import DiskFaultError, SlowDisk, slow_disk
 from harness.peers.base import PeerUnavailable
 from harness.peers.external import ExternalPeer, parse_external
 from harness.peers.process import _process_state
-from harness.peers.reference_broker import ReferenceBrokerPeer
-from harness.render.artemis import render_broker_xml
+from harness.vendors.reference.broker import ReferenceBrokerPeer
+from harness.vendors.artemis.render import render_broker_xml
 from harness.topology import load_topology, topology_path
 from harness.wait import wait_for
 

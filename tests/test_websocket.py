@@ -313,7 +313,7 @@ def test_loop_serves_amqp_over_websocket_and_drops_refused_peers(ws_loop):
     wait_for(lambda: not loop._peers, 10, "the loop to drop the closed peer")
 
 
-# ---- which qdrouterd serves `http: yes` (harness/peers/qdrouterd_build.py) --------------------------------------
+# ---- which qdrouterd serves `http: yes` (harness/vendors/qdrouterd/build.py) --------------------------------------
 
 
 def fake_qdrouterd(tmp_path, name: str, linked: bool):
@@ -325,7 +325,7 @@ def fake_qdrouterd(tmp_path, name: str, linked: bool):
 
 
 def test_websocket_binary_is_found_by_its_libwebsockets(tmp_path, monkeypatch):
-    from harness.peers import qdrouterd_build as qb
+    from harness.vendors.qdrouterd import build as qb
 
     plain, ws = fake_qdrouterd(tmp_path, "plain", False), fake_qdrouterd(tmp_path, "ws", True)
     assert qb.has_websockets(str(ws)) and not qb.has_websockets(str(plain))

@@ -96,7 +96,7 @@ class ArtemisJudge:
         self._log_path = log_path
         self._log = None
         try:
-            from ..peers.artemis import cache_dir, find_artemis
+            from ..vendors.artemis.native import cache_dir, find_artemis
             from ..peers.base import PeerUnavailable
 
             try:
@@ -161,7 +161,7 @@ class ArtemisJudge:
     def confirm(self, path: Path, deadline_s: float = 60.0) -> Verdict:
         """The real broker's verdict: `bin/artemis run` in a fresh instance holding a copy of `path` as its
         etc/broker.xml; accepted once it logs AMQ221007 (active), refused when it exits non-zero."""
-        from ..peers.artemis import JAVA_OPTIONS, _artemis_env, instance_template, make_instance
+        from ..vendors.artemis.native import JAVA_OPTIONS, _artemis_env, instance_template, make_instance
 
         work = Path(tempfile.mkdtemp(prefix="interop-artemis-confirm-"))
         try:

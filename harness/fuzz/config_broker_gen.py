@@ -1,7 +1,7 @@
 """Artemis broker.xml files for the config differential (`interop fuzz --configs --peer broker=artemis`), as
 Hypothesis strategies: valid files, near misses and hostile ones.
 
-A case is a `BrokerDoc`: an element tree shaped like the files harness/render/artemis.py writes (a
+A case is a `BrokerDoc`: an element tree shaped like the files harness/vendors/artemis/render.py writes (a
 `<configuration>` holding `<core>`: name, persistence and journal flags, security, acceptors, addresses with
 queues, address-settings, security-settings, broker-connections, and now and then an element the reference broker
 ignores or refuses), values mostly valid with near misses mixed in (`TRUE`, `1`, `+5`, ` 10 `, `10M` ...), then a

@@ -135,7 +135,7 @@ class QdrouterdJudge:
         # serves `http: yes` listeners, and a build without it refuses them ("No HTTP support"), which is how it
         # was built, not how qdrouterd reads the file.
         plain = shutil.which("qdrouterd")
-        from ..peers.qdrouterd_build import reported_version, websocket_binary
+        from ..vendors.qdrouterd.build import reported_version, websocket_binary
 
         self.binary = (websocket_binary(reported_version(plain))[0] if plain else None) or plain
         self.deadline_s = deadline_s

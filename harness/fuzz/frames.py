@@ -36,7 +36,7 @@ import yaml
 from ..clients import Clients
 from ..peers.liveness import amqp_silence
 from ..wait import WaitTimeout, wait_for
-from ..render.rabbitmq import HANDSHAKE_TIMEOUT_MS
+from ..vendors.rabbitmq.render import HANDSHAKE_TIMEOUT_MS
 from . import procstat
 from .cpuverdict import QUIET_WINDOW_S, CpuVerdict, measure_after_close
 from .hostile import FAMILIES, OPT_IN_FAMILIES, TLS_FAMILIES, Case, Context, generate
@@ -565,11 +565,8 @@ def regression_entry(finding: Finding, case: Case, target: FuzzTarget) -> dict:
 
 
 def peer_pids(peer) -> list[int]:
-    """A peer's process ids: ProcessPeer has `pids` as a property, RabbitMQPeer as a method (and
-    FuzzTarget.pids() only calls a method), so both are read here."""
-    pids = getattr(peer, "pids", None)
-    pids = pids() if callable(pids) else pids
-    return [p for p in (pids or []) if p]
+    """A peer's live process ids (harness.peers.base.Peer.pids; [] for one that is not a local process)."""
+    return [p for p in (getattr(peer, "pids", None) or []) if p]
 
 
 def _log_tail(target: FuzzTarget, lines: int = 8) -> list[str]:

@@ -1,7 +1,8 @@
 """Findings of fuzz sessions that are recorded differences of a product (issue 57): found, written up, kept.
 
 A nightly fuzzes every product with the same seeds, so it meets the same findings night after night. Each one that
-has been minimised and written up is listed in the product's suites/expected/<vendor>.yaml, under `fuzz:`:
+has been minimised and written up is listed in the product's harness/vendors/<vendor>/expected.yaml, under
+`fuzz:`:
 
     fuzz:
       - finding: frames/hang:trickle.drop@sasl-init        # <mode>/<signature>, as the session prints it (or a
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-EXPECTED = Path(__file__).resolve().parents[2] / "suites" / "expected"
+from ..peers.registry import expected_path
 
 
 class RecordedFindingsError(ValueError):
@@ -51,14 +52,14 @@ class Recorded(dict):
         return default if found is None else found
 
 
-def recorded_findings(vendor: str, version: str | None, mode: str, expected_dir: Path = EXPECTED) -> Recorded:
+def recorded_findings(vendor: str, version: str | None, mode: str, expected_dir: Path | None = None) -> Recorded:
     """signature -> reason, for the findings of `mode` (frames, stateful) recorded for `vendor` at `version` (an
     entry with `versions:` applies only to the releases it names; a version that cannot be told matches none)."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
 
-    path = expected_dir / f"{vendor}.yaml"
-    if not path.exists():
+    path = expected_dir / f"{vendor}.yaml" if expected_dir else expected_path(vendor)
+    if path is None or not path.exists():
         return Recorded()
     data = yaml.safe_load(path.read_text()) or {}
     entries = data.get("fuzz") or []

@@ -58,9 +58,7 @@ class FuzzTarget:
 
     def pids(self) -> list[int]:
         """Process ids of the peer when it is a local process (for RSS and socket checks), else []."""
-        pids = getattr(self.peer, "pids", None)  # a property on the process providers
-        pids = pids() if callable(pids) else pids
-        return [p for p in pids or [] if p]
+        return [p for p in getattr(self.peer, "pids", None) or [] if p]
 
 
 def target_for(running, role: str) -> FuzzTarget:

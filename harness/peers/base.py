@@ -23,6 +23,9 @@ from .liveness import amqp_silence
 START_FLOOR_S = 180.0
 
 
+ROLES = ("router", "broker")  # the roles a peer plays in a topology
+
+
 class PeerUnavailable(Exception):
     """The provider cannot run this peer on this machine (no binary, no Docker engine, ...).
 
@@ -217,6 +220,12 @@ class Peer(abc.ABC):
     def all_logs(self) -> str:
         """The log of every run of the peer, earlier runs (before a restart) first."""
         return self.logs()
+
+    @property
+    def pids(self) -> list[int]:
+        """The peer's live local processes (what CPU, RSS, socket and stray checks read); [] for a peer that is not a
+        local process (a container, an external peer) or not running."""
+        return []
 
     def cleanup(self) -> None:  # noqa: B027 - an optional hook: most providers leave nothing behind
         """Remove what the provider left on disk (work dirs, journals) once the peer is stopped for good."""

@@ -5,7 +5,7 @@ A test run starts Artemis about a hundred times and ActiveMQ Classic about seven
 topologies of two and three brokers), and most of a JVM broker's start is class loading: on this 2-core machine
 an Artemis start took 2.2 CPU-s to "server active" without an archive and 1.7 with one (median of 3 each).
 
-The archive is made once, when the broker is fetched (`make artemis`, `make activemq`): one broker started with
+The archive is made once, when the broker is fetched (`make products`): one broker started with
 -XX:ArchiveClassesAtExit and stopped cleanly writes it (the JVM writes it as it exits). Peers then start with
 -XX:SharedArchiveFile when the file is there. The JVM checks the archive against its own version and class path
 and runs without it (as before, only slower) when they differ, so a stale archive costs speed, never correctness.

@@ -1,12 +1,6 @@
-"""Peers in containers (testcontainers over a Docker engine): Artemis, ActiveMQ Classic, RabbitMQ, qdrouterd.
-
-* artemis: `apache/activemq-artemis` (INTEROP_IMAGE_ARTEMIS), broker.xml mounted at etc-override/, anonymous
-  login on;
-* activemq-classic: `apache/activemq-classic` (INTEROP_IMAGE_ACTIVEMQ_CLASSIC), the image's own config (AMQP
-  on 5672);
-* rabbitmq: `rabbitmq:3.10` (INTEROP_IMAGE_RABBITMQ), rabbitmq.conf, enabled_plugins (AMQP 1.0 plugin) and
-  definitions mounted in /etc/rabbitmq;
-* qdrouterd: `quay.io/interconnectedcloud/qdrouterd` (INTEROP_IMAGE_QDROUTERD), qdrouterd.conf in QDROUTERD_CONF.
+"""Peers in containers (testcontainers over a Docker engine): the generic part. Each vendor's container.py says
+which image to run with which files (a `ContainerProvider` subclass and its `spec`); INTEROP_IMAGE_<VENDOR> picks
+another image.
 
 Every AMQP port of a container is published on 127.0.0.1 only, on a free host port. Ready means the product
 logged its ready line and the published port accepts (Docker's proxy accepts before the product listens, so
@@ -29,10 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..render.artemis import broker_settings, render_broker_xml
-from ..render.qdrouterd import render_router
-from ..render.rabbitmq import render_rabbitmq
-from ..render.rabbitmq import wire_address as rabbitmq_wire_address
 from ..topology import Topology
 from ..ports import free_port
 from ..wait import WaitTimeout, accepts, wait_for
@@ -43,13 +33,6 @@ DOCKER_TIMEOUT = 2.0  # seconds for the engine to answer a ping
 DEFAULT_SOCKET = "/var/run/docker.sock"
 AMQP_PORT = 5672  # inside every container
 
-IMAGES = {
-    "artemis": ("INTEROP_IMAGE_ARTEMIS", "apache/activemq-artemis:latest"),
-    "activemq-classic": ("INTEROP_IMAGE_ACTIVEMQ_CLASSIC", "apache/activemq-classic:latest"),
-    "rabbitmq": ("INTEROP_IMAGE_RABBITMQ", "rabbitmq:3.10"),
-    "qdrouterd": ("INTEROP_IMAGE_QDROUTERD", "quay.io/interconnectedcloud/qdrouterd:latest"),
-}
-ARTEMIS_INSTANCE = "/var/lib/artemis-instance"
 
 # ---- the engine ---------------------------------------------------------------------------------------------
 
@@ -118,95 +101,26 @@ class ContainerSpec:
     files: dict[str, str] = field(default_factory=dict)  # path inside the container -> content (read-only)
     ready: re.Pattern = re.compile(".")
     wire: Callable[[str], str] = field(default=lambda name: name)  # logical name -> address on the wire
-    stats_command: list[str] | None = None  # a rabbitmqctl-style command printing queue rows as JSON
+    stats_command: list[str] | None = None  # a command run in the container that prints its queues
+    stats_from: Callable[[str, str], dict] | None = None  # (that command's output, queue name) -> queue_stats
 
 
-def image_for(vendor: str) -> str:
-    env, default = IMAGES[vendor]
+def image_for(env: str, default: str) -> str:
+    """The image to run: the environment variable's, else the vendor's default."""
     return os.environ.get(env) or default
 
 
-def _listener_ports(topology: Topology, node_name: str) -> dict[str, int]:
+def listener_ports(topology: Topology, node_name: str) -> dict[str, int]:
     return {ls.name: AMQP_PORT + i for i, ls in enumerate(topology.listeners_for(node_name))}
 
 
-def _settings(topology: Topology, node_name: str, settings: dict | None) -> dict | None:
+def node_settings(topology: Topology, node_name: str, settings: dict | None) -> dict | None:
     if settings is not None:
         return settings
     node_settings = getattr(topology.node(node_name), "settings", None)
     if node_settings is None:
         return None
     return {"dead_letter_address": None, "expiry_address": None, **node_settings.as_dict()}
-
-
-def artemis_spec(topology: Topology, node_name: str, settings: dict | None = None) -> ContainerSpec:
-    if getattr(topology.node(node_name), "broker_connections", None):
-        raise PeerUnavailable(f"{node_name}: an Artemis container with broker connections dials other nodes, which "
-                              "needs a shared container network that this provider does not set up yet")
-    ports = _listener_ports(topology, node_name)
-    xml = render_broker_xml(topology, node_name, ports, _settings(topology, node_name, settings), host="0.0.0.0")
-    return ContainerSpec(
-        "artemis", "broker", image_for("artemis"), ports,
-        env={"ANONYMOUS_LOGIN": "true", "ARTEMIS_USER": "artemis", "ARTEMIS_PASSWORD": "artemis"},
-        files={f"{ARTEMIS_INSTANCE}/etc-override/broker.xml": xml},
-        ready=re.compile(r"AMQ221007"))  # "Server is now live" (older) / "Server is now active" (newer)
-
-
-def activemq_classic_spec(topology: Topology, node_name: str, settings: dict | None = None) -> ContainerSpec:
-    node = topology.node(node_name)
-    if len(topology.listeners_for(node_name)) > 1:
-        raise PeerUnavailable(f"{node_name}: the activemq-classic image has one AMQP transport; "
-                              "extra listeners are not supported")
-    topics = {q.address for q in node.queues if q.routing == "multicast"}
-
-    def wire(name: str) -> str:
-        # Classic's AMQP transport: a bare name is a queue, `topic://NAME` a topic.
-        if "://" in name:
-            return name
-        return f"topic://{name}" if name in topics else name
-    return ContainerSpec("activemq-classic", "broker", image_for("activemq-classic"), {"clients": AMQP_PORT},
-                         ready=re.compile(r"Apache ActiveMQ \S+ .*started"), wire=wire)
-
-
-def rabbitmq_spec(topology: Topology, node_name: str, settings: dict | None = None) -> ContainerSpec:
-    if len(topology.listeners_for(node_name)) > 1:
-        raise PeerUnavailable(f"{node_name}: the RabbitMQ renderer writes one AMQP listener; "
-                              "extra listeners are not supported")
-    merged = _settings(topology, node_name, settings)
-    files = render_rabbitmq(topology, node_name, AMQP_PORT, merged, listen_host="0.0.0.0",
-                            definitions_path="/etc/rabbitmq/definitions.json")
-    node = topology.node(node_name)
-    s = broker_settings(merged, node_name)
-    return ContainerSpec(
-        "rabbitmq", "broker", image_for("rabbitmq"), {"clients": AMQP_PORT},
-        files={"/etc/rabbitmq/rabbitmq.conf": files.conf, "/etc/rabbitmq/enabled_plugins": files.enabled_plugins,
-               "/etc/rabbitmq/definitions.json": files.definitions_json},
-        ready=re.compile(r"Server startup complete"),
-        wire=lambda name: rabbitmq_wire_address(node, name, s),
-        stats_command=["rabbitmqctl", "list_queues", "-q", "--formatter", "json", "name", "messages",
-                       "messages_ready", "messages_unacknowledged", "consumers"])
-
-
-def qdrouterd_spec(topology: Topology, node_name: str, settings: dict | None = None) -> ContainerSpec:
-    if topology.links_from(node_name):
-        raise PeerUnavailable(f"{node_name}: a qdrouterd container that dials other nodes needs a shared "
-                              "container network, which this provider does not set up yet")
-    ports = _listener_ports(topology, node_name)
-    conf = render_router(topology, node_name, listen_ports=ports, listen_host="0.0.0.0")
-    return ContainerSpec("qdrouterd", "router", image_for("qdrouterd"), ports, env={"QDROUTERD_CONF": conf},
-                         ready=re.compile(r"Listening on|Router started|Router Engine Instantiated"))
-
-
-SPECS: dict[str, Callable[..., ContainerSpec]] = {
-    "artemis": artemis_spec, "activemq-classic": activemq_classic_spec, "rabbitmq": rabbitmq_spec,
-    "qdrouterd": qdrouterd_spec,
-}
-
-
-def container_spec(vendor: str, topology: Topology, node_name: str, settings: dict | None = None) -> ContainerSpec:
-    if vendor not in SPECS:
-        raise PeerUnavailable(f"no container image for vendor {vendor}")
-    return SPECS[vendor](topology, node_name, settings)
 
 
 # ---- the peer -----------------------------------------------------------------------------------------------
@@ -338,24 +252,21 @@ class ContainerPeer(Peer):
         return self.spec.wire(name)
 
     def queue_stats(self, name: str) -> dict:
-        if self.spec.stats_command is None:
+        if self.spec.stats_command is None or self.spec.stats_from is None:
             raise NotImplementedError(f"queue_stats is not implemented for the {self.spec.vendor} container yet")
-        from .rabbitmq import _json_rows, _logical, _stats
-
         code, output = self._container.exec(self.spec.stats_command)
         if code != 0:
             raise RuntimeError(f"{self.name}: {' '.join(self.spec.stats_command[:2])} failed ({code}): "
                                f"{' '.join(output.decode(errors='replace').split())[:300]}")
-        rows = {row["name"]: row for row in _json_rows(output.decode(errors="replace"))}
-        logical = _logical(name)
-        return _stats([rows[logical]], True) if logical in rows else _stats([], False)
+        return self.spec.stats_from(output.decode(errors="replace"), name)
 
 
-# ---- providers (harness/peers/registry.py lists them) ------------------------------------------------------------
+# ---- providers (each vendor's container.py subclasses this one) -------------------------------------------------
 
 
-class _ContainerProvider(Provider):
-    """A vendor's image over a Docker engine; probe() asks the engine once per process (cached)."""
+class ContainerProvider(Provider):
+    """A vendor's image over a Docker engine; probe() asks the engine once per process (cached). A vendor's
+    subclass sets vendor and role and says what to run (`spec`)."""
 
     name = "container"
 
@@ -364,22 +275,22 @@ class _ContainerProvider(Provider):
         docker_engine()
 
     @classmethod
+    def spec(cls, topology: Topology, node_name: str, settings: dict | None = None) -> ContainerSpec:
+        """What to run for one node; PeerUnavailable (one line) for a node this image cannot be."""
+        raise NotImplementedError
+
+    @classmethod
     def create(cls, setup: NodeSetup) -> Peer:
-        spec = SPECS[cls.vendor](setup.topology, setup.node_name)
-        return ContainerPeer(setup.node_name, spec, setup.capabilities)
+        return ContainerPeer(setup.node_name, cls.spec(setup.topology, setup.node_name), setup.capabilities)
 
 
-class ArtemisContainer(_ContainerProvider):
-    vendor, role = "artemis", "broker"
+def container_spec(vendor: str, topology: Topology, node_name: str, settings: dict | None = None) -> ContainerSpec:
+    """The container spec of a vendor's node, from its package's container provider."""
+    from .registry import entries_of, provider_class
 
-
-class ActiveMQClassicContainer(_ContainerProvider):
-    vendor, role = "activemq-classic", "broker"
-
-
-class RabbitMQContainer(_ContainerProvider):
-    vendor, role = "rabbitmq", "broker"
-
-
-class QdrouterdContainer(_ContainerProvider):
-    vendor, role = "qdrouterd", "router"
+    for entry in entries_of(vendor):
+        for path in entry.providers:
+            provider = provider_class(path)
+            if issubclass(provider, ContainerProvider):
+                return provider.spec(topology, node_name, settings)
+    raise PeerUnavailable(f"no container image for vendor {vendor}")

@@ -25,10 +25,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ..wait import WaitTimeout, accepts, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, VendorSpec
-from .vendors import EXTERNAL
+from .registry import REGISTRY, declared, entry
 
+EXTERNAL = "external:"  # the prefix of a `--peer` choice that names a peer someone else runs
 _PARAMS = ("caps", "vendor", "version", "prefix")
-_DEFAULT_PREFIX = {"rabbitmq": "/queue/"}
 CONNECT_TIMEOUT = 5.0
 
 
@@ -48,8 +48,6 @@ class ExternalTarget:
 
 def known_capabilities() -> frozenset[str]:
     caps: set[str] = set()
-    from .registry import REGISTRY  # the registry imports vendors, which imports this module lazily
-
     for spec in (e.spec for e in REGISTRY):
         caps |= spec.capabilities
     return frozenset(caps)
@@ -90,12 +88,11 @@ def parse_external(choice: str, role: str) -> ExternalTarget:
             raise ValueError(f"{where}: unknown capability {cap!r}"
                              + (f" (did you mean {hint[0]!r}?)" if hint else ""))
     else:
-        from .registry import entry
-
         registered = entry(name, role)
         spec = registered.spec if registered is not None else None
         caps = spec.capabilities if spec is not None else frozenset()
-    prefix = params.get("prefix", _DEFAULT_PREFIX.get(name, ""))
+    declaration = declared(name)  # its vendor's default prefix (RabbitMQ's /queue/), unless one is given
+    prefix = params.get("prefix", declaration.external_prefix if declaration else "")
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     return ExternalTarget(host, port, name, params.get("version") or "unknown", caps, prefix)
 

@@ -1,8 +1,7 @@
-"""Peers that run as local processes: the reference router (subprocess) and a native `qdrouterd`.
+"""A peer that runs as a local process: spawn, log, kill, pause, restart, slow disk, replace the binary.
 
-Both read the same rendered qdrouterd.conf. The reference router listens on port 0 and reports the port the
-kernel gave it; qdrouterd gets a free port from the harness. Ready means the listener accepts connections
-(and, for the reference, that it said so in its log).
+The vendors' process peers build on it: the reference router and broker (harness/vendors/reference/), a native
+qdrouterd (harness/vendors/qdrouterd/native.py), Artemis, ActiveMQ Classic and RabbitMQ.
 """
 
 from __future__ import annotations
@@ -12,20 +11,15 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
 
 from .. import fault_log
 from ..faults.disk import StraceMissing, traced_command
-from ..ports import free_port, release_ports
 from ..wait import WaitTimeout, accepts, wait_for
 from .base import Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
-from .provider import NodeSetup, Provider
 
-_LISTENING = re.compile(r"Listening on (\S+):(\d+) \(listener '([^']*)', role (?P<role>\S+)\)")
-_READY = re.compile(r"Router \S+ started .*; ready")
 
 
 class ProcessPeer(Peer):
@@ -282,151 +276,3 @@ def _process_state(pid: int | None) -> str | None:
             return f.read().rpartition(")")[2].split()[0]
     except (OSError, IndexError):
         return None
-
-
-class ReferenceRouterPeer(ProcessPeer):
-    """The reference router as a subprocess: `python -m reference.router -c FILE`."""
-
-    def __init__(self, name: str, config_text: str, capabilities: frozenset[str], workdir: Path | None = None):
-        from reference import __version__
-
-        workdir = workdir or Path(tempfile.mkdtemp(prefix=f"interop-{name}-"))
-        super().__init__(name, "router", PeerInfo("reference", __version__, "subprocess"), capabilities, workdir)
-        self.config_path = workdir / "qdrouterd.conf"
-        self.config_path.write_text(config_text)
-
-    def command(self) -> list[str]:
-        return [sys.executable, "-m", "reference.router", "-c", str(self.config_path)]
-
-    def start(self, timeout: float = 30.0) -> None:
-        self._start_logged(timeout, _READY, _LISTENING, "reference router")
-
-    def _prepare_restart(self) -> None:
-        """Write the ports the listeners got into the config, so a listener that asked for port 0 comes back
-        on the same port after a restart."""
-        if self.endpoints:
-            pinned = _pin_listener_ports(self.config_path.read_text(), list(self.endpoints.values()))
-            self.config_path.write_text(pinned)
-
-
-_LISTENER_BLOCK = re.compile(r"(?<![\w.])listener\s*\{[^{}]*\}")
-_PORT_ATTR = re.compile(r"(?<![\w.])(port\s*:\s*)([\"']?)([^\s}#\"']+)\2")
-_NAME_ATTR = re.compile(r"(?<![\w.])name\s*:\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s}#]+))")
-
-
-def _pin_listener_ports(text: str, endpoints: list[Endpoint]) -> str:
-    """qdrouterd.conf text with every `port: 0` of a listener section replaced by the port that listener got.
-
-    A named listener is matched to the endpoint of that name; unnamed ones by their order (the router logs
-    its listeners in the order of the file).
-    """
-    by_name = {ep.name: ep for ep in endpoints if ep.name}
-    blocks = list(_LISTENER_BLOCK.finditer(text))
-    out, last = [], 0
-    for index, block in enumerate(blocks):
-        body = block.group(0)
-        name_match = _NAME_ATTR.search(body)
-        name = next((g for g in name_match.groups() if g is not None), None) if name_match else None
-        endpoint = by_name.get(name) if name else (endpoints[index] if len(blocks) == len(endpoints) else None)
-        port_match = _PORT_ATTR.search(body)
-        if endpoint is not None and port_match is not None and port_match.group(3) == "0":
-            body = body[:port_match.start(3)] + str(endpoint.port) + body[port_match.end(3):]
-        out.append(text[last:block.start()])
-        out.append(body)
-        last = block.end()
-    out.append(text[last:])
-    return "".join(out)
-
-
-class NativeQdrouterdPeer(ProcessPeer):
-    """A `qdrouterd` binary on PATH, fed the same rendered qdrouterd.conf as the reference router."""
-
-    def __init__(self, name: str, render, capabilities: frozenset[str], workdir: Path | None = None,
-                 clients_port: int | None = None, version: str | None = None, binary: str | None = None):
-        """`clients_port`: the port another node was told to dial (a broker's broker connection lands on the
-        clients listener); else a free one. qdrouterd cannot report a port 0 listener, so it is always fixed.
-        `version`: the chosen one (harness/peers/qdrouterd_build.py), else the `qdrouterd` on PATH. `binary`: this
-        qdrouterd instead (e.g. one built with libwebsockets, qdrouterd_build.websocket_binary)."""
-        from .qdrouterd_build import binary_for, missing, reported_version
-
-        binary = binary or binary_for(version)
-        if binary is None:
-            raise PeerUnavailable(missing(version) if version else
-                                  "qdrouterd is not on PATH (no native Qpid Dispatch Router on this machine)")
-        version = reported_version(binary)  # what the binary says, for the record
-        workdir = workdir or Path(tempfile.mkdtemp(prefix=f"interop-{name}-"))
-        super().__init__(name, "router", PeerInfo("qdrouterd", version, "native"), capabilities, workdir)
-        self.binary = binary
-        # its own port is held until cleanup: a restarted qdrouterd binds it again
-        self._own_port = None if clients_port else free_port(held=True)
-        self.port = clients_port or self._own_port
-        self.config_path = workdir / "qdrouterd.conf"
-        self.config_path.write_text(render({"clients": self.port}))
-
-    def command(self) -> list[str]:
-        return [self.binary, "-c", str(self.config_path)]
-
-    def _install_for(self, version: str | None) -> str:
-        """The binary of release `version` (a router keeps no data: its qdrouterd.conf and port are what stay)."""
-        from .qdrouterd_build import binary_for, missing
-
-        binary = binary_for(version)
-        if binary is None:
-            why = missing(version) if version else "qdrouterd is not on PATH"
-            raise PeerUnavailable(f"{self.name}: cannot put qdrouterd {version or ''} in place: {why}")
-        return binary
-
-    def _use_install(self, binary: str) -> None:
-        from .qdrouterd_build import reported_version
-
-        self.binary = binary
-        self.info = PeerInfo("qdrouterd", reported_version(binary), "native")
-
-    def cleanup(self) -> None:
-        super().cleanup()
-        if self._own_port is not None and not self.is_running():
-            release_ports(self._own_port)
-            self._own_port = None
-
-    def start(self, timeout: float = 30.0) -> None:
-        self._spawn()
-        self.endpoints["clients"] = Endpoint("clients", "127.0.0.1", self.port, "normal")
-
-        def ready():
-            self._check_alive()
-            return accepts("127.0.0.1", self.port)
-        try:
-            wait_for(ready, timeout, f"qdrouterd {self.name} to accept on port {self.port}")
-        except WaitTimeout as exc:
-            self.kill()
-            raise PeerStartError(str(exc)) from None
-
-
-class ReferenceRouter(Provider):
-    """The reference router, `python -m reference.router`, from this checkout: it always runs."""
-
-    vendor, name, role = "reference", "subprocess", "router"
-
-    @classmethod
-    def create(cls, setup: NodeSetup) -> Peer:
-        return ReferenceRouterPeer(setup.node_name, setup.render_router(), setup.capabilities)
-
-
-class NativeQdrouterd(Provider):
-    """A `qdrouterd` on PATH (docs/getting-products.md)."""
-
-    vendor, name, role = "qdrouterd", "native", "router"
-    versioned = True
-
-    @classmethod
-    def probe(cls, version: str | None = None) -> str | None:
-        if version is not None:
-            from .qdrouterd_build import missing
-
-            return missing(version)
-        return None if shutil.which("qdrouterd") else "qdrouterd is not on PATH"
-
-    @classmethod
-    def create(cls, setup: NodeSetup) -> Peer:
-        return NativeQdrouterdPeer(setup.node_name, setup.render_router, setup.capabilities,
-                                   clients_port=setup.listen_ports.get("clients") or None, version=setup.version)

@@ -64,20 +64,9 @@ class NodeSetup:
             settings.update(node_settings.as_dict())
         return settings
 
-    def render_router(self, ports: dict[str, int] | None = None) -> str:
-        """The node's qdrouterd.conf (the reference router and qdrouterd both read it)."""
-        from ..render.qdrouterd import render_router
 
-        return render_router(self.topology, self.node_name, listen_ports={**self.listen_ports, **(ports or {})},
-                             connect_ports=self.connect_ports, external_address=self.wiring.external_address,
-                             files_dir=self.wiring.files, **self.pki)
-
-    def render_broker_xml(self, ports: dict[str, int] | None = None, **options) -> str:
-        """The node's Artemis broker.xml (the reference broker and Artemis both read it)."""
-        from ..render.artemis import render_broker_xml
-
-        return render_broker_xml(self.topology, self.node_name, {**self.listen_ports, **(ports or {})},
-                                 self.broker_settings(), connect_ports=self.connect_ports, **self.pki, **options)
+class RenderError(ValueError):
+    """A node its vendor's configuration cannot express; str() is one line naming the node and the field."""
 
 
 class Provider(abc.ABC):

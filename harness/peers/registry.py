@@ -1,8 +1,9 @@
 """The registry: every vendor the harness knows, the role it plays, what it can do, and who can run it.
 
-This is the one place a vendor is named. Adding a vendor is one provider module (a `Provider` subclass per way
-of running it: harness/peers/provider.py) plus one `Registered(...)` line below; `launch`, the matrix, `--peer`
-and `interop run --list` all read this table.
+It lists no vendor itself: it finds them. Every package under harness/vendors/ declares one vendor in its
+`__init__.py` (`VENDOR = Vendor(...)`, harness/peers/declaration.py); adding a vendor is adding a package
+(docs/adding-a-vendor.md). `launch`, the matrix, `--peer`, the nightly and `interop run --list` all read the table
+built here.
 
 A vendor name may play several roles ("reference" is both a router and a broker), so entries are per (vendor,
 role). Providers are named "module:Class" and imported only when asked, so a provider whose module needs
@@ -13,84 +14,19 @@ tries them in the order listed (native first, then container).
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import dataclass
+from pathlib import Path
 
 from .base import PeerUnavailable, VendorSpec
+from .declaration import Vendor
 from .provider import Provider
-from .vendors import (
-    BROKER_CONNECTIONS,
-    BROKER_MANAGEMENT,
-    BROKER_SECURITY,
-    BROKER_STORE_AND_FORWARD,
-    JMS_SUBSCRIPTIONS,
-    NETWORK_OF_BROKERS,
-    ROUTER_COORDINATOR_ROUTE,
-    ROUTER_MESSAGE_ROUTING,
-    ROUTER_NETWORKS,
-    ROUTER_SECURITY,
-    SELECTOR_FILTER,
-    TRANSACTIONS,
-)
 
-# ---- what each vendor declares (one vocabulary: harness/peers/vendors.py) -------------------------------------
-
-# qdrouterd 1.19 here has no Cyrus SASL (see ROUTER_SECURITY): it cannot check PLAIN.
-QDROUTERD_SECURITY = ROUTER_SECURITY - {"sasl.plain"}
-
-# RabbitMQ 3.10 with its AMQP 1.0 plugin, measured against the Debian package (classic queues):
-# - the source advertises outcomes accepted/rejected/released (default-outcome released); a `modified`
-#   disposition (with or without delivery-failed/undeliverable-here) ends the session with
-#   amqp:invalid-field "Unrecognised state", and the message comes back only because the session ended;
-# - drain on a classic queue ends the session with amqp:internal-error (function_clause in
-#   rabbit_classic_queue:handle_event/3, send_drained); quorum queues drain correctly;
-# - any link error (attach to a missing /amq/queue/NAME, a redeclare with other properties) ends the whole
-#   session (`end` with the error), never a `detach` of the link alone;
-# - a message to an address with no queue behind it (missing /amq/queue/NAME, unbound exchange) is
-#   `accepted` and dropped;
-# - rejected goes to the dead-letter queue through a policy (harness/render/rabbitmq.py), expired messages
-#   too (no separate expiry address); durable messages on durable queues survive kill -9;
-# - no transactions: attaching a link to the coordinator ends the session with amqp:not-implemented
-#   "Transactions not supported".
-# - federation: queue federation for queues, exchange federation for topics (`network-of-brokers`; the
-#   rabbitmq_federation plugin ships in Debian's package).
-# - a JMS selector's filter is answered in the attach's source as in place, but every message is delivered
-#   (`filter.selector` declared so that the case catches it: suites/expected/rabbitmq.yaml); Qpid JMS's
-#   unsubscribe (attach by name, null source) makes it reset the connection, and it offers no SHARED-SUBS.
-RABBITMQ_BROKER = ((BROKER_STORE_AND_FORWARD - {"outcome.modified", "drain"}) | NETWORK_OF_BROKERS
-                   | (BROKER_SECURITY - {"permissions.send-per-queue"}) | SELECTOR_FILTER)
-
-# Not measured on this machine (no Docker engine): declared from the products' documentation; broker
-# connections and mirroring from Artemis's own "AMQP broker connections" chapter (002_f23507c2891d6d06.txt), a
-# network of brokers from its AMQP federation over broker connections.
-ARTEMIS_BROKER = (BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS | NETWORK_OF_BROKERS | BROKER_SECURITY
-                  | SELECTOR_FILTER | JMS_SUBSCRIPTIONS | BROKER_MANAGEMENT)
-# ActiveMQ Classic's AMQP transport: outcomes, drain, TTL, durable; its dead-letter queue is its own shared
-# ActiveMQ.DLQ (not the topology's), so `dead-letter` is left out. It has no AMQP broker connections (its own
-# network connectors speak OpenWire), and RabbitMQ none either: neither has `broker-connection` or `mirror`.
-# Its network connectors are the very ones the 004 seed configures (`network-of-brokers`).
-# SASL PLAIN, permissions and TLS (amqp+ssl), and the topology's dead-letter address as its shared dead-letter
-# queue, from harness/render/activemq.py.
-ACTIVEMQ_CLASSIC_BROKER = (BROKER_STORE_AND_FORWARD | TRANSACTIONS | NETWORK_OF_BROKERS | BROKER_SECURITY
-                           | SELECTOR_FILTER | (JMS_SUBSCRIPTIONS - {"shared-subscription"}))
-# Qpid JMS 2.10 refuses a shared subscription on ActiveMQ Classic before any attach: "Remote peer does not support
-# shared subscriptions" (the broker's open offers no SHARED-SUBS capability).
-
-# Choices of the reference router stricter than the documents, which a conforming router need not make:
-# - credit-withdrawal: unused credit is drained as soon as the last consumer of an address leaves (003
-#   §12.1.1.1 only says credit is granted while a consumer exists; qdrouterd 1.19 keeps idle credit and stops
-#   the producer after the first message it has to release).
-REFERENCE_ROUTER_CHOICES = frozenset({"credit-withdrawal"})
+VENDORS_PACKAGE = "harness.vendors"
 
 
-REFERENCE_ROUTER = (ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE | REFERENCE_ROUTER_CHOICES
-                    | ROUTER_SECURITY)
-QDROUTERD_ROUTER = ROUTER_MESSAGE_ROUTING | ROUTER_NETWORKS | ROUTER_COORDINATOR_ROUTE | QDROUTERD_SECURITY
-# The reference broker lacks what a JMS client asks of a topic beyond a plain durable subscription, measured with
-# Qpid JMS 2.10: it refuses the unsubscribe's attach (null source: amqp:invalid-field "a receiver needs a source
-# address"), offers no SHARED-SUBS, and applies no selector (and so leaves the filter out of its attach's answer,
-# AMQP 1.0 §3.5.3; it used to echo it): no `subscription.unsubscribe`, `shared-subscription` or `filter.selector`.
-REFERENCE_BROKER = (BROKER_STORE_AND_FORWARD | TRANSACTIONS | BROKER_CONNECTIONS | NETWORK_OF_BROKERS
-                    | BROKER_SECURITY | BROKER_MANAGEMENT)
+class VendorPackageError(Exception):
+    """A package under harness/vendors/ that does not declare a vendor properly; str() names the package."""
 
 
 @dataclass(frozen=True)
@@ -110,24 +46,68 @@ class Registered:
         return next((cls for cls in map(provider_class, self.providers) if cls.name == name), None)
 
 
-def _entry(vendor: str, role: str, capabilities: frozenset[str], *providers: str,
-           versions: str | None = None) -> Registered:
-    return Registered(VendorSpec(vendor, role, capabilities), tuple(f"harness.peers.{p}" for p in providers),
-                      f"harness.peers.{versions}" if versions else None)
+def _packages() -> list[str]:
+    """The vendor packages, by module name: every package directly under harness/vendors/."""
+    root = importlib.import_module(VENDORS_PACKAGE)  # by name: the vendors sit above this module
+    return [f"{VENDORS_PACKAGE}.{m.name}" for m in pkgutil.iter_modules(root.__path__) if m.ispkg]
 
 
-REGISTRY: tuple[Registered, ...] = (
-    _entry("reference", "router", REFERENCE_ROUTER, "process:ReferenceRouter"),
-    # Qpid Dispatch Router / AMQ Interconnect: the product the routing documents describe.
-    _entry("qdrouterd", "router", QDROUTERD_ROUTER, "process:NativeQdrouterd", "containers:QdrouterdContainer",
-           versions="qdrouterd_build:VERSIONS"),
-    _entry("reference", "broker", REFERENCE_BROKER, "reference_broker:ReferenceBroker"),
-    _entry("rabbitmq", "broker", RABBITMQ_BROKER, "rabbitmq:NativeRabbitMQ", "containers:RabbitMQContainer"),
-    _entry("artemis", "broker", ARTEMIS_BROKER, "artemis:NativeArtemis", "containers:ArtemisContainer",
-           versions="artemis:VERSIONS"),
-    _entry("activemq-classic", "broker", ACTIVEMQ_CLASSIC_BROKER, "activemq:NativeActiveMQ",
-           "containers:ActiveMQClassicContainer", versions="activemq:VERSIONS"),
-)
+def _declared(package: str) -> Vendor:
+    module = importlib.import_module(package)
+    vendor = getattr(module, "VENDOR", None)
+    if not isinstance(vendor, Vendor):
+        raise VendorPackageError(f"{package.replace('.', '/')}/__init__.py: expected VENDOR = Vendor(...) "
+                                 "(harness/peers/declaration.py)")
+    return vendor
+
+
+def _load() -> tuple[tuple[Vendor, ...], dict[str, str]]:
+    vendors, packages = [], {}
+    for package in _packages():
+        vendor = _declared(package)
+        if vendor.name in packages:
+            raise VendorPackageError(f"{package}: vendor {vendor.name!r} is declared by {packages[vendor.name]} too")
+        vendors.append(vendor)
+        packages[vendor.name] = package
+    vendors.sort(key=lambda v: (v.order, v.name))
+    return tuple(vendors), packages
+
+
+VENDORS, _PACKAGE_OF = _load()
+
+
+def _qualified(package: str, name: str | None) -> str | None:
+    return f"{package}.{name}" if name else None
+
+
+REGISTRY: tuple[Registered, ...] = tuple(
+    Registered(VendorSpec(v.name, r.role, r.capabilities),
+               tuple(f"{_PACKAGE_OF[v.name]}.{p}" for p in r.providers),
+               _qualified(_PACKAGE_OF[v.name], r.versions))
+    for v in VENDORS for r in v.roles)
+
+
+def declared(vendor: str) -> Vendor | None:
+    """A vendor's own declaration (title, aliases, external prefix, fetch)."""
+    return next((v for v in VENDORS if v.name == vendor), None)
+
+
+def package_dir(vendor: str) -> Path | None:
+    """The folder of a vendor's package (its expected.yaml, its notes), None for a vendor the registry lacks."""
+    package = _PACKAGE_OF.get(vendor)
+    return Path(importlib.import_module(package).__file__).parent if package else None
+
+
+def expected_path(vendor: str) -> Path | None:
+    """A vendor's known differences (its package's expected.yaml: cases, fuzz findings), None for a vendor the
+    registry lacks (an external peer's)."""
+    folder = package_dir(vendor)
+    return folder / "expected.yaml" if folder else None
+
+
+def qualified(vendor: str, name: str) -> str:
+    """A "module:NAME" of a vendor's declaration made absolute ("native:main": harness.vendors.artemis.native:main)."""
+    return f"{_PACKAGE_OF[vendor]}.{name}"
 
 
 def entry(vendor: str, role: str) -> Registered | None:

@@ -28,7 +28,7 @@ from harness.fuzz.hostile import Case
 from harness.fuzz.procstat import close_wait_count
 from harness.fuzz.wire import play
 from harness.peers.liveness import amqp_silence
-from harness.render.rabbitmq import HANDSHAKE_TIMEOUT_MS
+from harness.vendors.rabbitmq.render import HANDSHAKE_TIMEOUT_MS
 from harness.wait import WaitTimeout, wait_for
 
 CRASHERS = yaml.safe_load((Path(__file__).parent / "crashers.yaml").read_text())["crashers"]

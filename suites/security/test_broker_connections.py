@@ -17,7 +17,7 @@ policy (reconnect-attempts -1). Every broker is judged on that, through what any
 Where the provider's management view also says why and how often the connection failed (`last_error`,
 `errors`: the reference broker's), those are judged too: two more failures, each with the target's condition.
 A field a provider's rows lack is not asserted (ActiveMQ Artemis 2.40's view has name, uri, started and
-connected, and its log does not name the connection a refusal belonged to; see harness/peers/artemis.py).
+connected, and its log does not name the connection a refusal belonged to; see harness/vendors/artemis/native.py).
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ acknowledgement went with the connection) and is counted, each producer's messag
 The downgrade: B1 runs the session's release, stores durable messages (one queue also consumed, so its journal
 holds acknowledgements too), is stopped, and the previous release is started on that data. The first downgrade case
 asks that it reads it (every stored message, once, in order); where a product refuses, that case fails with the
-refusal and is a recorded difference in suites/expected/<vendor>.yaml. The second judges the refusal itself, so that
-an expected refusal can never hide a dirty one: the data's checksums are the same after it, and the session's release
-then starts on it again and serves every message (not-applicable where the previous release reads the data).
+refusal and is a recorded difference in harness/vendors/<vendor>/expected.yaml. The second judges the refusal itself,
+so that an expected refusal can never hide a dirty one: the data's checksums are the same after it, and the session's
+release then starts on it again and serves every message (not-applicable where the previous release reads the data).
 """
 
 import time

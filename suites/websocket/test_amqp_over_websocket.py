@@ -5,7 +5,7 @@ The session's router (`--peer router=reference|qdrouterd`) runs with two listene
 plain AMQP one (`clients`) and an HTTP one (`console`, `http: yes`). The topology files have no HTTP listener, so
 the suite writes this small config itself and starts the router through the harness's peer classes.
 qdrouterd serves `http: yes` only when built with libwebsockets (the default build is not: it exits with "No HTTP
-support"): the suite takes a WebSocket build (harness/peers/qdrouterd_build.py `websocket_binary`:
+support"): the suite takes a WebSocket build (harness/vendors/qdrouterd/build.py `websocket_binary`:
 $QDROUTERD_WEBSOCKET, the chosen qdrouterd, or /opt/qpid-dispatch-1.19.0-ws) and is skipped with the reason
 without one.
 
@@ -68,12 +68,12 @@ def ws_router(interop):
     choice = parse_choice(interop.choices.get("router", "reference"))
     held: list[int] = []
     if choice.vendor == "reference":
-        from harness.peers.process import ReferenceRouterPeer
+        from harness.vendors.reference.router import ReferenceRouterPeer
 
         peer = ReferenceRouterPeer("WS", CONFIG.format(host=HOST, clients=0, console=0), frozenset())
     elif choice.vendor == "qdrouterd":
-        from harness.peers.process import NativeQdrouterdPeer
-        from harness.peers.qdrouterd_build import websocket_binary
+        from harness.vendors.qdrouterd.native import NativeQdrouterdPeer
+        from harness.vendors.qdrouterd.build import websocket_binary
 
         binary, where = websocket_binary(choice.version)
         if binary is None:

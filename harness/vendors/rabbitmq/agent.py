@@ -6,7 +6,7 @@ call on an idle machine here, 3-4 s on a busy one, and a network case of three n
 CI that made the RabbitMQ network suite the longest cell of `make test` (730 of its 1300 case-seconds) and left a
 case's settle wait outliving its timeout while every message had arrived.
 
-The agent (rabbitmq_agent.escript) is one hidden Erlang node started on the first question and kept until the peer
+The agent (agent.escript) is one hidden Erlang node started on the first question and kept until the peer
 stops: each answer is one `rpc:call` on the node, the call rabbitmqctl makes, without the boot. Its questions are
 read-only; everything that changes the node still goes through rabbitmqctl (RabbitMQPeer.ctl).
 """
@@ -22,7 +22,7 @@ import time
 from itertools import count
 from pathlib import Path
 
-SCRIPT = Path(__file__).with_name("rabbitmq_agent.escript")
+SCRIPT = Path(__file__).with_name("agent.escript")
 _AGENTS = count(1)
 
 

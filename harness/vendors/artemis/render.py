@@ -39,10 +39,10 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape, quoteattr
 
-from harness.tlsca import TestPki
-from harness.topology import NetworkConnector, Node, Topology, display_path
+from ...peers.provider import NodeSetup, RenderError
+from ...tlsca import TestPki
+from ...topology import NetworkConnector, Node, Topology, display_path
 
-from .qdrouterd import RenderError
 
 # Artemis's stock broker.xml values: what a broker of the matrix does when a case does not ask otherwise.
 BROKER_DEFAULTS: dict = {
@@ -124,12 +124,12 @@ def render_broker_xml(
     goes `via: proxy` (launch.Wiring.connect_ports[node_name]).
     `pki` gives the certificates of listeners with TLS (`access.tls`); needed when the node has one.
     `management_port` adds a plain AMQP acceptor on `host` that no topology names, for a harness that manages
-    a real Artemis over AMQP messages (harness/peers/artemis.py); `management_role`, on a node that
+    a real Artemis over AMQP messages (harness/vendors/artemis/native.py); `management_role`, on a node that
     authenticates, is the role allowed to do that: every permission on the management address and the reply
     queues under its name (`activemq.management.#`), and nothing elsewhere. `sasl_mechanisms` writes a listener's
     mechanisms where it authenticates (`saslMechanisms=PLAIN`): Artemis offers ANONYMOUS too unless told, and
     then refuses the anonymous client only after its open. The reference broker gets the first two (its peer
-    manages it over AMQP the same way, harness/peers/reference_broker.py), never the third.
+    manages it over AMQP the same way, harness/vendors/reference/broker.py), never the third.
     """
     node = topology.node(node_name)
     if node.role != "broker":
@@ -194,7 +194,7 @@ def render_broker_xml(
     lines = [
         '<?xml version="1.0" encoding="UTF-8" standalone="no"?>',
         f"<!-- broker.xml for broker {escape(node_name)} of topology '{escape(topology.name)}'.",
-        f"     Generated from {escape(display_path(topology.path))} by harness.render.artemis;"
+        f"     Generated from {escape(display_path(topology.path))} by harness.vendors.artemis.render;"
         " change the topology, not this file. -->",
         '<configuration xmlns="urn:activemq" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"',
         '               xsi:schemaLocation="urn:activemq /schema/artemis-configuration.xsd">',
@@ -310,7 +310,7 @@ def render_artemis_security(topology: Topology, node_name: str) -> dict[str, str
                 raise RenderError(f"{node_name}: users: {label} {text!r}: expected no spaces at either end and none "
                                   f"of {bad!r} (they mean something in a properties file)")
     roles = dict(node.roles) if node.permissions else {ALL_USERS_ROLE: tuple(node.users)}
-    header = f"# generated from topology {topology.name!r} for broker {node_name} by harness.render.artemis\n"
+    header = f"# generated from topology {topology.name!r} for broker {node_name} by harness.vendors.artemis.render\n"
     users = header + "".join(f"{user} = {password}\n" for user, password in node.users.items())
     federated = federation_users(topology, node_name)
     if federated:
@@ -498,3 +498,10 @@ def _federation_policies(connector: NetworkConnector, name: str, side: str, suff
 
 def _attributes(attrs: list[tuple[str, str]]) -> str:
     return " ".join(f"{key}={quoteattr(value)}" for key, value in attrs)
+
+
+def broker_xml_for(setup: NodeSetup, ports: dict[str, int] | None = None, **options) -> str:
+    """The node's broker.xml as a provider renders it (the reference broker and Artemis both read it): the ports
+    the node was told to listen on, with `ports` over them; `options` as render_broker_xml takes them."""
+    return render_broker_xml(setup.topology, setup.node_name, {**setup.listen_ports, **(ports or {})},
+                             setup.broker_settings(), connect_ports=setup.connect_ports, **setup.pki, **options)

@@ -17,6 +17,7 @@ uses the HTTP endpoint for all four.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
@@ -27,11 +28,12 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from ..amq_management import ManagementClient
-from ..ports import free_port, release_ports
-from .base import ManagementError, PeerInfo, PeerStartError
-from .process import ProcessPeer
-from .provider import NodeSetup, Provider
+from ...amq_management import ManagementClient
+from ...ports import free_port, release_ports
+from ...peers.base import ManagementError, PeerInfo, PeerStartError
+from ...peers.process import ProcessPeer
+from ...peers.provider import NodeSetup, Provider
+from ..artemis.render import broker_xml_for
 
 _LISTENING = re.compile(r"Listening on (\S+):(\d+) \(acceptor '([^']*)'")
 _MANAGEMENT = re.compile(r"Management on (\S+):(\d+)")
@@ -44,7 +46,7 @@ class ReferenceBrokerPeer(ProcessPeer):
                  files: dict[str, str] | None = None, amqp_management: bool = False):
         """`render(acceptor_ports, **options) -> broker.xml text`: ports to override (none at first, the learned
         ones on restart); the provider fills in the rest. `files` (name -> text) are written beside broker.xml:
-        the login module's users and roles (harness.render.artemis.render_artemis_security), which the broker
+        the login module's users and roles (harness.vendors.artemis.render.render_artemis_security), which the broker
         reads from there. TLS files are named by broker.xml itself (absolute paths in the run's test PKI).
         `amqp_management`: add the management acceptor (and, where the node authenticates, the management user)
         that `self.management` talks to; `render` then takes render_broker_xml's management options."""
@@ -58,7 +60,7 @@ class ReferenceBrokerPeer(ProcessPeer):
         self.management_port: int | None = None
         self.management_user = self.management_password = None
         if amqp_management:
-            from ..render.artemis import ROLES_FILE, USERS_FILE
+            from ..artemis.render import ROLES_FILE, USERS_FILE
 
             self.management_port = free_port(held=True)
             if files:  # the node authenticates: its users, plus the harness's own who may only manage
@@ -83,7 +85,7 @@ class ReferenceBrokerPeer(ProcessPeer):
         return [sys.executable, "-m", "reference.broker", "-c", str(self.config_path), "--management-port", "0"]
 
     def start(self, timeout: float = 30.0) -> None:
-        from ..render.artemis import MANAGEMENT_ACCEPTOR
+        from ..artemis.render import MANAGEMENT_ACCEPTOR
 
         self._start_logged(timeout, _READY, _LISTENING, "reference broker")
         self.endpoints.pop(MANAGEMENT_ACCEPTOR, None)  # the harness's own door, no listener of the topology
@@ -213,8 +215,8 @@ class ReferenceBroker(Provider):
 
     @classmethod
     def create(cls, setup: NodeSetup) -> ReferenceBrokerPeer:
-        from ..render.artemis import render_artemis_security
+        from ..artemis.render import render_artemis_security
 
-        return ReferenceBrokerPeer(setup.node_name, setup.render_broker_xml, setup.capabilities,
+        return ReferenceBrokerPeer(setup.node_name, functools.partial(broker_xml_for, setup), setup.capabilities,
                                    files=render_artemis_security(setup.topology, setup.node_name),
                                    amqp_management=True)

@@ -1,13 +1,13 @@
 """ActiveMQ Artemis as a native peer: the binary distribution from Maven Central, one instance per node.
 
-Getting it (`python -m harness.peers.artemis --fetch`, `make artemis`): Maven's dependency plugin unpacks
+Getting it (`python -m harness.vendors fetch artemis`, `make products`): Maven's dependency plugin unpacks
 org.apache.activemq:apache-artemis:2.40.0:tar.gz:bin into the cache ($INTEROP_CACHE, else
 ~/.cache/amqp-interop) as artemis-2.40.0/, checks it (bin/artemis there, the server jar of the pinned version)
 and makes an instance template beside it with `artemis create` (5 s, once). A second fetch only checks.
 ARTEMIS_HOME names another install instead; its template goes into the cache too.
 
 Each node gets a copy of the template in a temp work dir (the instance's absolute paths rewritten to the
-copy), its broker.xml rendered from the topology (harness.render.artemis, as the reference broker reads it),
+copy), its broker.xml rendered from the topology (harness.vendors.artemis.render, as the reference broker reads it),
 and for nodes that authenticate the login module's users and roles files and a login.config without the guest
 module. `bin/artemis run` runs it in the foreground as a ProcessPeer (kill -9, pause, restart, slow disk).
 
@@ -37,15 +37,16 @@ from pathlib import Path
 
 # Management over AMQP (ManagementClient, management_request, management_answer) lives in harness/amq_management.py,
 # which the reference broker's peer uses too; the names stay importable from here.
-from ..amq_management import ManagementClient, management_answer, management_request  # noqa: F401
-from ..ports import free_port, release_ports
-from ..wait import WaitTimeout, accepts, wait_for
-from .base import (START_FLOOR_S, Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable,
+from ...amq_management import ManagementClient, management_answer, management_request  # noqa: F401
+from ...ports import free_port, release_ports
+from ...wait import WaitTimeout, accepts, wait_for
+from ...peers.base import (START_FLOOR_S, Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable,
                    describe_exit)
-from .class_archive import ClassArchive, make_by_starting
-from .process import ProcessPeer
-from .provider import NodeSetup, Provider
-from .versions import Versions
+from ...peers.class_archive import ClassArchive, make_by_starting
+from ...peers.process import ProcessPeer
+from ...peers.provider import NodeSetup, Provider
+from ...peers.versions import Versions
+from .render import broker_xml_for
 
 ARTEMIS_VERSION = "2.40.0"  # the pinned default: what a choice without a version runs
 # listQueues failing on a queue removed while it was listed (Peer._queues asks again, at most this many times)
@@ -64,7 +65,7 @@ JAVA_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:TieredStopAtLevel=1")
 # G1's concurrent threads cost CPU that a dozen JVMs sharing two cores do not have. Measured here on 2026-12-07 (a
 # make run beside it, three runs each): start, 3,000 durable 200-byte messages sent and received, stop: 3.7-4.8
 # CPU-s with G1, 2.9-3.3 with the serial collector. A broker's AMQP behaviour does not depend on its collector;
-# ActiveMQ Classic runs with the serial collector here too (harness/peers/activemq.py).
+# ActiveMQ Classic runs with the serial collector here too (harness/vendors/activemq_classic/native.py).
 _PROFILE_JAVA_ARGS = re.compile(r'^\s*JAVA_ARGS="([^"]*)"', re.MULTILINE)
 _G1_ONLY = ("-XX:+UseG1GC", "-XX:+UseStringDeduplication")
 
@@ -153,8 +154,9 @@ def find_artemis(version: str | None = None) -> ArtemisInstall:
     home = cached_home(wanted)
     why = check_install(home, wanted)
     if why is not None:
-        how = (f"`interop run` fetches it when chosen, or python -m harness.peers.artemis --fetch --version {wanted}"
-               if version else "run `make artemis` (python -m harness.peers.artemis --fetch) or set ARTEMIS_HOME")
+        how = (f"`interop run` fetches it when chosen, or python -m harness.vendors.artemis.native --fetch --version "
+               f"{wanted}" if version else
+               "run `make products` (python -m harness.vendors fetch artemis) or set ARTEMIS_HOME")
         raise PeerUnavailable(f"ActiveMQ Artemis {wanted} is not in the cache ({why}): {how}")
     return ArtemisInstall(home, wanted)
 
@@ -172,7 +174,7 @@ def fetch(say=print, version: str | None = None) -> ArtemisInstall:
     Maven unless a checked copy is there; then make sure the instance template exists. With ARTEMIS_HOME set (and
     no other version asked for), only check that install and make its template. Raises NoSuchVersion when Maven
     Central has no such version, PeerUnavailable (one line) when it cannot fetch it."""
-    from .versions import NoSuchVersion
+    from ...peers.versions import NoSuchVersion
 
     named = os.environ.get("ARTEMIS_HOME")
     if named and (version is None or installed_version(Path(named)) == version):
@@ -429,7 +431,7 @@ class ArtemisPeer(ProcessPeer):
 
     def _make(self, workdir: Path) -> None:
         """The node's instance: the template's copy, its broker.xml and, when it authenticates, its users."""
-        from ..render.artemis import ROLES_FILE, USERS_FILE, render_artemis_security
+        from .render import ROLES_FILE, USERS_FILE, render_artemis_security
 
         make_instance(instance_template(self.install), workdir)
         self.ports = acceptor_ports(dict(self.setup.listen_ports))
@@ -454,7 +456,7 @@ class ArtemisPeer(ProcessPeer):
                                            self.management_password)
 
     def _render(self) -> str:
-        return self.setup.render_broker_xml(self.ports, management_port=self.management_port,
+        return broker_xml_for(self.setup, self.ports, management_port=self.management_port,
                                             management_role=self.management_user, sasl_mechanisms=True)
 
     def command(self) -> list[str]:
@@ -526,8 +528,8 @@ class ArtemisPeer(ProcessPeer):
         return self.workdir / "data"
 
     def _install_for(self, version: str | None) -> ArtemisInstall:
-        from .vendors import Choice
-        from .versions import ensure
+        from ...peers.vendors import Choice
+        from ...peers.versions import ensure
 
         if (why := ensure(Choice("artemis", version, "native"))) is not None:
             raise PeerUnavailable(f"{self.name}: cannot put Artemis {version} in place: {why}")
@@ -627,7 +629,7 @@ def _sums(rows: list[dict]) -> dict:
 
 
 class NativeArtemis(Provider):
-    """ActiveMQ Artemis from the cache (`make artemis`) or ARTEMIS_HOME, one local instance per node."""
+    """ActiveMQ Artemis from the cache (`make products`) or ARTEMIS_HOME, one local instance per node."""
 
     vendor = "artemis"
     name = "native"
@@ -644,7 +646,7 @@ class NativeArtemis(Provider):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.peers.artemis",
+    parser = argparse.ArgumentParser(prog="python -m harness.vendors.artemis.native",
                                      description="Get ActiveMQ Artemis for the harness.")
     parser.add_argument("--fetch", action="store_true",
                         help="fetch it into the cache with Maven unless a checked copy is there (then only check)")
@@ -654,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.fetch:
         parser.print_usage()
         return 2
-    from .versions import NoSuchVersion
+    from ...peers.versions import NoSuchVersion
 
     try:
         fetch(version=args.version)

@@ -50,8 +50,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 from harness.topology import CLIENT_LISTENER, NetworkConnector, Node, Topology, display_path
 
-from .artemis import ALL_USERS_ROLE, broker_settings, dial_endpoints
-from .qdrouterd import RenderError
+from ..artemis.render import ALL_USERS_ROLE, broker_settings, dial_endpoints
+from ...peers.provider import RenderError
 
 SPRING_BEANS = "http://www.springframework.org/schema/beans"
 ACTIVEMQ_CORE = "http://activemq.apache.org/schema/core"
@@ -130,13 +130,13 @@ def render_activemq_xml(
     data = journal.rsplit("/", 1)[0] if "/" in journal else "data"
     broker_attrs = [("xmlns", ACTIVEMQ_CORE), ("brokerName", node_name),
                     ("persistent", bool_text[s["persistence"]]), ("dataDirectory", data),
-                    # No JMX: the harness reads queue statistics from its launcher (harness/peers/activemq.py), and
+                    # No JMX: the harness reads queue statistics from its launcher (native.py), and
                     # MBeans for every destination and connection cost heap and CPU on a shared machine.
                     ("useJmx", "false")]
     lines = [
         '<?xml version="1.0" encoding="UTF-8"?>',
         f"<!-- activemq.xml for broker {escape(node_name)} of topology '{escape(topology.name)}'.",
-        f"     Generated from {escape(display_path(topology.path))} by harness.render.activemq;"
+        f"     Generated from {escape(display_path(topology.path))} by harness.vendors.activemq_classic.render;"
         " change the topology, not this file. -->",
         f'<beans xmlns="{SPRING_BEANS}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"',
         f'       xsi:schemaLocation="{SPRING_BEANS} {SPRING_BEANS}/spring-beans.xsd',

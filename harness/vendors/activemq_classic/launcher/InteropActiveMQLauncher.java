@@ -1,4 +1,4 @@
-// Runs one ActiveMQ Classic broker in the foreground for the interop harness (harness/peers/activemq.py).
+// Runs one ActiveMQ Classic broker in the foreground for the interop harness (harness/vendors/activemq_classic/native.py).
 //
 //   java -cp LIB/*:DIR InteropActiveMQLauncher xbean:file:/abs/activemq.xml STATS_PORT
 //

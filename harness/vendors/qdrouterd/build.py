@@ -19,8 +19,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from .base import PeerUnavailable
-from .versions import Versions, cache_dir
+from ...peers.base import PeerUnavailable
+from ...peers.versions import Versions, cache_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL_SCRIPT = ROOT.parent / "shared" / "peers" / "qdrouterd" / "install.sh"

@@ -1,11 +1,11 @@
 #!/usr/bin/env escript
 %%! -hidden -kernel inet_dist_use_interface {127,0,0,1}
-%% The management agent of one RabbitMQ peer (harness/peers/rabbitmq_agent.py): a hidden Erlang node that stays
+%% The management agent of one RabbitMQ peer (harness/vendors/rabbitmq/agent.py): a hidden Erlang node that stays
 %% up beside the broker node and answers the harness's management questions over distribution, one line in and one
 %% JSON line out. `rabbitmqctl` answers the same questions, but it boots an Elixir VM for each: about 1.6 CPU-s a
 %% call on an idle machine here, and a network case polls queue depths on two or three nodes for tens of seconds.
 %%
-%% Started as `escript rabbitmq_agent.escript NODE AGENT_NAME` with the node's environment (HOME holds the Erlang
+%% Started as `escript agent.escript NODE AGENT_NAME` with the node's environment (HOME holds the Erlang
 %% cookie, ERL_EPMD_PORT the node's own epmd). Requests on stdin, one per line:
 %%   queues       every queue of vhost "/": name, messages, messages_ready, messages_unacknowledged, consumers
 %%   bindings     every binding of vhost "/": source_name, destination_name, destination_kind

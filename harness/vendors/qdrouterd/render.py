@@ -26,13 +26,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness.topology import Link, Node, Topology, display_path
+from ...peers.provider import NodeSetup, RenderError
+from ...topology import Link, Node, Topology, display_path
 
 _UNSAFE = re.compile(r'[\s"\\{}]')
-
-
-class RenderError(ValueError):
-    """The node cannot be expressed as a qdrouterd.conf; str() is one line naming node and field."""
 
 
 def render_router(
@@ -67,7 +64,7 @@ def render_router(
     out = [
         f"# qdrouterd.conf for router {node_name} of topology '{topology.name}'.",
         (
-            f"# Generated from {display_path(topology.path)} by harness.render.qdrouterd;"
+            f"# Generated from {display_path(topology.path)} by harness.vendors.qdrouterd.render;"
             " change the topology, not this file."
         ),
         "",
@@ -258,3 +255,11 @@ class _Renderer:
                 )
             lines.append(f"    {key}: {text}")
         return [*lines, "}", ""]
+
+
+def render_for(setup: NodeSetup, ports: dict[str, int] | None = None) -> str:
+    """The node's qdrouterd.conf as a provider renders it (the reference router and qdrouterd both read it): the
+    ports the node was told to listen on and dial, with `ports` over them."""
+    return render_router(setup.topology, setup.node_name, listen_ports={**setup.listen_ports, **(ports or {})},
+                         connect_ports=setup.connect_ports, external_address=setup.wiring.external_address,
+                         files_dir=setup.wiring.files, **setup.pki)

@@ -1,11 +1,11 @@
 """ActiveMQ Classic 6.x as a native peer: its jars from Maven Central, started from the node's activemq.xml.
 
-Getting it (`python -m harness.peers.activemq --fetch`, once): Maven Central has no 6.x bin tarball, only the
-jars, so a tiny pom in the cache folder ${INTEROP_CACHE:-~/.cache/amqp-interop}/activemq-classic-<VERSION>/
+Getting it (`python -m harness.vendors fetch activemq-classic`, once): Maven Central has no 6.x bin tarball, only
+the jars, so a tiny pom in the cache folder ${INTEROP_CACHE:-~/.cache/amqp-interop}/activemq-classic-<VERSION>/
 names them (the broker, its AMQP transport, KahaDB, the xbean/Spring reader of activemq.xml, Spring itself and
 an slf4j backend) and maven-dependency-plugin 3.6.1 `copy-dependencies` puts them in its lib/. A MANIFEST
 records each jar's SHA-256; a second call only checks them (fast). The launcher
-(activemq_launcher/InteropActiveMQLauncher.java) is compiled into the same folder, again whenever its source
+(launcher/InteropActiveMQLauncher.java) is compiled into the same folder, again whenever its source
 changes. ACTIVEMQ_HOME names a bin distribution instead (its lib/ and lib/optional/); the launcher is then
 compiled against it into a folder of the cache of its own.
 
@@ -36,13 +36,13 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..render.activemq import TlsStores, render_activemq_xml
-from ..render.qdrouterd import RenderError
-from .base import START_FLOOR_S, ManagementError, Peer, PeerInfo, PeerStartError, PeerUnavailable
-from .class_archive import ClassArchive, make_by_starting
-from .process import ProcessPeer
-from .provider import NodeSetup, Provider
-from .versions import Versions
+from .render import TlsStores, render_activemq_xml
+from ...peers.provider import RenderError
+from ...peers.base import START_FLOOR_S, ManagementError, Peer, PeerInfo, PeerStartError, PeerUnavailable
+from ...peers.class_archive import ClassArchive, make_by_starting
+from ...peers.process import ProcessPeer
+from ...peers.provider import NodeSetup, Provider
+from ...peers.versions import Versions
 
 # Pinned: the newest 6.x whose jars all resolve from Maven Central and run on Java 17 (6.3.1 on Spring 7.0.8,
 # whose baseline is Java 17). Spring and slf4j follow activemq-parent 6.3.1's own versions.
@@ -60,7 +60,7 @@ def artifacts(version: str, spring: str, slf4j: str) -> tuple[tuple[str, str, st
         ("org.apache.activemq", "activemq-amqp", version),
         ("org.apache.activemq", "activemq-kahadb-store", version),
         ("org.apache.activemq", "activemq-spring", version),
-        # The simple authentication plugin's principals (harness/render/activemq.py renders it for secured nodes).
+        # The simple authentication plugin's principals (render.py renders it for secured nodes).
         ("org.apache.activemq", "activemq-jaas", version),
         # Optional in activemq-spring, needed to read activemq.xml.
         ("org.springframework", "spring-context", spring),
@@ -70,7 +70,7 @@ def artifacts(version: str, spring: str, slf4j: str) -> tuple[tuple[str, str, st
 
 
 ARTIFACTS = artifacts(VERSION, SPRING_VERSION, SLF4J_VERSION)
-LAUNCHER_SOURCE = Path(__file__).resolve().parent / "activemq_launcher" / "InteropActiveMQLauncher.java"
+LAUNCHER_SOURCE = Path(__file__).resolve().parent / "launcher" / "InteropActiveMQLauncher.java"
 LAUNCHER_CLASS = "InteropActiveMQLauncher"
 LAUNCHER_JAR = "launcher.jar"
 MANIFEST = "MANIFEST.sha256"
@@ -104,7 +104,7 @@ def render_pom(version: str = VERSION, wanted: tuple[tuple[str, str, str], ...] 
         f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
         for g, a, v in wanted)
     return (f"""<?xml version="1.0" encoding="UTF-8"?>
-<!-- Written by harness.peers.activemq: the jars of ActiveMQ Classic {version}, for `copy-dependencies`. -->
+<!-- Written by harness/vendors/activemq_classic: the jars of ActiveMQ Classic {version}, for `copy-dependencies`. -->
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>interop.cache</groupId>
@@ -149,8 +149,8 @@ def wanted_artifacts(folder: Path, version: str) -> tuple[tuple[str, str, str], 
 
 def _how_to_fetch(version: str) -> str:
     if version == VERSION:
-        return "run `python -m harness.peers.activemq --fetch` (make activemq), or set ACTIVEMQ_HOME"
-    return ("`interop run` fetches it when chosen, or python -m harness.peers.activemq --fetch "
+        return "run `python -m harness.vendors.activemq_classic.native --fetch` (make products), or set ACTIVEMQ_HOME"
+    return ("`interop run` fetches it when chosen, or python -m harness.vendors.activemq_classic.native --fetch "
             f"--version {version}")
 
 
@@ -166,7 +166,7 @@ def check_cache(folder: Path, version: str = VERSION) -> str | None:
         digest, _, name = line.partition("  ")
         jar = folder / "lib" / name
         if not jar.is_file():
-            return f"{jar} is missing: fetch again (python -m harness.peers.activemq --fetch)"
+            return f"{jar} is missing: fetch again (python -m harness.vendors.activemq_classic.native --fetch)"
         if _sha256(jar) != digest:
             return f"{jar} differs from its SHA-256 in {manifest}: remove {folder} and fetch again"
         names.add(name)
@@ -246,7 +246,7 @@ def _fetch_parent(mvn: str, folder: Path, version: str) -> tuple[tuple[str, str,
          f"-DoutputDirectory={folder}"], capture_output=True, text=True, cwd=folder)
     output = _plain(result.stdout + result.stderr)
     if result.returncode != 0:
-        from .versions import NoSuchVersion
+        from ...peers.versions import NoSuchVersion
 
         if _NOT_FOUND.search(output):
             raise NoSuchVersion(f"ActiveMQ Classic {version} is not on Maven Central ({PARENT}:{version}:pom)")
@@ -453,8 +453,8 @@ class ActiveMQPeer(ProcessPeer):
         return self.workdir / "data"
 
     def _install_for(self, version: str | None) -> ActiveMQInstall:
-        from .vendors import Choice
-        from .versions import ensure
+        from ...peers.vendors import Choice
+        from ...peers.versions import ensure
 
         if (why := ensure(Choice("activemq-classic", version, "native"))) is not None:
             raise PeerUnavailable(f"{self.name}: cannot put ActiveMQ Classic {version} in place: {why}")
@@ -552,7 +552,7 @@ class NativeActiveMQ(Provider):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.peers.activemq",
+    parser = argparse.ArgumentParser(prog="python -m harness.vendors.activemq_classic.native",
                                      description="Get ActiveMQ Classic for the harness (docs/getting-products.md: "
                                                  "Getting ActiveMQ Classic).")
     parser.add_argument("--fetch", action="store_true",
@@ -564,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.fetch:
         parser.print_usage(sys.stderr)
         return 2
-    from .versions import NoSuchVersion
+    from ...peers.versions import NoSuchVersion
 
     try:
         if os.environ.get("ACTIVEMQ_HOME") and args.version is None:

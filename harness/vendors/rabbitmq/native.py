@@ -9,7 +9,7 @@ Each peer runs its own Erlang node, isolated from any system-wide RabbitMQ and f
 * its own loopback ports below 32768 (the AMQP listener and the Erlang distribution port), outside the
   kernel's ephemeral range; `rabbitmqctl` gets distribution port 0 (any free port);
 * the AMQP 1.0 plugin enabled by file (`[rabbitmq_amqp1_0].`), the listener on 127.0.0.1 only, queues and
-  addresses declared from the topology by definitions loaded at boot (harness/render/rabbitmq.py);
+  addresses declared from the topology by definitions loaded at boot (harness/vendors/rabbitmq/render.py);
 * the federation plugin enabled too (no measurable start cost), so that once every peer of a topology runs,
   `join_network` can make the node its part of the topology's network of brokers (network connectors).
 
@@ -40,17 +40,17 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..faults.disk import StraceMissing, traced_command
-from ..ports import bindable, free_port, release_ports
-from ..render.artemis import broker_settings
-from ..render.qdrouterd import RenderError
-from ..render.rabbitmq import declared_names, federation_plan, render_rabbitmq_node, wire_address
-from ..tlsca import Issued, TestPki
-from ..topology import Node
-from ..wait import WaitTimeout, accepts, wait_for
-from .rabbitmq_agent import AgentError, ManagementAgent
-from .base import START_FLOOR_S, Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
-from .provider import NodeSetup, Provider
+from ...faults.disk import StraceMissing, traced_command
+from ...ports import bindable, free_port, release_ports
+from ..artemis.render import broker_settings
+from ...peers.provider import RenderError
+from .render import declared_names, federation_plan, render_rabbitmq_node, wire_address
+from ...tlsca import Issued, TestPki
+from ...topology import Node
+from ...wait import WaitTimeout, accepts, wait_for
+from .agent import AgentError, ManagementAgent
+from ...peers.base import START_FLOOR_S, Endpoint, Peer, PeerInfo, PeerStartError, PeerUnavailable, describe_exit
+from ...peers.provider import NodeSetup, Provider
 
 # Where the Debian package keeps the real scripts (the /usr/sbin ones are `su rabbitmq` wrappers).
 SBIN_CANDIDATES = ("/usr/lib/rabbitmq/bin",)
@@ -498,7 +498,7 @@ class RabbitMQPeer(Peer):
         return done.stdout
 
     def _ask(self, question: str) -> list[dict]:
-        """The management agent's rows for `question` (rabbitmq_agent.py); RabbitMQError (one line) if it fails."""
+        """The management agent's rows for `question` (agent.py); RabbitMQError (one line) if it fails."""
         if self.workdir is None or self._cleaned:
             raise RabbitMQError(f"{question}: RabbitMQ node {self.node_name} is not started")
         if self._agent is None:
@@ -528,7 +528,7 @@ class RabbitMQPeer(Peer):
 
     def join_network(self, running, timeout: float = 60.0) -> None:
         """Take this node's part in the topology's network of brokers, once every peer has started (ports
-        known): federation upstreams, upstream sets, policies and users from harness/render/rabbitmq.py
+        known): federation upstreams, upstream sets, policies and users from harness/vendors/rabbitmq/render.py
         (federation_plan), imported in one `rabbitmqctl import_definitions` (it merges, and reports a
         refused definition at once); then wait until every federation link the plan gives this node's declared
         queues and exchanges has connected (its log line, free to watch) and runs (one federation_status).
