@@ -109,3 +109,17 @@ class _StopWhenClosed:
 def _bound_port(acceptor) -> int | None:
     """The port the kernel gave a listener (differs from the configured one when that was 0)."""
     return acceptor.port if isinstance(getattr(acceptor, "port", None), int) else None
+
+
+def level_of(enable: str | None) -> int:
+    """qdrouterd `enable` values: `info+`, `debug`, `trace+`, `none`, or a comma list of them."""
+    if not enable:
+        return logging.INFO
+    levels = []
+    for word in str(enable).replace(" ", "").split(","):
+        name = word.rstrip("+").lower()
+        if name == "none":
+            levels.append(logging.CRITICAL + 10)
+        elif name in LEVELS:
+            levels.append(LEVELS[name])
+    return min(levels) if levels else logging.INFO

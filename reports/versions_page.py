@@ -3,7 +3,7 @@ changes between two releases of a product, its mixed-release cases, and its roll
 
 from __future__ import annotations
 
-from reports.page import badge, e, table
+from reports.html import badge, e, table
 
 EVIDENCE_CHARS = 240
 UPGRADE_CHARS = 160  # the upgrades table has twelve columns: its messages are shorter

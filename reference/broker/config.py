@@ -87,18 +87,14 @@ from dataclasses import dataclass, field
 from xml.parsers import expat
 from urllib.parse import parse_qsl, urlsplit
 
+from .errors import ConfigError
+from .logins import load_roles, load_users, login_files
+
 ANYCAST, MULTICAST = "anycast", "multicast"
 CORE_NS = "urn:activemq:core"
 _XINCLUDE_NS = "http://www.w3.org/2001/XInclude"
 _XSI_NS = "http://www.w3.org/2001/XMLSchema-instance"
 _XML_NS = "http://www.w3.org/XML/1998/namespace"
-
-
-class ConfigError(Exception):
-    def __init__(self, path: str, line: int, message: str):
-        message = message.replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever a value held
-        super().__init__(f"{path}:{line}: {message}")
-        self.path, self.line, self.message = path, line, message
 
 
 @dataclass(frozen=True)
@@ -408,8 +404,6 @@ def load_config(path: str | os.PathLike) -> BrokerConfig:
         raise ConfigError(shown, 0, f"cannot read: {exc.strerror or exc}") from None
     cfg = parse_config(data, shown)
     if cfg.security_enabled:
-        from .authz import load_roles, load_users, login_files
-
         users_path, roles_path = login_files(shown)
         for login_file in (users_path, roles_path):
             if not os.path.isfile(login_file):

@@ -3,7 +3,7 @@
 A network connector of ActiveMQ Classic forwards messages from its broker to the brokers whose consumers want
 them ("demand"), never back where they came from, and no further than `networkTTL` brokers; `duplex` does the
 same the other way over the one connection. The topology renders it as Artemis's AMQP federation in broker.xml
-(harness/render/artemis.py), and the reference implements these semantics:
+(harness/vendors/artemis/render.py), and the reference implements these semantics:
 
 * A broker *pulls*: while a local queue matching a policy has a consumer, it keeps a receiving link to the
   same queue on the other broker (and for an address policy, a subscription there on the same address), and

@@ -37,6 +37,7 @@ import time
 
 from proton import Endpoint, Message
 
+from .. import serving
 from .addressing import normalize_pattern
 from .config import (
     AddressSection,
@@ -752,10 +753,9 @@ class Agent:
         attrs = dict(body) if isinstance(body, dict) else {}
         module = entity.attributes["module"]
         if "enable" in attrs:
-            from .server import _level_of as level_of
             enable = attrs["enable"]
             logger = logging.getLogger() if module == "DEFAULT" else logging.getLogger(module)
-            logger.setLevel(level_of(enable))
+            logger.setLevel(serving.level_of(enable))
             self.log_levels[module] = enable
         return OK, "OK", next(e for e in self.logs() if e.attributes["module"] == module).full()
 

@@ -48,7 +48,7 @@ def setup_logging(sections: list[LogSection]) -> None:
     handler = serving.setup_logging()
     root = logging.getLogger()
     for section in sections:
-        level = _level_of(section.enable)
+        level = serving.level_of(section.enable)
         target = root if (section.module or "DEFAULT").upper() == "DEFAULT" else logging.getLogger(
             section.module.upper())
         target.setLevel(level)
@@ -58,18 +58,6 @@ def setup_logging(sections: list[LogSection]) -> None:
             target.addHandler(file_handler)
 
 
-def _level_of(enable: str | None) -> int:
-    """qdrouterd `enable` values: `info+`, `debug`, `trace+`, `none`, or a comma list of them."""
-    if not enable:
-        return logging.INFO
-    levels = []
-    for word in str(enable).replace(" ", "").split(","):
-        name = word.rstrip("+").lower()
-        if name == "none":
-            levels.append(logging.CRITICAL + 10)
-        elif name in serving.LEVELS:
-            levels.append(serving.LEVELS[name])
-    return min(levels) if levels else logging.INFO
 
 
 class RouterServer:

@@ -7,7 +7,7 @@ reference cannot read sasldb (a Berkeley DB), so it reads a plain text file in t
     <saslConfigDir>/<saslConfigName>.users      (saslConfigName defaults to qdrouterd)
 
 one user per line, `name:password`; blank lines and lines starting with `#` are ignored. The harness writes
-both files beside each other (harness/render/qdrouterd.py), so one rendered config serves both routers.
+both files beside each other (harness/vendors/qdrouterd/render.py), so one rendered config serves both routers.
 """
 
 from __future__ import annotations
