@@ -40,7 +40,7 @@ def write_bench_records(results: str, bench: str, rows: list[dict], meta: dict, 
     them): one per row, case `BENCH-<bench>/<scenario>/<vendor>/<clients>`. A row: scenario, vendor, clients, peer
     (role, vendor, version, provider, or None), the figures (msgs_per_s, p50_ms, p99_ms, cpu_s_per_1000, repeats,
     anything else goes into details too), duration_s and error. The report compares each vendor's msgs/s with the
-    reference's of the same benchmark, scenario and clients (reports/job.py `benchmarks`)."""
+    reference's of the same benchmark, scenario and clients (reports/job/tables/bench.py `benchmarks`)."""
     from pathlib import Path
 
     from harness.results import ResultWriter, current_run_id, make_record, utc_now_iso

@@ -3,7 +3,8 @@
 This is the only contract between a run and the reports (Spark job, HTML report), so records are checked
 on the way out and the reader tolerates damage on the way in: a run that crashed mid-line must still be
 readable. Schema 1; new optional fields may be added without a version bump, removing or retyping one
-needs `schema: 2`.
+needs `schema: 2`. The `details` fields the report reads are declared per kind of record in
+harness/record_schema.py, and checked here too; how an older record becomes a current one is its MIGRATIONS.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
-SCHEMA = 1
+from harness import record_schema
+
+SCHEMA = record_schema.SCHEMA
 OUTCOMES = ("passed", "failed", "error", "skipped", "not-applicable", "xfail")
 RESULTS_FILE = "results.jsonl"
 RUN_META_FILE = "run.json"
@@ -159,6 +162,9 @@ def validate_record(record: Any) -> None:
         raise bad("duration_s", "a number of seconds >= 0")
     if not isinstance(record.get("details", {}), dict):
         raise bad("details", "an object")
+    # the fields the report reads, as declared for the record's kind (harness/record_schema.py)
+    if (error := record_schema.details_error(record)) is not None:
+        raise InvalidRecord(error)
     if record.get("message") is not None and not isinstance(record["message"], str):
         raise bad("message", "a string or null")
     for name in ("cell", "target", "config_fault"):

@@ -1,4 +1,4 @@
-"""`interop report` (also `python -m reports` and `spark-submit reports/job.py`): runs -> Parquet -> HTML.
+"""`interop report` (also `python -m reports` and `spark-submit reports/submit.py`): runs -> Parquet -> HTML.
 
     interop report [INPUTS ...] [--out DIR] [--master URL | --remote sc://HOST:PORT] [--rebuild] [--catalog FILE]
                    [--no-allure] [--title TEXT]
@@ -26,7 +26,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reports.job import ReportError  # noqa: E402
+from reports.job.session import ReportError  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CATALOG = REPO / "suites" / "spec" / "catalog.yaml"
@@ -143,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "serve", False):
         return serve(args)
     from reports import allure_report, page
-    from reports.job import run_job, spark_session
+    from reports.job.run import run_job
+    from reports.job.session import spark_session
 
     inputs = list(args.inputs) or ["results"]
     out = args.out or _default_out(inputs)

@@ -31,7 +31,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reports import jvm  # noqa: E402
-from reports.job import ReportError  # noqa: E402
+from reports.job.session import ReportError  # noqa: E402
 
 DEFAULT_PORT = 15002  # Spark Connect's own default
 START_TIMEOUT_S = 180.0  # a cold JVM on a busy 2-core machine takes 5-30 s; a generous deadline still ends
@@ -171,17 +171,18 @@ def command(host: str, port: int, conf: dict[str, str] | None = None) -> tuple[l
 
 def serve(host: str, port: int, conf: dict[str, str]) -> int:
     """The server itself (the process `command` starts): a local Spark application of this process, made by
-    job.spark_session like a report's own (the same JVM, options and settings), with Spark Connect running in it as
-    a plug-in; it prints READY_LINE with the port it bound and runs until SIGTERM or Ctrl-C.
+    job.session.spark_session like a report's own (the same JVM, options and settings), with Spark Connect running
+    in it as a plug-in; it prints READY_LINE with the port it bound and runs until SIGTERM or Ctrl-C.
 
     Why not Spark's SparkConnectServer: that program turns on the isolation of each Connect session's artifacts,
     so every session (every report) runs its queries with class loaders of its own, and Spark's cache of the code
     it compiles for queries is keyed by class loader: each report compiled all of its query code again, as if the
     server were new. Here sessions keep Spark's defaults and share the application's class loaders (the reports
-    add no jars or classes of their own), so the code one report compiled serves the next (job.CODEGEN_CACHE_ENTRIES).
+    add no jars or classes of their own), so the code one report compiled serves the next
+    (job.session.CODEGEN_CACHE_ENTRIES).
     Measured on the 1M-row benchmark, the same store and run each time, reports 2-5 on one server: 7.6-9.5 s with
     isolation, 5.2-6.6 s without (JFR: Janino's compiler a fifth of each report's samples before, none after)."""
-    from reports.job import spark_session
+    from reports.job.session import spark_session
 
     _sigterm_as_interrupt()
     settings = {

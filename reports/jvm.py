@@ -138,29 +138,6 @@ def apply(jdk: Jdk) -> None:
 
 # ---- building the cache -------------------------------------------------------------------------------------------
 
-TRAINING_RUNS, TRAINING_CASES = 6, 3000  # enough for every stage of the job to run its code many times
-
-
-def _training_job(folder: str) -> None:
-    """The body of the training run (in its own process: JVM options are fixed when the JVM starts)."""
-    from reports import page
-    from reports.job import run_job, spark_session
-    from reports.synthetic import write_runs
-
-    from datetime import UTC, datetime
-
-    runs = Path(folder) / "runs"
-    write_runs(runs, runs=TRAINING_RUNS, cases=TRAINING_CASES)
-    spark = spark_session()
-    # both ways a report is made: a new store over every run, then one more run added to it (the nightly case)
-    run_job(spark, [str(runs)], str(Path(folder) / "report"))
-    write_runs(runs, runs=1, cases=TRAINING_CASES, seed=11, start=datetime(2027, 1, 1, tzinfo=UTC))
-    result = run_job(spark, [str(runs)], str(Path(folder) / "report"))
-    page.write(Path(folder) / "report" / "index.html", result.data, title="training", inputs=[], catalog={},
-               timings=result.timings, allure=None)
-    spark.stop()
-
-
 def build_cache(jdk: Jdk | None = None, force: bool = False, log=print) -> int:
     """Write the AOT cache of the chosen JDK; 0 when written or already there, or when this JDK has none."""
     jdk = jdk or choose_jdk()
@@ -180,7 +157,7 @@ def build_cache(jdk: Jdk | None = None, force: bool = False, log=print) -> int:
         # the training run writes a cache; it must not read the one it replaces
         env = dict(os.environ, INTEROP_REPORT_AOT_CACHE="off", INTEROP_REPORT_JAVA_OPTS=" ".join(
             [f"-XX:AOTCacheOutput={partial}", *os.environ.get("INTEROP_REPORT_JAVA_OPTS", "").split()]))
-        done = subprocess.run([sys.executable, "-m", "reports.jvm", "--training-run", work], env=env,
+        done = subprocess.run([sys.executable, "-m", "reports.jvm_cache", work], env=env,
                               capture_output=True, text=True)
     if done.returncode != 0 or not partial.is_file():
         partial.unlink(missing_ok=True)
@@ -196,11 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.jvm", description=__doc__.split("\n\n")[0])
     parser.add_argument("--build-cache", action="store_true", help="write the AOT cache for the chosen JDK")
     parser.add_argument("--force", action="store_true", help="with --build-cache: rebuild an existing cache")
-    parser.add_argument("--training-run", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.training_run:
-        _training_job(args.training_run)
-        return 0
     try:
         jdk = choose_jdk()
     except ValueError as exc:

@@ -21,15 +21,17 @@ The latest outcome of a case on a side is its latest record among the side's run
 latest such run that ran the suite): a side whose suites ran in separate runs compares them all. The upgrade suite's
 cases are not compared (they run on the newer release only, and have their table).
 
-Only Spark SQL functions and the DataFrame API (see reports/job.py); the records read are those of the few runs named
-by `needed_runs`, found by their run folders (reports/job.py collects them with the regressions' runs).
+Only Spark SQL functions and the DataFrame API (see reports/job/); the records read are those of the few runs named
+by `needed_runs`, found by their run folders (reports/job/run.py collects them with the regressions' runs).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-UPGRADE_SUITE = "upgrade"
+from harness.record_schema import CASE, COUNT, PEERS_MAP, UPGRADE, UPGRADE_SUITE
+from reports.record_fields import decoded, detail
+
 MIXED_CLAUSE = "UPGRADE-MIXED-1"
 JUDGED = ("passed", "failed", "error", "xfail", "xpass")
 # `broker=artemis 2.39.0`: a role, its vendor (with any @provider) and the version the cell chose
@@ -76,8 +78,6 @@ def run_releases(fine, groups):
     (`2.40.0`; `broker 2.40.0 + router 1.19.0` where two roles vary). A run with no ordinary case that names a
     version (an upgrade-suite run alone) has none."""
     from pyspark.sql import functions as F
-
-    from reports.job import PEERS_MAP
 
     ordinary = fine.where((F.col("suite") != UPGRADE_SUITE) & ~F.array_contains("spec", MIXED_CLAUSE))
     reported = (ordinary.join(F.broadcast(groups.select("target")), "target", "left_semi")
@@ -235,9 +235,7 @@ def mixed_releases(plan: Plan, records):
     vendor and version (`B1 artemis 2.39.0, B2 artemis 2.40.0`, from details.nodes, where the record has it)."""
     from pyspark.sql import functions as F
 
-    from reports.job import PEERS_MAP
-
-    nodes = F.map_entries(F.from_json(F.col("details")["nodes"], PEERS_MAP))
+    nodes = F.map_entries(detail(CASE, "nodes"))
     readable = F.array_join(F.transform(F.array_sort(nodes), lambda x: F.concat_ws(
         " ", x["key"], x["value"]["vendor"], x["value"]["version"])), ", ")
     return (records.where(F.array_contains("spec", MIXED_CLAUSE))
@@ -247,14 +245,6 @@ def mixed_releases(plan: Plan, records):
                     F.nullif(readable, F.lit("")).alias("nodes"), "run_id"))
 
 
-def _count(value):
-    """A count in details: a number, or per node ({"B1": 0, "B2": 1}) and then their sum."""
-    from pyspark.sql import functions as F
-
-    per_node = F.map_values(F.from_json(value, "map<string,bigint>"))
-    return F.coalesce(value.cast("long"), F.aggregate(per_node, F.lit(0).cast("long"), lambda acc, x: acc + x))
-
-
 def upgrades(plan: Plan, records):
     """Per target, the rolling-upgrade cases (suite upgrade) of its latest run that had any: topology, step (upgrade
     or downgrade), stop (graceful or kill-9), from and to release, outcome, lost, duplicated, resume_s (the
@@ -262,17 +252,19 @@ def upgrades(plan: Plan, records):
     `details.steps`: the node, named `router` or `node`) the node's release, lost, duplicated and resume_s."""
     from pyspark.sql import functions as F
 
-    d = F.col("details")
-    steps = F.transform(F.from_json(d["steps"], "array<map<string,string>>"), lambda s: F.struct(
+    def d(name: str):
+        return detail(UPGRADE, name)
+
+    # a step's lost and duplicated are counts like the record's own (record_schema.COUNT)
+    steps = F.transform(d("steps"), lambda s: F.struct(
         F.coalesce(s["node"], s["router"]).alias("node"), s["to_version"].alias("to_version"),
-        _count(s["lost"]).alias("lost"), _count(s["duplicated"]).alias("duplicated"),
+        decoded(s["lost"], COUNT.sql).alias("lost"), decoded(s["duplicated"], COUNT.sql).alias("duplicated"),
         s["resume_s"].cast("double").alias("resume_s")))
     return (records.where(F.col("suite") == UPGRADE_SUITE)
             .join(F.broadcast(plan.upgrade_runs), ["target", "run_id"], "left_semi")
-            .select("target", "case", "spec", F.coalesce(d["topology"], F.col("topology")).alias("topology"),
-                    d["step"].alias("step"), d["stop"].alias("stop"), d["from_version"].alias("from_version"),
-                    d["to_version"].alias("to_version"), "outcome",
-                    _count(d["lost"]).alias("lost"), _count(d["duplicated"]).alias("duplicated"),
+            .select("target", "case", "spec", F.coalesce(d("topology"), F.col("topology")).alias("topology"),
+                    *[d(name).alias(name) for name in ("step", "stop", "from_version", "to_version")], "outcome",
+                    d("lost").alias("lost"), d("duplicated").alias("duplicated"),
                     F.round(F.col("resume_s").cast("double"), 3).alias("resume_s"),
-                    d["downgrade"].alias("downgrade"), F.substring(d["refusal"], 1, MESSAGE_CHARS).alias("refusal"),
+                    d("downgrade").alias("downgrade"), F.substring(d("refusal"), 1, MESSAGE_CHARS).alias("refusal"),
                     steps.alias("steps"), F.substring("message", 1, MESSAGE_CHARS).alias("message"), "run_id"))

@@ -165,7 +165,7 @@ def test_a_store_written_by_spark_and_by_this_process_in_turn_gives_the_tables_o
     """This process writes the small per-run tables as one file each (a store on this machine); Spark, where it
     writes the store (a cluster, a remote server), a partition per run. A store may see both: each writer reads the
     other's layout, a run read again replaces its rows in either, and the tables are a rebuild's."""
-    from reports import job
+    from reports.job import run as job_run
 
     results, out = tmp_path / "results", tmp_path / "out"
     results.mkdir()
@@ -176,7 +176,7 @@ def test_a_store_written_by_spark_and_by_this_process_in_turn_gives_the_tables_o
             shutil.copytree(folder, results / folder.name)
         with monkeypatch.context() as patch:
             if spark_writes:
-                patch.setattr(job, "_writes_here", lambda *_: False)
+                patch.setattr(job_run, "_writes_here", lambda *_: False)
             return run_job(spark, [str(results)], str(out), CATALOG)
 
     add(folders[:2], spark_writes=True)

@@ -185,3 +185,72 @@ def test_parallel_processes_never_interleave(tmp_path):
     records, errors = read_results(tmp_path)
     assert errors == []
     assert len({r["case"] for r in records}) == 200
+
+
+# ---- details, as harness/record_schema.py declares them per kind of record --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"suite": "fuzz", "details": {"mode": "frames", "seed": "5"}},
+         "field 'details.seed' (fuzz record): expected an integer, got '5'"),
+        ({"suite": "bench", "details": {"msgs_per_s": "fast"}}, "field 'details.msgs_per_s' (bench record)"),
+        ({"suite": "bench", "details": {"repeats": True}}, "field 'details.repeats' (bench record)"),
+        ({"suite": "mutation", "details": {"survivors": "m1"}}, "expected a list of strings"),
+        ({"suite": "types", "details": {"values": 1.5}}, "field 'details.values' (types record)"),
+        ({"suite": "network", "details": {"lost": {"B1": "x"}}}, "field 'details.lost' (network record)"),
+        ({"suite": "upgrade", "details": {"steps": {"node": "B1"}}}, "field 'details.steps' (upgrade record)"),
+        # a case that timed a recovery is a recovery record, top-level resume_s or (older) in details
+        ({"resume_s": 1.5, "details": {"lost": "none"}}, "field 'details.lost' (recovery record)"),
+        ({"details": {"resume_s": 1.5, "lost": 1.5}}, "field 'details.lost' (recovery record)"),
+        ({"details": {"nodes": ["B1"]}}, "field 'details.nodes' (case record)"),
+    ],
+)
+def test_details_of_the_wrong_type_are_refused(tmp_path, overrides, message):
+    with ResultWriter(tmp_path) as writer, pytest.raises(InvalidRecord, match=re.escape(message)):
+        writer.write(record(**overrides))
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"details": {"lost": "many", "anything": [1]}},  # a plain case: lost is free-form there
+        {"suite": "fuzz", "details": {"mode": "frames", "seed": 5, "recorded": "a reason", "reproducer": None,
+                                      "evidence": {"seed": 5}, "figures": {"max_rss_mb": 12.5}}},
+        {"suite": "network", "details": {"lost": 0, "duplicated": {"B1": 0, "B2": 1}, "fault": "outage"}},
+        {"suite": "bench", "details": {"msgs_per_s": 1000, "ratio": None, "repeats": 3, "isolated": False}},
+        {"suite": "upgrade", "details": {"steps": [{"node": "B1", "lost": {"x": 1}}], "downgrade": "read"}},
+    ],
+)
+def test_details_as_writers_write_them_are_valid(overrides):
+    validate_record(record(**overrides))
+
+
+def test_every_details_field_is_declared_with_a_known_type():
+    from harness import record_schema as rs
+
+    types = {value for value in vars(rs).values() if isinstance(value, rs.Type)}
+    assert set(rs.DETAILS) == {rs.CASE, rs.RECOVERY, rs.FUZZ, rs.BENCH, rs.MUTATION, rs.TYPES, rs.NETWORK,
+                               rs.UPGRADE}
+    for kind, fields in rs.DETAILS.items():
+        assert fields and all(t in types for t in fields.values()), kind
+    with pytest.raises(KeyError, match="details.nope: not declared for fuzz records"):
+        rs.field(rs.FUZZ, "nope")
+
+
+def test_an_old_record_is_migrated_to_the_current_form():
+    from harness.record_schema import migrate
+
+    old = record(details={"cell": "c", "cell_peers": "router=reference", "config_fault": "router:x",
+                          "checks": {"q": {"ok": True}}, "resume_s": 2.5, "sent": 1})
+    new = migrate(old)
+    assert {k: new[k] for k in ("cell", "target", "config_fault", "checks", "resume_s")} == {
+        "cell": "c", "target": "router=reference", "config_fault": "router:x", "checks": {"q": {"ok": True}},
+        "resume_s": 2.5}
+    assert new["details"] == old["details"]  # kept as written
+    current = record(cell="d", details={"cell": "c"})
+    assert migrate(current)["cell"] == "d"  # a top-level value wins
+    plain = record()
+    assert migrate(plain) is plain
+    validate_record(new)
