@@ -12,19 +12,27 @@ the frame boundaries are followed (four bytes read per frame), so the cost per t
 
 Handlers use `remote_capabilities(link)` and `set_capabilities(link, offered, desired)` (before the link's
 attach is written: call it before `link.open()`).
+
+proton-C 0.40 also reads a source or target that is present but empty (no address, not dynamic: what a client's
+sender attaches with) as no terminus at all (`Terminus.UNSPECIFIED`), and so writes it back as null. A router
+that passes an attach on (a link route, 003 §12.2) would drop it: Qpid Broker-J refuses a sender attach with a
+null source (amqp:invalid-field "received Attach with remote null terminus"), which the client never sent. So the
+tap also notes, for the peer's attaches, which termini were present (`remote_termini(link)`); `copy_terminus`
+copies one with that knowledge. A tap made with `writes=False` only reads (the router's: it rewrites nothing).
 """
 
 from __future__ import annotations
 
 import logging
 
-from proton import UNDESCRIBED, Array, Data, Described, symbol, ulong
+from proton import UNDESCRIBED, Array, Data, Described, Terminus, symbol, ulong
 
 log = logging.getLogger("SERVER")
 
 _ATTACH = 0x12
 _PROTOCOL_HEADER = b"AMQP"
-_OFFERED, _DESIRED = 11, 12
+_SOURCE, _TARGET, _OFFERED, _DESIRED = 5, 6, 11, 12
+_TERMINI_KEPT = 256  # termini noted per connection and not yet asked for (each is asked for in the attach's turn)
 
 
 def _performative_code(buf, body: int, end: int) -> int | None:
@@ -59,10 +67,12 @@ class _FrameWalker:
 class AttachTap:
     """One connection's tap; see the module docstring."""
 
-    def __init__(self):
+    def __init__(self, writes: bool = True):
+        self.writes = writes  # False: the loop sends its output past the tap untouched
         self._in = _FrameWalker()
         self._out = _FrameWalker()
         self.remote: dict[tuple[str, bool], tuple[frozenset, frozenset]] = {}  # (name, remote is receiver)
+        self.termini: dict[tuple[str, bool], tuple[bool, bool]] = {}  # the same key -> (source, target) present
         self.local: dict[tuple[str, bool], tuple[tuple, tuple]] = {}  # (name, we are receiver) -> to write
         self.broken = False  # the stream did not parse as frames: stop looking (proton reports the error)
 
@@ -81,10 +91,16 @@ class AttachTap:
         fields = _decode_list(frame[body:])
         if fields is None:
             return frame
+        key = (str(fields[0]), bool(fields[2]))
         offered = _symbols(fields[_OFFERED]) if len(fields) > _OFFERED else frozenset()
         desired = _symbols(fields[_DESIRED]) if len(fields) > _DESIRED else frozenset()
         if offered or desired:
-            self.remote[(str(fields[0]), bool(fields[2]))] = (offered, desired)
+            self.remote[key] = (offered, desired)
+        present = tuple(len(fields) > i and fields[i] is not None for i in (_SOURCE, _TARGET))
+        if any(present):
+            if len(self.termini) >= _TERMINI_KEPT:  # never asked for (a handler that does not pass attaches on)
+                self.termini.pop(next(iter(self.termini)))
+            self.termini[key] = present
         return frame
 
     # ---- outgoing ----------------------------------------------------------------------------------------
@@ -213,3 +229,23 @@ def set_capabilities(link, offered=(), desired=()) -> None:
     if tap is None:
         raise RuntimeError("link capabilities need the event loop's attach tap (EngineLoop(link_capabilities=True))")
     tap.local[(link.name, bool(link.is_receiver))] = (tuple(offered), tuple(desired))
+
+
+def remote_termini(link) -> tuple[bool, bool] | None:
+    """(source present, target present) in the peer's attach of `link`; None when no tap saw it."""
+    tap = getattr(link.connection, "loop_tap", None)
+    if tap is None:
+        return None
+    return tap.termini.pop((link.name, bool(link.is_sender)), None)
+
+
+def copy_termini(to_link, from_link, present: tuple[bool, bool] | None) -> None:
+    """Copy the source and target of the peer's attach of `from_link` into `to_link`'s own, keeping each one the
+    peer sent that proton-C read as none (present but empty; see the module docstring). `present` is what
+    remote_termini(from_link) said (None: not known, copied as proton read it)."""
+    source, target = present or (False, False)
+    for mine, theirs, kind, sent in ((to_link.source, from_link.remote_source, Terminus.SOURCE, source),
+                                     (to_link.target, from_link.remote_target, Terminus.TARGET, target)):
+        mine.copy(theirs)
+        if sent and theirs.type == Terminus.UNSPECIFIED:
+            mine.type = kind

@@ -189,11 +189,13 @@ def abort_transport(transport, why: str) -> None:
 
 
 class EngineLoop:
-    def __init__(self, handler, link_capabilities: bool = False):
+    def __init__(self, handler, link_capabilities: bool = False, attach_termini: bool = False):
         """`link_capabilities`: tap each connection's attach frames so handlers can read and write the link
-        capabilities proton-C does not handle (reference/attach_caps.py)."""
+        capabilities proton-C does not handle (reference/attach_caps.py). `attach_termini`: only read them, for
+        the termini proton-C reads as none (a tap that leaves the output alone: no copy of what is sent)."""
         self.handler = handler
         self.link_capabilities = link_capabilities
+        self.attach_termini = attach_termini
         self.container_id = ""
         self.collector = Collector()
         self.selector = selectors.DefaultSelector()
@@ -232,8 +234,8 @@ class EngineLoop:
         return listener
 
     def _tap(self, peer: _Peer) -> None:
-        if self.link_capabilities:
-            peer.tap = AttachTap()
+        if self.link_capabilities or self.attach_termini:
+            peer.tap = AttachTap(writes=self.link_capabilities)
             peer.connection.loop_tap = peer.tap
 
     def connect(self, url: str, allowed_mechs: str = "ANONYMOUS", user: str | None = None,
@@ -473,6 +475,8 @@ class EngineLoop:
         ready: a large message is many buffers. Writing once per turn and then sleeping until the next I/O or
         timer left the rest of a 256 KiB message waiting on the broker's 100 ms timer, one buffer per tick."""
         transport, sock, tap = peer.transport, peer.sock, peer.tap
+        if tap is not None and not tap.writes:
+            tap = None  # a reading tap: the output goes out as the transport has it
         while True:
             if tap is None or not peer.outbuf:
                 pending = transport.pending()
@@ -684,6 +688,8 @@ class EngineLoop:
         """Move what the SASL layer and the transport have to send (up to a bound) through TLS into
         `sec.outbuf`; returns whether anything was taken (None: a failed peer was closed instead)."""
         sec, transport, tap = peer.sec, peer.transport, peer.tap
+        if tap is not None and not tap.writes:
+            tap = None
         if sec.closing:
             return False
         plain = sec.sasl.take_output() if sec.sasl is not None else b""

@@ -46,12 +46,13 @@ class ForegroundServer:
     receives the `<event_name>` application event when a shutdown is requested (it calls back `shutdown`).
     """
 
-    def __init__(self, handler, container_id: str, event_name: str, link_capabilities: bool = False):
+    def __init__(self, handler, container_id: str, event_name: str, link_capabilities: bool = False,
+                 attach_termini: bool = False):
         self.handler = handler
         self.event_name = event_name
         # reference/loop.py, not proton's Container: the loop owns the sockets, so it can check a client's
         # bytes before proton-C sees them and keep one connection's error from stopping the process.
-        self.container = EngineLoop(handler, link_capabilities=link_capabilities)
+        self.container = EngineLoop(handler, link_capabilities=link_capabilities, attach_termini=attach_termini)
         self.container.container_id = container_id
         self.acceptors: list = []
         self._injector = EventInjector()

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from proton import Condition, Delivery, Endpoint, Link, Terminus
 
+from ..attach_caps import copy_termini, remote_termini
 from ..links import answer_refused, refuse
 from .addressing import AddressTable, pattern_matches
 from .config import LinkRoute
@@ -143,8 +144,7 @@ class LinkRouter:
             session.open()
             target_conn.router_lr_session = session
         far = session.receiver(link.name) if link.is_sender else session.sender(link.name)
-        far.source.copy(link.remote_source)
-        far.target.copy(link.remote_target)
+        copy_termini(far, link, remote_termini(link))  # as the client sent them, an empty source too
         if to_broker and address != COORDINATOR:  # the broker's own names; neighbours route on ours
             external = _external_address(section, address)
             (far.target if link.is_receiver else far.source).address = external
@@ -176,11 +176,11 @@ class LinkRouter:
         """The far end answered our twin's attach: open the client's link with what it said."""
         pair = link.router_pair
         near = pair.near
-        if link.remote_condition is not None or (link.remote_source.type == Terminus.UNSPECIFIED
-                                                 and link.remote_target.type == Terminus.UNSPECIFIED):
+        present = remote_termini(link)
+        if link.remote_condition is not None or not any(present or (
+                link.remote_source.type != Terminus.UNSPECIFIED, link.remote_target.type != Terminus.UNSPECIFIED)):
             return  # refused: the detach that follows carries the reason to the client
-        near.source.copy(link.remote_source)
-        near.target.copy(link.remote_target)
+        copy_termini(near, link, present)
         if near.is_receiver and near.remote_target.type != Terminus.COORDINATOR:
             near.target.address = near.remote_target.address  # the client sees its own address, not the external one
         elif near.is_sender:

@@ -64,7 +64,9 @@ class RouterServer:
     def __init__(self, config: RouterConfig):
         self.config = config
         self.router = Router(config)
-        self.server = serving.ForegroundServer(self.router, self.router.router_id, "router_shutdown")
+        # attach_termini: a link route passes an attach on as the client sent it (reference/attach_caps.py)
+        self.server = serving.ForegroundServer(self.router, self.router.router_id, "router_shutdown",
+                                               attach_termini=True)
         self.router.on_shutdown = self.server.shutdown
         self.router.listen_hook = self._listen_live
         self.router.listening_port = self._port_of
