@@ -24,6 +24,7 @@ copies one with that knowledge. A tap made with `writes=False` only reads (the r
 from __future__ import annotations
 
 import logging
+import struct
 
 from proton import UNDESCRIBED, Array, Data, Described, Terminus, symbol, ulong
 
@@ -31,6 +32,7 @@ log = logging.getLogger("SERVER")
 
 _ATTACH = 0x12
 _PROTOCOL_HEADER = b"AMQP"
+_FRAME_HEADER = struct.Struct(">IBB")  # size, data offset, type
 _SOURCE, _TARGET, _OFFERED, _DESIRED = 5, 6, 11, 12
 _TERMINI_KEPT = 256  # termini noted per connection and not yet asked for (each is asked for in the attach's turn)
 
@@ -159,14 +161,15 @@ class AttachTap:
                 out.append(buf[:step])
             pos = step
         start = pos  # bytes from `start` to `pos` pass on unchanged
+        header = _FRAME_HEADER.unpack_from
         while pos < end:
             if end - pos < 8:
                 break
-            if buf[pos:pos + 4] == _PROTOCOL_HEADER:
+            if buf.startswith(_PROTOCOL_HEADER, pos):
                 pos += 8
                 continue
-            size = int.from_bytes(buf[pos:pos + 4], "big")
-            doff, ftype = buf[pos + 4], buf[pos + 5]
+            # one unpack per frame: the tap reads every frame of every connection, transfers above all
+            size, doff, ftype = header(buf, pos)
             body = doff * 4
             if size < 8 or body < 8 or body > size:
                 self.broken = True  # not AMQP framing: pass everything on, proton will say what is wrong
@@ -174,7 +177,13 @@ class AttachTap:
                 break
             if size > body and end - pos < min(size, body + 10):
                 break  # the performative's descriptor is not here yet
-            code = _performative_code(buf, pos + body, min(end, pos + size)) if ftype == 0 and size > body else None
+            at = pos + body
+            if ftype != 0 or size <= body:
+                code = None
+            elif size - body >= 3 and buf[at] == 0x00 and buf[at + 1] == 0x53:  # the small-ulong form all engines write
+                code = buf[at + 2]
+            else:
+                code = _performative_code(buf, at, min(end, pos + size))
             if code == _ATTACH and wanted(buf, pos + body):
                 if end - pos < size:
                     break  # hold it until the whole attach is here

@@ -47,7 +47,7 @@ class ForegroundServer:
     """
 
     def __init__(self, handler, container_id: str, event_name: str, link_capabilities: bool = False,
-                 attach_termini: bool = False):
+                 attach_termini=False):
         self.handler = handler
         self.event_name = event_name
         # reference/loop.py, not proton's Container: the loop owns the sockets, so it can check a client's

@@ -68,6 +68,11 @@ class LinkRouter:
         self._tags = itertools.count(1)
         self._advertised: dict[str, AddressTable] = {"in": AddressTable(), "out": AddressTable()}
 
+    def may_route(self) -> bool:
+        """Whether an attach arriving now could be link-routed: a link route of ours, or a network whose routers
+        may advertise theirs. (A connection accepted while this is false is not tapped for termini.)"""
+        return bool(self.sections) or self.router.mesh is not None
+
     def _build_tables(self) -> None:
         self.tables = {"in": AddressTable(), "out": AddressTable()}
         for section in self.sections:

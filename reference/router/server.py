@@ -64,9 +64,10 @@ class RouterServer:
     def __init__(self, config: RouterConfig):
         self.config = config
         self.router = Router(config)
-        # attach_termini: a link route passes an attach on as the client sent it (reference/attach_caps.py)
+        # attach_termini: a link route passes an attach on as the client sent it (reference/attach_caps.py); only
+        # connections made while the router may link-route are tapped
         self.server = serving.ForegroundServer(self.router, self.router.router_id, "router_shutdown",
-                                               attach_termini=True)
+                                               attach_termini=lambda: self.router.link_router.may_route())
         self.router.on_shutdown = self.server.shutdown
         self.router.listen_hook = self._listen_live
         self.router.listening_port = self._port_of
