@@ -373,9 +373,9 @@ def findings(rows: list[dict]) -> str:
         out.append('<p class="empty">no case failed and no difference was recorded in the latest runs</p>')
         return "".join(out)
     out.append('<p class="sub">Each failed or differing conformance cell, case by case: the failure as the case '
-               "reported it, or the difference as recorded in <code>suites/expected/&lt;vendor or "
-               "client-stack&gt;.yaml</code> (clause, reason, evidence). A type interop case lists each value "
-               "that came back different.</p>")
+               "reported it, or the difference as recorded in <code>harness/vendors/&lt;vendor&gt;/expected.yaml"
+               "</code> or <code>suites/expected/client-&lt;stack&gt;.yaml</code> (clause, reason, evidence). A type "
+               "interop case lists each value that came back different.</p>")
     body, seen = [], set()
     for r in rows:
         key = (r["target"], r["clause"])
