@@ -158,3 +158,24 @@ def test_a_hung_peer_is_found_after_the_case_it_failed_and_replaced(pytester, mo
     assert "but sent no AMQP protocol header within 1s (hung); its last log lines" in out
     assert out.count("lost a peer") == 1, "only the hung router is replaced"
     assert f"topology single-router lost a peer (R1: {hung}" in out
+
+
+def test_a_case_whose_details_break_the_record_schema_is_kept_as_an_error(tmp_path, capsys):
+    """A case that fills a declared details key with something else (harness/record_schema.py) must not stop the
+    session (an INTERNALERROR took down a whole xdist worker once): its record is written as an error saying why."""
+    import json
+
+    from harness.pytest_plugin import InteropSession
+    from harness.results import ResultWriter, make_record
+
+    session = object.__new__(InteropSession)  # only write() is exercised: the writer and the counts it keeps
+    session.writer, session.outcomes = ResultWriter(tmp_path), {}
+    good = make_record(case="suites/x.py::test_ok", suite="x", outcome="passed", duration_s=0.1)
+    bad = make_record(case="suites/x.py::test_bad", suite="x", outcome="passed", duration_s=0.1,
+                      details={"nodes": ["amqp:/_topo/0/R1/$management"]})  # `nodes` is node -> peer there
+    session.write(good)
+    session.write(bad)
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [r["outcome"] for r in rows] == ["passed", "error"] and session.outcomes == {"passed": 1, "error": 1}
+    assert "details.nodes" in rows[1]["message"] and "R1" in rows[1]["details"]["rejected_details"]
+    assert "test_bad: its record breaks the record schema" in capsys.readouterr().err

@@ -43,7 +43,7 @@ def test_every_router_agent_is_reached_through_the_network(mesh, details):
         remote = mgmt.query("router", ["id", "mode"], address="_topo/0/R2/$management")
         local = mgmt.query("router", ["id"], address="_topo/0/R1/$management")
         roles = {row["role"] for row in mgmt.query("connection", ["role"], address="_topo/0/R2/$management")}
-    details.update(nodes=nodes, remote=remote)
+    details.update(network_nodes=nodes, remote=remote)
     assert sorted(nodes) == ["amqp:/_topo/0/R1/$management", "amqp:/_topo/0/R2/$management"]
     assert remote == [{"id": "R2", "mode": "interior"}] and local == [{"id": "R1"}]
     assert "inter-router" in roles
@@ -57,7 +57,7 @@ def test_qdstat_shows_the_network_and_a_remote_router(mesh, details):
     nodes = {row["router-id"]: row for row in qdstat(mesh, "R1", "-n")}
     remote_general = {row["attr"]: row["value"] for row in qdstat(mesh, "R1", "-r", "R2", "-g")}
     remote_conns = qdstat(mesh, "R1", "-r", "R2", "-c")
-    details.update(nodes=nodes, remote_conns=remote_conns)
+    details.update(network_nodes=nodes, remote_conns=remote_conns)
     assert set(nodes) == {"R1", "R2"}
     assert nodes["R1"]["next-hop"] == "(self)"
     assert nodes["R2"]["next-hop"] == "-" and nodes["R2"]["link"].isdigit()  # a neighbour: reached by its link
