@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import shutil
 import socket
 import subprocess
@@ -36,10 +35,11 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .render import TlsStores, render_activemq_xml
+from .render import render_activemq_xml
 from ...peers.provider import RenderError
 from ...peers.base import START_FLOOR_S, ManagementError, Peer, PeerInfo, PeerStartError, PeerUnavailable
 from ...peers.class_archive import ClassArchive, make_by_starting
+from ...peers.java_stores import tls_stores
 from ...peers.process import ProcessPeer
 from ...peers.provider import NodeSetup, Provider
 from ...peers.versions import Versions
@@ -410,7 +410,7 @@ class ActiveMQPeer(ProcessPeer):
         super().__init__(name, "broker", PeerInfo("activemq-classic", install.version, "native"),
                          setup.capabilities, workdir)
         self.config_path = workdir / "activemq.xml"
-        self.tls_stores = _tls_stores(setup, workdir)
+        self.tls_stores = tls_stores(setup, workdir)
         self.config_path.write_text(self.render({}))  # a RenderError here is the topology's, said before start
         self.statistics: tuple[str, int] | None = None
         self.start_seconds: float | None = None
@@ -504,33 +504,6 @@ class ActiveMQPeer(ProcessPeer):
         if "error" in answer:
             raise ManagementError(f"{self.name}: cannot read {what}: {answer['error']}")
         return answer
-
-
-def _tls_stores(setup: NodeSetup, workdir: Path) -> TlsStores | None:
-    """PKCS#12 key and trust stores in the work dir for a node whose clients listener is TLS (`access.tls`),
-    from the run's test PKI: Java reads PKCS#12, not the PEM files the other vendors take."""
-    tls = setup.node.access.tls
-    if tls is None:
-        return None
-    if setup.wiring.pki is None:
-        raise PeerStartError(f"{setup.node_name}: access.tls needs the run's test PKI (the topology declares no cas?)")
-    from cryptography import x509
-    from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, load_pem_private_key, pkcs12
-
-    issued = setup.wiring.pki.listener_files(setup.node_name, tls)
-    key = load_pem_private_key(issued.key.read_bytes(),
-                               password=issued.password.encode() if issued.password else None)
-    cert = x509.load_pem_x509_certificate(issued.cert.read_bytes())
-    cas = x509.load_pem_x509_certificates(issued.ca.read_bytes())
-    password = secrets.token_hex(12)
-    encryption = BestAvailableEncryption(password.encode())
-    key_store, trust_store = workdir / "broker.p12", workdir / "trust.p12"
-    key_store.write_bytes(pkcs12.serialize_key_and_certificates(b"broker", key, cert, cas, encryption))
-    trusted = [pkcs12.PKCS12Certificate(ca, f"ca{i}".encode()) for i, ca in enumerate(cas)]
-    trust_store.write_bytes(pkcs12.serialize_java_truststore(trusted, encryption))
-    for path in (key_store, trust_store):
-        path.chmod(0o600)
-    return TlsStores(str(key_store), str(trust_store), password)
 
 
 class NativeActiveMQ(Provider):

@@ -45,13 +45,13 @@ Children of `<broker>` are written in alphabetical order, which older ActiveMQ s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
 from harness.topology import CLIENT_LISTENER, NetworkConnector, Node, Topology, display_path
 
 from ..artemis.render import ALL_USERS_ROLE, broker_settings, dial_endpoints
 from ...peers.provider import RenderError
+from ...peers.java_stores import TlsStores
 
 SPRING_BEANS = "http://www.springframework.org/schema/beans"
 ACTIVEMQ_CORE = "http://activemq.apache.org/schema/core"
@@ -217,13 +217,6 @@ def _destination_policy(s: dict) -> list[str]:
             "    </destinationPolicy>"]
 
 
-@dataclass(frozen=True)
-class TlsStores:
-    """PKCS#12 stores for a TLS listener: the node's key and certificate, and the CA it trusts for clients."""
-
-    key_store: str
-    trust_store: str
-    password: str
 
 
 _CLIENT_AUTH = {"none": "", "optional": "?wantClientAuth=true", "required": "?needClientAuth=true"}

@@ -43,9 +43,10 @@ from ...wait import WaitTimeout, accepts, wait_for
 from ...peers.base import (START_FLOOR_S, Endpoint, ManagementError, PeerInfo, PeerStartError, PeerUnavailable,
                            describe_exit)
 from ...peers.class_archive import ClassArchive, make_by_starting
+from ...peers.java_stores import tls_stores
 from ...peers.process import ProcessPeer
 from ...peers.provider import NodeSetup, Provider, RenderError
-from .render import PORT_PROPERTY, USERS_FILE_PROPERTY, TlsStores, config_text, render_config, users_text
+from .render import PORT_PROPERTY, USERS_FILE_PROPERTY, config_text, render_config, users_text
 
 VENDOR = "qpid-broker-j"
 VERSION = "9.2.0"
@@ -234,8 +235,8 @@ class BrokerJPeer(ProcessPeer):
         self.ports = {"clients": int(setup.listen_ports.get("clients", 0))}
         self.management_port = free_port(held=True)
         try:
-            tls_stores = _tls_stores(setup, workdir)
-            config = render_config(setup.topology, name, setup.broker_settings(), tls_stores=tls_stores)
+            stores = tls_stores(setup, workdir)
+            config = render_config(setup.topology, name, setup.broker_settings(), tls_stores=stores)
             self.config_path.write_text(config_text(config))
             if setup.node.access.authenticate:
                 self.users_path.write_text(users_text(setup.node.users, name))
@@ -411,33 +412,6 @@ class _Management:
                 status = (reply.properties or {}).get("statusCode")
                 return (int(status) if status is not None else None), reply.body
         raise AssertionError("unreachable")
-
-
-def _tls_stores(setup: NodeSetup, workdir: Path) -> TlsStores | None:
-    """PKCS#12 key and trust stores in the work dir for a node whose clients port is TLS (`access.tls`), from the
-    run's test PKI (Java reads PKCS#12, not the PEM files the other vendors take)."""
-    tls = setup.node.access.tls
-    if tls is None:
-        return None
-    if setup.wiring.pki is None:
-        raise RenderError(f"{setup.node_name}: access.tls needs the run's test PKI (the topology declares no cas?)")
-    from cryptography import x509
-    from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, load_pem_private_key, pkcs12
-
-    issued = setup.wiring.pki.listener_files(setup.node_name, tls)
-    key = load_pem_private_key(issued.key.read_bytes(),
-                               password=issued.password.encode() if issued.password else None)
-    cert = x509.load_pem_x509_certificate(issued.cert.read_bytes())
-    cas = x509.load_pem_x509_certificates(issued.ca.read_bytes())
-    password = secrets.token_hex(12)
-    encryption = BestAvailableEncryption(password.encode())
-    key_store, trust_store = workdir / "broker.p12", workdir / "trust.p12"
-    key_store.write_bytes(pkcs12.serialize_key_and_certificates(b"broker", key, cert, cas, encryption))
-    trusted = [pkcs12.PKCS12Certificate(ca, f"ca{i}".encode()) for i, ca in enumerate(cas)]
-    trust_store.write_bytes(pkcs12.serialize_java_truststore(trusted, encryption))
-    for path in (key_store, trust_store):
-        path.chmod(0o600)
-    return TlsStores(str(key_store), str(trust_store), password)
 
 
 class NativeBrokerJ(Provider):

@@ -38,10 +38,10 @@ TLS and plain TCP on one port, permission patterns with a wildcard before their 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from ...peers.provider import RenderError
 from ...topology import CLIENT_LISTENER, Topology
+from ...peers.java_stores import TlsStores
 
 MODEL_VERSION = "9.0"
 VIRTUAL_HOST_NODE = "default"
@@ -55,13 +55,6 @@ ANY_HOSTNAME_BUT_MANAGEMENT = r"(?!\$management$).*"
 SETTINGS = ("dead_letter_address", "expiry_address", "max_delivery_attempts", "redelivery_delay_ms", "auto_create")
 
 
-@dataclass(frozen=True)
-class TlsStores:
-    """PKCS#12 stores for a TLS port: the node's key and certificate, and the CA it trusts for clients."""
-
-    key_store: str
-    trust_store: str
-    password: str
 
 
 def settings_of(node_name: str, settings: dict | None) -> dict:
