@@ -265,8 +265,8 @@ def format_report(report: SessionReport, folder: Path) -> str:
     lines = [f"fuzz {report.mode}: {report.executed} {unit} in {report.duration_s:.0f}s, seed {report.seed}: "
              + (f"{len(report.findings)} distinct failure(s)" if report.findings else "nothing found")]
     if recorded := [f for f in report.findings if f.signature in report.recorded]:
-        lines[0] += (f", {len(recorded)} of them recorded differences of the product (suites/expected/, "
-                     "`fuzz:`): exit 1 only for the others")
+        lines[0] += (f", {len(recorded)} of them recorded differences of the product (its "
+                     "harness/vendors/<vendor>/expected.yaml, `fuzz:`): exit 1 only for the others")
     for finding in report.findings:
         known = " [recorded]" if finding.signature in report.recorded else ""
         lines.append(f"  {finding.signature} ({finding.kind}){known}: {finding.message}")

@@ -909,7 +909,8 @@ FAMILY_FUNCS: dict[str, Callable[[random.Random, Context], Case]] = {
     "management": fam_management,
 }
 # The default rotation. `management` (issue 55) is asked for by name (`--family management`): in the rotation it would
-# change every fixed-seed session's cases, and the findings recorded against them (suites/expected/, `fuzz:`).
+# change every fixed-seed session's cases, and the findings recorded against them
+# (harness/vendors/<vendor>/expected.yaml, `fuzz:`).
 OPT_IN_FAMILIES = ["management"]
 FAMILIES = [name for name in FAMILY_FUNCS if name not in OPT_IN_FAMILIES]
 
