@@ -182,8 +182,12 @@ class LinkRouter:
         pair = link.router_pair
         near = pair.near
         present = remote_termini(link)
-        if link.remote_condition is not None or not any(present or (
-                link.remote_source.type != Terminus.UNSPECIFIED, link.remote_target.type != Terminus.UNSPECIFIED)):
+        source_sent, target_sent = present or (link.remote_source.type != Terminus.UNSPECIFIED,
+                                               link.remote_target.type != Terminus.UNSPECIFIED)
+        # AMQP 1.0 §2.6.3: a peer that refuses an attach answers with a null terminus on its own side: the source of
+        # a link it would send on (ours receives), the target of one it would receive on. The other terminus may be
+        # echoed (Qpid Broker-J echoes an empty one), so it says nothing either way.
+        if link.remote_condition is not None or not (source_sent if link.is_receiver else target_sent):
             return  # refused: the detach that follows carries the reason to the client
         copy_termini(near, link, present)
         if near.is_receiver and near.remote_target.type != Terminus.COORDINATOR:
