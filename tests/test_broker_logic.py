@@ -14,8 +14,9 @@ from types import SimpleNamespace
 
 from proton import Delivery, Terminus
 
-from reference.broker.broker import ANYCAST, MULTICAST, Broker, Consumer, Entry
-from reference.broker.config import parse_config
+from reference.broker.broker import Broker
+from reference.broker.config import ANYCAST, MULTICAST, parse_config
+from reference.broker.model import Consumer, Entry
 
 
 def broker_with(settings: str = "<dead-letter-address>DLQ</dead-letter-address>") -> Broker:
@@ -74,7 +75,7 @@ def test_released_goes_back_in_its_place_with_its_delivery_count():
     assert [e.msg_id for e in sorted(queue.available)] == [first.msg_id, third.msg_id], "arrival order kept"
     assert queue.available[0] is first, "the oldest is next"
     assert (first.delivery_count, third.delivery_count) == (0, 0), "released does not count as an attempt"
-    assert queue.in_flight == 1 and queue in broker._dirty
+    assert queue.in_flight == 1 and queue in broker.dirty
 
 
 def test_modified_delivery_failed_counts_an_attempt_and_requeues():
@@ -168,13 +169,13 @@ def test_a_delayed_message_becomes_available_only_when_its_delay_has_passed():
     broker.apply_outcome(consumer, second, Delivery.MODIFIED, failed=True)
     queue = consumer.queue
     second.ready_at = 0.0  # its delay is over; the first's (5 s from now) is not
-    broker._dispatch(queue)
+    broker.dispatcher.dispatch(queue)
     assert queue.delayed == [first]
     assert available(broker, "orders") == [second.msg_id]
 
 
 class CreditOnlyLink:
-    """Stands in for a consumer's link in `_dispatch`, which reads only its credit, drain mode and its
+    """Stands in for a consumer's link in `Dispatcher.dispatch`, which reads only its credit, drain mode and its
     session's unsent output (none: no session) before it sends; a send is what these cases must not see."""
 
     credit, drain_mode, session = 5, False, None
@@ -185,12 +186,12 @@ class CreditOnlyLink:
 
 def test_a_message_that_expired_in_the_queue_is_not_sent_to_a_waiting_consumer():
     # The TTL scan runs every 100 ms; a consumer whose credit arrives between two scans must still not get a
-    # message whose expiry has passed: _dispatch checks it too.
+    # message whose expiry has passed: dispatch checks it too.
     broker = broker_with("<expiry-address>DLQ</expiry-address>")
     queue = broker.queues["orders"]
     broker.route_new(broker.addresses["orders"], b"stale", durable=False, expiry=1.0)  # long past
     queue.consumers.append(Consumer(link=CreditOnlyLink(), queue=queue, id=1))
-    broker._dispatch(queue)
+    broker.dispatcher.dispatch(queue)
     assert available(broker, "orders") == []
     assert [e.data for e in broker.queues["DLQ"].available] == [b"stale"], "moved to the expiry address"
 
@@ -200,7 +201,7 @@ def test_a_message_that_expired_in_the_queue_is_not_sent_to_a_waiting_consumer()
 
 def test_an_unknown_address_is_created_with_the_default_routing_type():
     broker = broker_with("<default-address-routing-type>ANYCAST</default-address-routing-type>")
-    info, routing = broker._resolve("invoices", None, for_consumer=False)
+    info, routing = broker.registry.resolve("invoices", None, for_consumer=False)
     assert routing == ANYCAST
     assert broker.addresses["invoices"] is info
     assert [q.name for q in info["queues"]] == ["invoices"], "and its anycast queue (auto-create-queues)"
@@ -208,21 +209,21 @@ def test_an_unknown_address_is_created_with_the_default_routing_type():
 
 def test_without_auto_create_addresses_an_unknown_address_is_refused():
     broker = broker_with("<auto-create-addresses>false</auto-create-addresses>")
-    assert broker._resolve("invoices", None, for_consumer=False) == (None, "")
+    assert broker.registry.resolve("invoices", None, for_consumer=False) == (None, "")
     assert "invoices" not in broker.addresses
-    info, routing = broker._resolve("orders", None, for_consumer=True)
+    info, routing = broker.registry.resolve("orders", None, for_consumer=True)
     assert (info is broker.addresses["orders"], routing) == (True, ANYCAST), "a declared address still resolves"
 
 
 def test_without_auto_create_addresses_a_new_routing_type_is_refused():
     broker = broker_with("<auto-create-addresses>false</auto-create-addresses>")
-    assert broker._resolve("orders", MULTICAST, for_consumer=True) == (None, "")
+    assert broker.registry.resolve("orders", MULTICAST, for_consumer=True) == (None, "")
     assert broker.addresses["orders"]["routings"] == {ANYCAST}
 
 
 def test_with_auto_create_addresses_a_new_routing_type_is_added():
     broker = broker_with("")
-    info, routing = broker._resolve("orders", MULTICAST, for_consumer=False)
+    info, routing = broker.registry.resolve("orders", MULTICAST, for_consumer=False)
     assert routing == MULTICAST
     assert info["routings"] == {ANYCAST, MULTICAST}
 
@@ -253,14 +254,15 @@ def test_a_mirrored_acknowledgement_that_comes_before_its_message_is_applied_whe
     from proton import Message
 
     broker = broker_with()
-    broker.index_entries = True  # as on a broker that is mirrored to
-    broker.mirror_ack("orders", "node-a", 5, via="node-a")
+    broker.mirror_store.index_entries = True  # as on a broker that is mirrored to
+    broker.mirror_store.mirror_ack("orders", "node-a", 5, via="node-a")
     data = Message(address="orders", body="late").encode()
-    broker.store_mirrored(data, "orders", ("node-a", 5), "node-a")
-    broker.store_mirrored(Message(address="orders", body="other").encode(), "orders", ("node-a", 6), "node-a")
+    mirrors = broker.mirror_store
+    mirrors.store_mirrored(data, "orders", ("node-a", 5), "node-a")
+    mirrors.store_mirrored(Message(address="orders", body="other").encode(), "orders", ("node-a", 6), "node-a")
     queue = broker.queues["orders"]
     assert [e.origin for e in queue.available if not e.removed] == [("node-a", 6)]
-    assert queue.depth == 1 and not broker.mirror_early_acks
+    assert queue.depth == 1 and not broker.mirror_store.mirror_early_acks
 
 
 def test_a_mirror_hears_why_a_message_went_and_an_expired_ones_copy_is_not_mirrored():
@@ -277,13 +279,13 @@ def test_a_mirror_hears_why_a_message_went_and_an_expired_ones_copy_is_not_mirro
             events.append(("ack", queue.name, reason))
 
     consumer, (first, second, _third) = take(broker)
-    broker.mirrors.append(Mirror())
+    broker.mirror_store.mirrors.append(Mirror())
     broker.apply_outcome(consumer, first, Delivery.REJECTED)
     assert events == [("ack", "orders", "killed"), ("send", "DLQ")]
     events.clear()
     queue = broker.queues["orders"]
     queue.in_flight -= 1
-    broker._move(queue, second, "DLQ", "expired", "expiry")
+    broker.outcomes.move(queue, second, "DLQ", "expired", "expiry")
     assert events == [("ack", "orders", "expired")], "an expired message's copy is not mirrored"
     assert len(broker.queues["DLQ"].available) == 2, "the expired message still went to the expiry address"
 
@@ -305,17 +307,17 @@ def test_a_multicast_consumer_asks_for_the_subscription_its_source_describes(dur
     broker = broker_with()
     link = SimpleNamespace(name="news-sub", connection=SimpleNamespace(remote_container="client-1"))
     source = SimpleNamespace(durability=durability, expiry_policy=expiry)
-    assert broker._new_subscription(link, "news", source) == expected
+    assert broker.attachments.new_subscription(link, "news", source) == expected
 
 
 def test_a_durable_subscription_that_exists_creates_nothing():
     broker = broker_with()
-    broker._declare_address("news", {MULTICAST})
-    broker._create_queue("client-1.news-sub", "news", MULTICAST, durable=True)
+    broker.registry.declare_address("news", {MULTICAST})
+    broker.registry.create_queue("client-1.news-sub", "news", MULTICAST, durable=True)
     link = SimpleNamespace(name="news-sub", connection=SimpleNamespace(remote_container="client-1"))
     source = SimpleNamespace(durability=Terminus.DELIVERIES, expiry_policy=Terminus.EXPIRE_NEVER)
-    assert broker._new_subscription(link, "news", source) is None
-    assert broker._new_subscription(link, "other-topic", source) == "durable"  # same name, another address
+    assert broker.attachments.new_subscription(link, "news", source) is None
+    assert broker.attachments.new_subscription(link, "other-topic", source) == "durable"  # same name, another address
 
 
 def test_a_deleted_queue_leaves_the_management_snapshot_at_once():

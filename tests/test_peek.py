@@ -1,5 +1,5 @@
 """reference/peek.py reads the header and properties fields the peers route by straight from the encoded bytes;
-the broker falls back to a full decode (`_fields_of`) for encodings the fast path does not know. Both must read
+the broker falls back to a full decode (`fields_of`) for encodings the fast path does not know. Both must read
 the same fields, or a message's priority or expiry would depend on how its sender encoded it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from proton import Message
 
-from reference.broker.broker import _expiry_of, _fields_of
+from reference.broker.messages import expiry_of, fields_of
 from reference.peek import Peek, peek, redelivered
 
 MESSAGES = {
@@ -26,18 +26,18 @@ def test_the_fast_path_and_the_full_decode_agree(name):
     # A header without priority means 4 (AMQP 1.0 §3.2.1): proton's Message says 4, the fast path None.
     expected = Peek(fast.durable, 4 if fast.priority is None else fast.priority, fast.ttl_ms, fast.to,
                     fast.absolute_expiry_ms)
-    assert _fields_of(message) == expected
+    assert fields_of(message) == expected
 
 
 def test_absolute_expiry_is_read_in_milliseconds():
-    fields = _fields_of(Message(body="x", expiry_time=1_900_000_000.25))
+    fields = fields_of(Message(body="x", expiry_time=1_900_000_000.25))
     assert fields.absolute_expiry_ms == 1_900_000_000_250
-    assert _expiry_of(fields) == pytest.approx(1_900_000_000.25)
+    assert expiry_of(fields) == pytest.approx(1_900_000_000.25)
 
 
 def test_a_header_ttl_wins_over_an_absolute_expiry():
     fields = Peek(ttl_ms=2000, absolute_expiry_ms=1_900_000_000_000)
-    assert _expiry_of(fields) < 1_900_000_000
+    assert expiry_of(fields) < 1_900_000_000
 
 
 @pytest.mark.parametrize("name", MESSAGES)

@@ -19,7 +19,8 @@ from proton.reactor import ApplicationEvent, AtMostOnce, EventInjector
 from proton.utils import BlockingConnection
 
 from harness.wait import wait_for
-from reference.broker import broker as broker_module
+from reference.broker import dispatch as broker_dispatch
+from reference.broker import model as broker_model
 from reference.loop import EngineLoop
 from reference.router import router as router_module
 from reference.router.config import load_config
@@ -79,7 +80,7 @@ def test_closed_connections_leave_nothing_behind(server):
     else:
         handler = broker_with()
         port, stop = serve(handler)
-        kinds = (broker_module.Consumer, broker_module.Producer)
+        kinds = (broker_model.Consumer, broker_model.Producer)
     try:
         come_and_go(port, "memory.check", accept=server == "broker")
         wait_for(lambda: live(*kinds) == 0, TIMEOUT, f"the {server}'s consumers and producers to be freed",
@@ -97,7 +98,7 @@ def test_a_consumer_that_stops_reading_is_not_buffered_without_bound():
 
     def on_probe(_event):  # runs on the loop's thread: proton objects are not thread-safe
         queue = handler.queues.get("orders")
-        backlog = max((broker_module._unwritten(c.link) for q in handler.queues.values() for c in q.consumers
+        backlog = max((broker_dispatch.unwritten(c.link) for q in handler.queues.values() for c in q.consumers
                        if not c.closed), default=0)
         seen.append((queue.depth if queue else 0, len(queue.available) if queue else 0, backlog))
 
@@ -122,7 +123,7 @@ def test_a_consumer_that_stops_reading_is_not_buffered_without_bound():
     # least 1,200 x 64 KiB (75 MiB), as before, where that is more.
     kernel_most = sum(int(Path(f"/proc/sys/net/ipv4/{name}").read_text().split()[2])
                       for name in ("tcp_rmem", "tcp_wmem"))
-    MESSAGES = max(1200, (kernel_most + broker_module.OUTPUT_HOLD_BYTES) // len(body) + 100)
+    MESSAGES = max(1200, (kernel_most + broker_dispatch.OUTPUT_HOLD_BYTES) // len(body) + 100)
     try:
         slow = BlockingConnection(f"amqp://127.0.0.1:{port}", timeout=TIMEOUT)
         slow.create_receiver("orders", credit=100_000)  # then never touched again: its socket is not read
@@ -132,7 +133,7 @@ def test_a_consumer_that_stops_reading_is_not_buffered_without_bound():
             sender.send(Message(body=body))
         _, available, backlog = wait_for(settled, TIMEOUT, "the broker to stop dispatching to the slow consumer",
                                          describe=lambda: f"(depth, available, unwritten bytes) {seen[-1:]}")
-        assert backlog <= broker_module.OUTPUT_HOLD_BYTES + 2 * len(body), (
+        assert backlog <= broker_dispatch.OUTPUT_HOLD_BYTES + 2 * len(body), (
             f"{backlog} bytes wait for a client that reads nothing")
         assert available > 0, "what the connection could not take waits in the queue"
         other = producer.create_receiver("other.queue", credit=1)

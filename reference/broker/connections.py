@@ -127,8 +127,8 @@ class BrokerConnections:
         bc.started, bc.gave_up, bc.retries, bc.failures = True, False, 0, 0
         element = bc.definition.mirror
         if element is not None and bc.mirror is None:
-            bc.mirror = MirrorSource(self.broker, bc.name, element)
-            self.broker.add_mirror(bc.mirror)
+            bc.mirror = MirrorSource(self.broker.mirror_store, bc.name, element)
+            self.broker.mirror_store.add_mirror(bc.mirror)
         log.info("Broker connection %r started (%s)", bc.name, bc.definition.uri)
 
     def status(self) -> list[dict]:

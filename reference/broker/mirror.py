@@ -296,7 +296,6 @@ class MirrorSource:
         link.rcv_settle_mode = link.RCV_FIRST
         link.properties = {symbol(BROKER_ID): own_id}
         attach_caps.set_capabilities(link, desired=[MIRROR_CAPABILITY])
-        link.broker_mirror_source = self
         link.open()
         return link
 

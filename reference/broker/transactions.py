@@ -56,9 +56,9 @@ _OUTCOMES = {
 class Retirement:
     """A consumer's transactional outcome for one message, applied at commit."""
 
-    consumer: object  # broker.Consumer
+    consumer: object  # model.Consumer
     dlv: Delivery | None  # until it is settled (then let go: see _let_go)
-    entry: object  # broker.Entry
+    entry: object  # model.Entry
     state: int
     failed: bool = False
     undeliverable: bool = False
@@ -86,7 +86,7 @@ class Transactions:
         link.target.type = Terminus.COORDINATOR
         put_symbols(link.target.capabilities, CAPABILITIES)
         link.source.copy(link.remote_source)
-        link.broker_coordinator = True
+        self.broker.link_states.of(link).coordinator = True
         link.open()
         link.flow(CONTROL_CREDIT)
 
