@@ -193,7 +193,8 @@ def test_round_robin_picks_the_least_recently_chosen_when_the_tie_set_changes():
 
 
 def test_priority_pending_serves_higher_priorities_first_and_fifo_within_one():
-    from reference.router.router import Outbound, PriorityPending
+    from reference.router.sending import PriorityPending
+    from reference.router.state import Outbound
 
     pending = PriorityPending()
 
@@ -274,7 +275,7 @@ def test_the_address_at_the_broker_drops_then_adds_the_configured_prefixes(delet
 def test_the_waypoint_ordinal_is_read_from_qd_waypoint_capabilities_only(capabilities, ordinal):
     from proton import Data, symbol
 
-    from reference.router.router import _waypoint_ordinal
+    from reference.router.attachments import _waypoint_ordinal
 
     data = Data()
     data.put_array(False, Data.SYMBOL)

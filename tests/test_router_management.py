@@ -217,7 +217,7 @@ def test_the_agent_answers_its_addresses_only(router):
     assert agent.is_mine("$management") and agent.is_mine("_topo/0/RX/$management")
     assert agent.is_mine("amqp:/_topo/0/RX/$management")
     assert not agent.is_mine("_topo/0/RY/$management") and not agent.is_mine("management")
-    assert router._reachable("$management"), "a producer to the agent is given credit"
+    assert router.credit._reachable("$management"), "a producer to the agent is given credit"
 
 
 def test_listeners_and_connectors_created_and_deleted(router):

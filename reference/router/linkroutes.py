@@ -31,6 +31,7 @@ from ..attach_caps import copy_termini, remote_termini
 from ..links import answer_refused, refuse
 from .addressing import AddressTable, pattern_matches
 from .config import LinkRoute
+from .state import _connection_name, _state_of
 
 log = logging.getLogger("ROUTER")
 
@@ -100,7 +101,7 @@ class LinkRouter:
             state = getattr(conn, "router_state", None)
             if state is None or state.role not in ("route-container", "normal") or state.closed:
                 continue
-            if section.connection and section.connection == getattr(conn, "router_name", None):
+            if section.connection and section.connection == state.name:
                 return conn
             if section.container_id and section.container_id == conn.remote_container:
                 return conn
@@ -143,11 +144,12 @@ class LinkRouter:
         if target_conn is None:
             refuse(link, NO_ROUTE, f"no route to a broker for {address!r} (link route, direction {direction})", log)
             return
-        session = getattr(target_conn, "router_lr_session", None)
+        target_state = _state_of(target_conn, create=True)
+        session = target_state.lr_session
         if session is None or not session.state & Endpoint.LOCAL_ACTIVE:
             session = target_conn.session()
             session.open()
-            target_conn.router_lr_session = session
+            target_state.lr_session = session
         far = session.receiver(link.name) if link.is_sender else session.sender(link.name)
         copy_termini(far, link, remote_termini(link))  # as the client sent them, an empty source too
         if to_broker and address != COORDINATOR:  # the broker's own names; neighbours route on ours
@@ -158,8 +160,8 @@ class LinkRouter:
         pair = LinkPair(near=link, far=far, rx=far if far.is_receiver else link, tx=link if far.is_receiver else far)
         link.router_pair = far.router_pair = pair
         far.open()
-        log.info("Link route: attach %r (%s) routed to %s", address, direction, getattr(target_conn, "router_name",
-                                                                                     target_conn.remote_container))
+        log.info("Link route: attach %r (%s) routed to %s", address, direction,
+                 _connection_name(target_conn, target_conn.remote_container))
 
     def _next_hop(self, direction: str, address: str, section: LinkRoute | None):
         mesh = self.router.mesh

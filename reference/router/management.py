@@ -344,7 +344,7 @@ class Agent:
 
     def router_entity(self) -> Entity:
         r = self.router
-        totals = r.totals
+        totals = r.counters.totals
         return Entity("router", {
             "name": self.router_id, "identity": self.router_id, "id": self.router_id,
             "mode": r.config.router.mode, "area": "0", "version": VERSION, "workerThreads": 1,
@@ -456,7 +456,7 @@ class Agent:
 
     def addresses(self) -> list[Entity]:
         r = self.router
-        keys = set(r.consumers) | set(r.producers) | set(r.address_stats) | r._reachable_remote
+        keys = set(r.consumers) | set(r.producers) | set(r.counters.address_stats) | r._reachable_remote
         keys.discard(None)
         rows: dict[str, dict] = {}
         for key in keys:
@@ -468,7 +468,7 @@ class Agent:
                 continue  # a dynamic address is gone with its link
             plain = key[len(PHASE1):] if key.startswith(PHASE1) else key
             section = r.address_config.lookup(plain) if not key.startswith("amqp:/") else None
-            stats = r.address_stats.get(key) or _ZERO_ADDRESS
+            stats = r.counters.address_stats.get(key) or _ZERO_ADDRESS
             local = [c for c in r.consumers.get(key, ()) if not c.closed and not c.neighbour]
             remote = r.mesh.state.routers_with(key) if r.mesh is not None and hasattr(r.mesh.state, "routers_with") \
                 else set()

@@ -1,0 +1,57 @@
+"""The reference router's records of links and connections (reference/router/state.py)."""
+
+from __future__ import annotations
+
+import pytest
+from proton import Connection, Link
+
+from reference.links import forget_state
+from reference.router.router import Router
+from reference.router.state import ConnectionState, Consumer, Producer, _state_of
+
+_MADE: list[Connection] = []  # the engine connections this module's cases made
+
+
+def new_connection() -> Connection:
+    conn = Connection()
+    _MADE.append(conn)
+    return conn
+
+
+@pytest.fixture(autouse=True)
+def _forget_router_state():
+    """Drop the router's attributes from the connections a case made, and their links, as the server does when a
+    transport closes (reference/links.py forget_state): held in proton's records, they would keep what a case
+    made alive through C, where Python's collector cannot see it (tests/test_reference_memory.py counts them)."""
+    yield
+    while _MADE:
+        forget_state(_MADE.pop(), Router.STATE_PREFIX)
+
+
+def test_a_connections_state_is_made_once_and_only_when_asked_to():
+    conn = new_connection()
+    assert _state_of(conn) is None
+    state = _state_of(conn, create=True)
+    assert isinstance(state, ConnectionState) and state.role == "normal"
+    assert _state_of(conn, create=True) is state and _state_of(conn) is state
+
+
+def test_a_consumers_outstanding_copies_are_those_waiting_and_those_in_flight():
+    link = new_connection().session().sender("c")
+    consumer = Consumer(link=link, address="orders", conn=ConnectionState())
+    consumer.pending.extend(["waiting", "waiting too"])
+    consumer.in_flight.add("sent, unsettled")
+    assert consumer.outstanding == 3, "what balanced distribution compares"
+    assert consumer.impl == link._impl and not consumer.at_most_once
+
+
+def test_an_at_most_once_consumer_is_known_from_its_links_settle_mode():
+    link = new_connection().session().sender("c")
+    link.snd_settle_mode = Link.SND_SETTLED
+    assert Consumer(link=link, address="orders", conn=ConnectionState()).at_most_once
+
+
+def test_records_are_compared_by_identity():
+    link = new_connection().session().receiver("p")
+    one, two = Producer(link=link, address="q", capacity=1), Producer(link=link, address="q", capacity=1)
+    assert one != two and len({one, two}) == 2, "two producers on one address are two"
