@@ -69,14 +69,22 @@ class Group:
 GROUPS = {
     # Address matching, distribution, outcomes, credit and priority, on one router and across routers.
     "router": Group(
+        # router.py is the proton handler; the rules it hands events to are each a module of their own (issue 56)
         modules=("reference/router/addressing.py", "reference/router/distribution.py",
-                 "reference/router/settlement.py", "reference/router/router.py"),
+                 "reference/router/settlement.py", "reference/router/router.py", "reference/router/state.py",
+                 "reference/router/connections.py", "reference/router/attachments.py", "reference/router/credit.py",
+                 "reference/router/forwarding.py", "reference/router/annotations.py", "reference/router/sending.py",
+                 "reference/router/outcomes.py", "reference/router/counters.py"),
         tests=("tests/test_addressing.py", "tests/test_router_logic.py", "tests/test_router_credit.py",
+               "tests/test_router_state.py", "tests/test_router_connections.py", "tests/test_router_attachments.py",
+               "tests/test_router_credit_rules.py", "tests/test_router_forwarding.py",
+               "tests/test_router_annotations.py", "tests/test_router_sending.py", "tests/test_router_outcomes.py",
+               "tests/test_router_counters.py",
                "tests/test_router_standin_broker.py", "suites/routing", "suites/mesh",
-               # router.py's glue of link routes: it advertises them when a broker's connection opens, and detaches
-               # the far end of a routed link whose client is gone
+               # connections.py and attachments.py glue link routes in: they are advertised when a broker's
+               # connection opens, and the far end of a routed link whose client is gone is detached
                "suites/linkroutes",
-               "suites/fallback"),  # router.py diverts to the fallback only when no consumer is reachable anywhere
+               "suites/fallback"),  # forwarding diverts to the fallback only when no consumer is reachable anywhere
     ),
     # The router network itself: link state, paths, mobile addresses, edge uplinks, connectors that redial.
     "router-network": Group(
@@ -96,11 +104,18 @@ GROUPS = {
     ),
     # Store and forward, outcomes, redelivery, dead letters, TTL, the journal, transactions.
     "broker": Group(
-        modules=("reference/broker/broker.py", "reference/broker/journal.py", "reference/broker/transactions.py"),
+        modules=("reference/broker/broker.py", "reference/broker/journal.py", "reference/broker/transactions.py",
+                 "reference/broker/registry.py", "reference/broker/attachments.py", "reference/broker/intake.py",
+                 "reference/broker/dispatch.py", "reference/broker/outcomes.py", "reference/broker/durability.py",
+                 "reference/broker/mirror_store.py", "reference/broker/link_state.py", "reference/broker/model.py",
+                 "reference/broker/messages.py"),
         tests=("tests/test_broker_logic.py", "tests/test_peek.py",
+               "tests/test_broker_registry.py", "tests/test_broker_attachments.py", "tests/test_broker_intake.py",
+               "tests/test_broker_dispatch.py", "tests/test_broker_outcomes.py", "tests/test_broker_durability.py",
+               "tests/test_broker_mirror_store.py", "tests/test_broker_link_state.py", "tests/test_broker_messages.py",
                "tests/test_journal.py", "tests/test_broker_process.py",
                "suites/broker",
-               "suites/network"),  # broker.py's dispatch rules for federated messages (forward, hops, give back)
+               "suites/network"),  # dispatch.py's rules for federated messages (forward, hops, give back)
     ),
     # Broker connections (senders, receivers, peers, redial and failover) and Artemis-form mirroring.
     "broker-connections": Group(
