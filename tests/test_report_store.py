@@ -22,7 +22,7 @@ from reports.synthetic import write_runs  # noqa: E402
 
 from tests.test_report import CATALOG, RECOVERY_RUNS, write_known_runs  # noqa: E402
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.long_module]
 
 AGGREGATES = ("runs", "conformance", "pass_rate", "flaky", "trend", "regressions", "durations", "fault_checks",
               "checkers", "recovery", "fuzz_sessions", "fuzz_findings")
@@ -48,21 +48,39 @@ def source(tmp_path_factory) -> Path:
     return root
 
 
-def table(spark, out: Path, name: str) -> list[str]:
-    """A table's rows as sorted text, columns in name order, without the columns that record when it was made."""
-    if not any((out / "tables" / name).rglob("*.parquet")):  # a per-run table no run has a row of
+def stored_rows(out: Path, name: str) -> list[dict]:
+    """A stored table's rows as Python dicts, read with Arrow in either layout (Parquet files in the table's folder,
+    or run_folder=<escaped> partitions as Spark writes them), hidden and marker files skipped as Spark skips them.
+    Arrow, not the Spark session: comparing a store's twenty tables twice through Spark cost 8.5 s a comparison, and
+    an independent reader is the better judge of what was written anyway."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    root = out / "tables" / name
+    if not any(root.rglob("*.parquet")):  # a per-run table no run has a row of
         return []
-    df = spark.read.parquet(str(out / "tables" / name))
-    columns = sorted(c for c in df.columns if c not in VOLATILE)
-    return sorted(repr(row) for row in df.select(*columns).collect())
+    partitioned = any(p.name.startswith("run_folder=") for p in root.iterdir())
+    partitions = ds.partitioning(pa.schema([("run_folder", pa.string())]), flavor="hive") if partitioned else None
+    rows = ds.dataset(str(root), format="parquet", partitioning=partitions, ignore_prefixes=[".", "_"]).to_table()
+    # Spark writes timestamps as INT96 (nanoseconds, no zone), this process as microseconds in UTC: one instant, read
+    # as one type (Spark's own reader makes them one type too)
+    for i, column in enumerate(rows.schema):
+        if pa.types.is_timestamp(column.type):
+            rows = rows.set_column(i, column.name, rows.column(i).cast(pa.timestamp("us")))
+    return rows.to_pylist()
+
+
+def table(spark, out: Path, name: str) -> list[str]:
+    """A table's rows as sorted text, columns in name order, without the columns that record when it was made.
+    (`spark` stays in the signature for the tests that pass their session: the reading is Arrow's.)"""
+    return sorted(repr([(c, row[c]) for c in sorted(row) if c not in VOLATILE]) for row in stored_rows(out, name))
 
 
 def current_lines(spark, out: Path) -> list[str]:
     """The lines the store reads back (the manifest's ingest ids): a changed run's old rows are not among them."""
-    manifest = spark.read.parquet(str(out / "tables" / "manifest"))
-    df = spark.read.parquet(str(out / "tables" / "lines")).join(
-        manifest.select("run_folder", "ingest_id"), ["run_folder", "ingest_id"], "left_semi")
-    return sorted(repr(row) for row in df.select(*sorted(df.columns)).collect())
+    current = {(r["run_folder"], r["ingest_id"]) for r in stored_rows(out, "manifest")}
+    return sorted(repr([(c, row[c]) for c in sorted(row)]) for row in stored_rows(out, "lines")
+                  if (row["run_folder"], row["ingest_id"]) in current)
 
 
 def assert_same_report(spark, one: tuple, other: tuple) -> None:
@@ -75,43 +93,6 @@ def assert_same_report(spark, one: tuple, other: tuple) -> None:
     assert result_a.data.keys() == result_b.data.keys()
     for name in result_a.data:  # (rows that tie on a table's sort keys may come in either order)
         assert sorted(map(repr, result_a.data[name])) == sorted(map(repr, result_b.data[name])), name
-
-
-def test_runs_added_one_at_a_time_give_the_tables_of_a_full_rebuild(spark, source, tmp_path):
-    results, out = tmp_path / "results", tmp_path / "incremental"
-    results.mkdir()
-    folders = sorted(source.iterdir())
-
-    def cases_of(result, run_id: str) -> int:
-        return sum(r["cases"] for r in result.data["runs"] if r["run_id"] == run_id)
-
-    # nightly reports: a fresh store, then one new run beside an unchanged one
-    for i, folder in enumerate(folders[:2]):
-        shutil.copytree(folder, results / folder.name)
-        result = run_job(spark, [str(results)], str(out), CATALOG)
-        assert [r.run_folder for r in result.plan.new] == [folder.name]
-        assert len(result.plan.unchanged) == i and not result.plan.changed and result.plan.fresh == (i == 0)
-    first = folders[0].name
-    grown = results / first / "results.jsonl"
-    extra = json.loads(grown.read_text().splitlines()[0])
-    cases_before = cases_of(result, extra["run_id"])
-    # then a report after a few nights, which also finds the first run resumed after an interruption: its
-    # results.jsonl grew, so it is read again and replaces what was stored (every kind of step in three reports,
-    # each of which costs 6-7 s here)
-    for folder in folders[2:]:
-        shutil.copytree(folder, results / folder.name)
-    grown.write_text(grown.read_text() + json.dumps({**extra, "case": extra["case"] + "-resumed",
-                                                     "outcome": "failed", "message": "boom"}) + "\n")
-    result = run_job(spark, [str(results)], str(out), CATALOG)
-    assert sorted(r.run_folder for r in result.plan.new) == [f.name for f in folders[2:]]
-    assert [r.run_folder for r in result.plan.changed] == [first]
-    assert result.plan.unchanged == [folders[1].name] and not result.plan.fresh
-
-    rebuilt = run_job(spark, [str(results)], str(tmp_path / "rebuilt"), CATALOG, rebuild=True)
-    assert rebuilt.plan.fresh and len(rebuilt.plan.new) == len(folders)
-    assert_same_report(spark, (result, out), (rebuilt, tmp_path / "rebuilt"))
-    # (and the resumed case is in both, once)
-    assert cases_of(result, extra["run_id"]) == cases_of(rebuilt, extra["run_id"]) == cases_before + 1
 
 
 @pytest.fixture(scope="module")
@@ -160,16 +141,21 @@ def layout(out: Path, name: str) -> str:
     return "one file"
 
 
-def test_a_store_written_by_spark_and_by_this_process_in_turn_gives_the_tables_of_a_rebuild(
+def test_runs_added_in_turn_by_spark_and_by_this_process_give_the_tables_of_a_rebuild(
         spark, source, tmp_path, monkeypatch):
-    """This process writes the small per-run tables as one file each (a store on this machine); Spark, where it
-    writes the store (a cluster, a remote server), a partition per run. A store may see both: each writer reads the
-    other's layout, a run read again replaces its rows in either, and the tables are a rebuild's."""
+    """Nightly reports add runs to the store a few at a time, and find a run read before grown (resumed after an
+    interruption): it is read again and replaces what was stored. Whatever the order, the tables are a full
+    rebuild's.
+
+    This process writes the small per-run tables as one file each (a store on this machine); Spark, where it writes
+    the store (a cluster, a remote server), a partition per run. A store may see both: each writer reads the other's
+    layout, a run read again replaces its rows in either. (Each report costs 6-7 s here: the steps share reports.)"""
     from reports.job import run as job_run
 
     results, out = tmp_path / "results", tmp_path / "out"
     results.mkdir()
     folders = sorted(source.iterdir())
+    names = [f.name for f in folders]
 
     def add(step: list[Path], spark_writes: bool):
         for folder in step:
@@ -179,27 +165,46 @@ def test_a_store_written_by_spark_and_by_this_process_in_turn_gives_the_tables_o
                 patch.setattr(job_run, "_writes_here", lambda *_: False)
             return run_job(spark, [str(results)], str(out), CATALOG)
 
-    add(folders[:2], spark_writes=True)
+    def cases_of(result, run_id: str) -> int:
+        return sum(r["cases"] for r in result.data["runs"] if r["run_id"] == run_id)
+
+    def grow(case_suffix: str, **changes) -> None:
+        grown.write_text(grown.read_text() + json.dumps({**extra, "case": extra["case"] + case_suffix, **changes})
+                         + "\n")
+
+    def assert_rebuilt(result) -> None:
+        rebuilt = run_job(spark, [str(results)], str(tmp_path / "rebuilt"), CATALOG, rebuild=True)
+        assert rebuilt.plan.fresh and len(rebuilt.plan.new) == len(folders)
+        assert_same_report(spark, (result, out), (rebuilt, tmp_path / "rebuilt"))
+        # (and each resumed case is in both, once)
+        assert cases_of(result, extra["run_id"]) == cases_of(rebuilt, extra["run_id"]) == cases_before + resumed
+
+    # the first report makes a fresh store (Spark writes it), the next one adds runs beside an unchanged one (here)
+    result = add(folders[:1], spark_writes=True)
+    assert [r.run_folder for r in result.plan.new] == names[:1] and result.plan.fresh
     assert layout(out, "run_counts") == layout(out, "manifest") == "partitions"
-    add(folders[2:4], spark_writes=False)
+    result = add(folders[1:4], spark_writes=False)
+    assert [r.run_folder for r in result.plan.new] == names[1:4] and not result.plan.fresh
+    assert result.plan.unchanged == names[:1] and not result.plan.changed
     assert layout(out, "run_counts") == layout(out, "manifest") == "one file"
-    # a run read again by Spark: the one-file table is rewritten as partitions, the run's old rows gone
-    grown = results / folders[0].name / "results.jsonl"
-    first = json.loads(grown.read_text().splitlines()[0])
-    grown.write_text(grown.read_text() + json.dumps({**first, "case": first["case"] + "-resumed",
-                                                     "outcome": "failed", "message": "boom"}) + "\n")
+    # a report after a few nights also finds the first run grown: read again by Spark, the one-file table is
+    # rewritten as partitions, the run's old rows gone
+    grown = results / names[0] / "results.jsonl"
+    extra = json.loads(grown.read_text().splitlines()[0])
+    cases_before, resumed = cases_of(result, extra["run_id"]), 1
+    grow("-resumed", outcome="failed", message="boom")
     result = add(folders[4:], spark_writes=True)
-    assert [r.run_folder for r in result.plan.changed] == [folders[0].name]
+    assert sorted(r.run_folder for r in result.plan.new) == names[4:]
+    assert [r.run_folder for r in result.plan.changed] == names[:1] and result.plan.unchanged == names[1:4]
     assert layout(out, "run_counts") == layout(out, "manifest") == "partitions"
-    rebuilt = run_job(spark, [str(results)], str(tmp_path / "rebuilt"), CATALOG, rebuild=True)
-    assert_same_report(spark, (result, out), (rebuilt, tmp_path / "rebuilt"))
+    assert_rebuilt(result)
     # and read again here: back to one file, still the rebuild's tables
-    grown.write_text(grown.read_text() + json.dumps({**first, "case": first["case"] + "-again"}) + "\n")
+    resumed = 2
+    grow("-again")
     result = add([], spark_writes=False)
-    assert [r.run_folder for r in result.plan.changed] == [folders[0].name]
+    assert [r.run_folder for r in result.plan.changed] == names[:1]
     assert layout(out, "run_counts") == "one file"
-    rebuilt = run_job(spark, [str(results)], str(tmp_path / "rebuilt"), CATALOG, rebuild=True)
-    assert_same_report(spark, (result, out), (rebuilt, tmp_path / "rebuilt"))
+    assert_rebuilt(result)
 
 
 def test_a_run_folder_name_with_special_characters_is_one_partition_and_matches_its_manifest(spark, tmp_path):
