@@ -159,3 +159,22 @@ def test_the_node_is_also_reached_by_its_own_type(router, details):
     details.update(answer=repr(answer.body))
     assert answer.code == 200
     assert "READ" in answer.body[PREFIX + "router.link"]
+
+
+HUGE_NAME = 65536  # characters: the name-huge input of the frame fuzzer's management family (harness/fuzz/hostile.py)
+
+
+@pytest.mark.spec("MGMT-STATUS-2", "MGMT-HOSTILE-1")
+@pytest.mark.parametrize("entity_type, key", [("router.config.address", "identity"), ("listener", "name")],
+                         ids=["core-type-identity", "agent-type-name"])
+def test_a_read_naming_a_huge_name_is_refused_and_the_node_goes_on_answering(router, details, entity_type, key):
+    """A READ whose name or identity is 65,536 characters names no entity: it is refused (404, or another error
+    status), and requests after it are answered as before. qdrouterd's core agent serves router.config.*, its python
+    agent listener: one of each. (Found by `interop fuzz --frames` on qdrouterd 1.19.0, docs/fuzzing.md.)"""
+    with management(router, timeout=5) as mgmt:  # an answer takes milliseconds: 5 s is the no-answer verdict
+        huge = mgmt.call("READ", type=entity_type, **{key: "x" * HUGE_NAME})
+        after = [mgmt.call("READ", type=entity_type, name="mgmt-none") for _ in range(3)]
+    details.update(huge=[huge.code, (huge.description or "")[:200]], after=[[a.code, a.description] for a in after])
+    assert huge.code is not None, f"no answer to a READ with a {HUGE_NAME}-character {key}: {huge.description}"
+    assert 400 <= huge.code < 600, f"a READ with a {HUGE_NAME}-character {key} was answered {huge.code}"
+    assert [a.code for a in after] == [404] * 3, f"the requests after it: {details['after']}"
