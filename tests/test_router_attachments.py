@@ -6,47 +6,15 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import pytest
-from proton import Connection, Endpoint
+from proton import Endpoint
 
-from reference.links import forget_state
-from reference.router.config import parse_config
 from reference.router.keys import PHASE1
-from reference.router.router import Router
 from reference.router.settlement import MODIFIED, RELEASED
 from reference.router.state import Inbound, Outbound
+from tests.router_engine import forget_router_state, make_router, router_end  # noqa: F401 (a fixture)
+
 
 WAYPOINT = "address {\n    prefix: queue\n    waypoint: yes\n}\n"
-
-_MADE: list[Connection] = []  # the engine connections this module's cases made
-
-
-def new_connection() -> Connection:
-    conn = Connection()
-    _MADE.append(conn)
-    return conn
-
-
-@pytest.fixture(autouse=True)
-def _forget_router_state():
-    """Drop the router's attributes from the connections a case made, and their links, as the server does when a
-    transport closes (reference/links.py forget_state): held in proton's records, they would keep what a case
-    made alive through C, where Python's collector cannot see it (tests/test_reference_memory.py counts them)."""
-    yield
-    while _MADE:
-        forget_state(_MADE.pop(), Router.STATE_PREFIX)
-
-
-def make_router(sections: str = "") -> Router:
-    return Router(parse_config("router {\n    mode: standalone\n    id: RT\n}\n" + sections, "test.conf"))
-
-
-def router_end(kind: str, name: str, conn: Connection | None = None, open_it: bool = True):
-    session = (conn or new_connection()).session()
-    link = session.receiver(name) if kind == "receiver" else session.sender(name)
-    if open_it:
-        link.open()
-    return link
 
 
 def test_consumers_and_producers_are_registered_by_address_and_found_by_their_links():

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import pytest
-from proton import Connection, Endpoint
+from proton import Endpoint
 
-from reference.links import forget_state
 from reference.router.config import parse_config
 from reference.router.router import Router
 from reference.router.state import _state_of
+from tests.router_engine import forget_router_state, new_connection  # noqa: F401 (a fixture)
+
 
 CONFIG = """
 router {
@@ -26,24 +26,6 @@ listener {
     cost: 7
 }
 """
-
-_MADE: list[Connection] = []  # the engine connections this module's cases made
-
-
-def new_connection() -> Connection:
-    conn = Connection()
-    _MADE.append(conn)
-    return conn
-
-
-@pytest.fixture(autouse=True)
-def _forget_router_state():
-    """Drop the router's attributes from the connections a case made, and their links, as the server does when a
-    transport closes (reference/links.py forget_state): held in proton's records, they would keep what a case
-    made alive through C, where Python's collector cannot see it (tests/test_reference_memory.py counts them)."""
-    yield
-    while _MADE:
-        forget_state(_MADE.pop(), Router.STATE_PREFIX)
 
 
 def make_router() -> Router:

@@ -7,67 +7,37 @@ sockets, with a producer that answers drains late; here each rule is asked of th
 
 from __future__ import annotations
 
-import pytest
-from proton import Connection
-
-from reference.links import forget_state
 from reference.router import raw
-from reference.router.config import parse_config
 from reference.router.keys import FALLBACK, PHASE1
 from reference.router.router import Router
+from tests import router_engine
+from tests.router_engine import forget_router_state, router_end  # noqa: F401 (a fixture)
+
 
 CAPACITY = 8  # a small window, so that what is granted is easy to tell from what is not
 
-_MADE: list[Connection] = []  # the engine connections this module's cases made
-
-
-def new_connection() -> Connection:
-    conn = Connection()
-    _MADE.append(conn)
-    return conn
-
-
-@pytest.fixture(autouse=True)
-def _forget_router_state():
-    """Drop the router's attributes from the connections a case made, and their links, as the server does when a
-    transport closes (reference/links.py forget_state): held in proton's records, they would keep what a case
-    made alive through C, where Python's collector cannot see it (tests/test_reference_memory.py counts them)."""
-    yield
-    while _MADE:
-        forget_state(_MADE.pop(), Router.STATE_PREFIX)
-
 
 def make_router(sections: str = "") -> Router:
-    text = "router {\n    mode: standalone\n    id: RT\n}\n" + sections
-    return Router(parse_config(text, "test.conf"), link_capacity=CAPACITY)
-
-
-def open_link(kind: str, name: str, conn: Connection | None = None):
-    """The router's end of a link, open: a receiver for a client's sender (a producer), a sender for a client's
-    receiver (a consumer). An engine object with no transport: credit and drain are its local view."""
-    session = (conn or new_connection()).session()
-    link = session.receiver(name) if kind == "receiver" else session.sender(name)
-    link.open()
-    return link
+    return router_engine.make_router(sections, link_capacity=CAPACITY)
 
 
 def test_a_producer_gets_no_credit_until_a_consumer_is_reachable_then_a_window():
     router = make_router()
-    producer = router.add_producer(open_link("receiver", "p"), "orders")
+    producer = router.add_producer(router_end("receiver", "p"), "orders")
     assert producer.link.credit == 0, "no consumer of 'orders' anywhere: no credit"
-    router.add_consumer(open_link("sender", "c"), "orders")
+    router.add_consumer(router_end("sender", "c"), "orders")
     assert producer.link.credit == CAPACITY, "the first consumer opens a full window"
-    router.add_consumer(open_link("sender", "c2"), "orders")
+    router.add_consumer(router_end("sender", "c2"), "orders")
     assert producer.link.credit == CAPACITY, "a second consumer grants nothing more: the window is full"
 
 
 def test_the_last_consumer_leaving_drains_the_producer_and_a_returning_one_calls_the_drain_off():
     router = make_router()
-    producer = router.add_producer(open_link("receiver", "p"), "orders")
-    consumer = router.add_consumer(open_link("sender", "c"), "orders")
+    producer = router.add_producer(router_end("receiver", "p"), "orders")
+    consumer = router.add_consumer(router_end("sender", "c"), "orders")
     router.attachments._drop_consumer(consumer)
     assert producer.draining and raw.drain_mode(producer.impl), "unused credit is asked back"
-    router.add_consumer(open_link("sender", "c2"), "orders")
+    router.add_consumer(router_end("sender", "c2"), "orders")
     # The drain was never answered: it is called off at once (AMQP 1.0 §2.6.7, a flow with drain false) rather
     # than waited for (MESH-CREDIT-3).
     assert not producer.draining and not raw.drain_mode(producer.impl)
@@ -76,15 +46,15 @@ def test_the_last_consumer_leaving_drains_the_producer_and_a_returning_one_calls
 
 def test_a_producer_with_no_credit_is_not_drained():
     router = make_router()
-    producer = router.add_producer(open_link("receiver", "p"), "orders")
+    producer = router.add_producer(router_end("receiver", "p"), "orders")
     router.credit._revoke_one(producer)
     assert not producer.draining and not raw.drain_mode(producer.impl), "nothing to ask back"
 
 
 def test_credit_left_is_topped_up_in_batches_of_a_quarter_window():
     router = make_router()
-    producer = router.add_producer(open_link("receiver", "p"), "orders")
-    router.add_consumer(open_link("sender", "c"), "orders")
+    producer = router.add_producer(router_end("receiver", "p"), "orders")
+    router.add_consumer(router_end("sender", "c"), "orders")
     assert producer.link.credit == CAPACITY
     producer.capacity = CAPACITY + 1  # one more would fit: less than a quarter window, and credit is left
     router.credit._top_up(producer)
@@ -96,18 +66,18 @@ def test_credit_left_is_topped_up_in_batches_of_a_quarter_window():
 
 def test_undelivered_messages_count_against_the_window():
     router = make_router()
-    link = open_link("receiver", "p")
+    link = router_end("receiver", "p")
     producer = router.add_producer(link, "orders")
     producer.undelivered = CAPACITY  # a window of its messages is still in flight
-    router.add_consumer(open_link("sender", "c"), "orders")
+    router.add_consumer(router_end("sender", "c"), "orders")
     assert link.credit == 0, "at most a window of a producer's messages is in flight"
 
 
 def test_an_address_with_fallback_is_reachable_through_its_fallback_destination():
     router = make_router("address {\n    prefix: orders\n    enableFallback: yes\n}\n")
-    producer = router.add_producer(open_link("receiver", "p"), "orders")
+    producer = router.add_producer(router_end("receiver", "p"), "orders")
     assert producer.link.credit == 0
-    router.add_consumer(open_link("sender", "f"), FALLBACK + "orders")
+    router.add_consumer(router_end("sender", "f"), FALLBACK + "orders")
     assert producer.link.credit == CAPACITY, "a fallback destination takes what no consumer can (§12.1.4.3)"
     assert router.credit._reachable("orders")
     assert not router.credit._reachable("orders", fallback=False), "in-autolinks do not send to the fallback"
@@ -128,11 +98,11 @@ def test_parked_messages_go_first_in_order_when_a_consumer_is_back(monkeypatch):
     monkeypatch.setattr(raw, "release", released.append)
     monkeypatch.setattr(router.forwarding, "_route",
                         lambda producer, dlv, data, unparking=False: routed.append((dlv, data, unparking)))
-    producer = router.add_producer(open_link("receiver", "feed"), PHASE1 + "q", allow_fallback=False)
+    producer = router.add_producer(router_end("receiver", "feed"), PHASE1 + "q", allow_fallback=False)
     router.credit._park(producer, "d1", b"one")
     router.credit._park(producer, "d2", b"two")
     assert held == ["d1", "d2"] and producer.undelivered == 2
-    router.add_consumer(open_link("sender", "c"), PHASE1 + "q")
+    router.add_consumer(router_end("sender", "c"), PHASE1 + "q")
     assert routed == [("d1", b"one", True), ("d2", b"two", True)], "routed again in the order they came"
     assert released == ["d1", "d2"], "routing holds what it keeps: the park's reference is let go"
     assert not producer.parked and producer.undelivered == 0

@@ -6,9 +6,8 @@ where they wait."""
 from __future__ import annotations
 
 import pytest
-from proton import Connection, Message
+from proton import Message
 
-from reference.links import forget_state
 from reference.router import raw
 from reference.router.config import parse_config
 from reference.router.forwarding import DEFAULT_MESSAGE_PRIORITY, _effective_priority
@@ -16,35 +15,7 @@ from reference.router.keys import FALLBACK
 from reference.router.router import Router
 from reference.router.settlement import RELEASED
 from reference.router.state import _state_of
-
-_MADE: list[Connection] = []  # the engine connections this module's cases made
-
-
-def new_connection() -> Connection:
-    conn = Connection()
-    _MADE.append(conn)
-    return conn
-
-
-@pytest.fixture(autouse=True)
-def _forget_router_state():
-    """Drop the router's attributes from the connections a case made, and their links, as the server does when a
-    transport closes (reference/links.py forget_state): held in proton's records, they would keep what a case
-    made alive through C, where Python's collector cannot see it (tests/test_reference_memory.py counts them)."""
-    yield
-    while _MADE:
-        forget_state(_MADE.pop(), Router.STATE_PREFIX)
-
-
-def make_router(sections: str = "") -> Router:
-    return Router(parse_config("router {\n    mode: standalone\n    id: RT\n}\n" + sections, "test.conf"))
-
-
-def open_link(kind: str, name: str, conn: Connection | None = None):
-    session = (conn or new_connection()).session()
-    link = session.receiver(name) if kind == "receiver" else session.sender(name)
-    link.open()
-    return link
+from tests.router_engine import forget_router_state, make_router, new_connection, router_end  # noqa: F401
 
 
 @pytest.fixture
@@ -62,7 +33,7 @@ def route(router: Router, producer, message: Message, dlv="dlv") -> None:
 
 def test_balanced_picks_the_consumer_with_the_fewest_unsettled_copies():
     router = make_router()
-    busy, idle = (router.add_consumer(open_link("sender", name), "orders") for name in ("busy", "idle"))
+    busy, idle = (router.add_consumer(router_end("sender", name), "orders") for name in ("busy", "idle"))
     busy.in_flight.add("an unsettled copy")
     local, remote, unroutable = router.forwarding._plan("orders", "balanced", None)
     assert local == [idle] and remote == {} and unroutable == 0
@@ -70,18 +41,18 @@ def test_balanced_picks_the_consumer_with_the_fewest_unsettled_copies():
 
 def test_multicast_takes_every_consumer_and_a_plan_without_choice_is_kept_until_consumers_change():
     router = make_router()
-    a = router.add_consumer(open_link("sender", "a"), "news")
+    a = router.add_consumer(router_end("sender", "a"), "news")
     first = router.forwarding._plan("news", "multicast", None)
     assert first[0] == [a] and router.forwarding._plan("news", "multicast", None) is first
-    b = router.add_consumer(open_link("sender", "b"), "news")
+    b = router.add_consumer(router_end("sender", "b"), "news")
     assert sorted(map(id, router.forwarding._plan("news", "multicast", None)[0])) == sorted(map(id, [a, b]))
 
 
 def test_a_message_from_an_edge_is_not_routed_back_to_it():
     router = make_router()
     edge_conn, other_conn = new_connection(), new_connection()
-    router.add_consumer(open_link("sender", "e", edge_conn), "orders")
-    here = router.add_consumer(open_link("sender", "h", other_conn), "orders")
+    router.add_consumer(router_end("sender", "e", edge_conn), "orders")
+    here = router.add_consumer(router_end("sender", "h", other_conn), "orders")
     local, _, _ = router.forwarding._plan("orders", "multicast", None, exclude=_state_of(edge_conn))
     assert local == [here]
 
@@ -94,8 +65,8 @@ def test_the_address_priority_replaces_the_messages_own_and_the_default_is_four(
 
 def test_a_message_is_queued_for_its_consumer_with_its_priority(engine):
     router = make_router()
-    producer = router.add_producer(open_link("receiver", "p"), "orders")
-    consumer = router.add_consumer(open_link("sender", "c"), "orders")
+    producer = router.add_producer(router_end("receiver", "p"), "orders")
+    consumer = router.add_consumer(router_end("sender", "c"), "orders")
     route(router, producer, Message(address="orders", body=1, priority=6))
     assert [out.priority for out in consumer.pending] == [6] and consumer.conn in router._dirty
     assert engine == ["dlv"], "the router settles a pre-settled delivery itself (§12.1.1.4)"
@@ -104,26 +75,26 @@ def test_a_message_is_queued_for_its_consumer_with_its_priority(engine):
 
 def test_an_anonymous_senders_message_goes_by_its_to(engine):
     router = make_router()
-    producer = router.add_producer(open_link("receiver", "anon"), None)
-    consumer = router.add_consumer(open_link("sender", "c"), "orders")
+    producer = router.add_producer(router_end("receiver", "anon"), None)
+    consumer = router.add_consumer(router_end("sender", "c"), "orders")
     route(router, producer, Message(address="orders", body=1))
     assert len(consumer.pending) == 1
 
 
 def test_with_no_consumer_a_message_goes_to_the_fallback_destination(engine):
     router = make_router("address {\n    prefix: orders\n    enableFallback: yes\n}\n")
-    producer = router.add_producer(open_link("receiver", "p"), "orders")
-    fallback = router.add_consumer(open_link("sender", "f"), FALLBACK + "orders")
+    producer = router.add_producer(router_end("receiver", "p"), "orders")
+    fallback = router.add_consumer(router_end("sender", "f"), FALLBACK + "orders")
     route(router, producer, Message(address="orders", body=1))
     assert len(fallback.pending) == 1 and router.counters.totals["fallback"] == 1
-    consumer = router.add_consumer(open_link("sender", "c"), "orders")
+    consumer = router.add_consumer(router_end("sender", "c"), "orders")
     route(router, producer, Message(address="orders", body=2))
     assert len(consumer.pending) == 1 and len(fallback.pending) == 1, "a consumer is back: no more fallback"
 
 
 def test_with_no_route_a_presettled_message_is_dropped_and_an_unsettled_one_released(engine, monkeypatch):
     router = make_router()
-    producer = router.add_producer(open_link("receiver", "p"), "orders")
+    producer = router.add_producer(router_end("receiver", "p"), "orders")
     route(router, producer, Message(address="orders", body=1))
     assert engine == ["dlv"] and router.forwarding.stats["no_route"] == 1
     finished = []
@@ -137,7 +108,7 @@ def test_with_no_route_a_presettled_message_is_dropped_and_an_unsettled_one_rele
 def test_the_routers_own_message_goes_presettled_at_the_default_priority_or_nowhere():
     router = make_router()
     assert not router.forwarding.inject("replies", b"\x00Sw\xa1\x02hi"), "no consumer: dropped"
-    consumer = router.add_consumer(open_link("sender", "c"), "replies")
+    consumer = router.add_consumer(router_end("sender", "c"), "replies")
     assert router.forwarding.inject("replies", Message(body="hi").encode())
     (out,) = consumer.pending
     assert out.inbound.presettled and out.priority == DEFAULT_MESSAGE_PRIORITY
