@@ -65,6 +65,11 @@ class ManagementClient:
         self._clients: dict[str, SyncRequestResponse] = {}
         self._ids = itertools.count(1)
 
+    @property
+    def container_id(self) -> str:
+        """This client's container id: its links' names start with it."""
+        return self._conn.container.container_id
+
     def close(self) -> None:
         self._conn.close()
 
@@ -177,3 +182,54 @@ def table_rows(output: str) -> list[dict[str, str]]:
                 rows.append(dict(zip(names, cells, strict=False)))
             return rows
     return []
+
+
+# ---- a router's state for a failed case's report ----------------------------------------------------------------
+
+# What a reader of a failure wants to see of a router, in qdrouterd's attribute names (its qdrouter.json); the
+# reference router's agent serves the same (reference/router/management.py).
+LINK_COLUMNS = ("linkType", "linkDir", "linkName", "owningAddr", "capacity", "undeliveredCount", "unsettledCount",
+                "deliveryCount", "operStatus")
+ADDRESS_COLUMNS = ("name", "distribution", "subscriberCount", "remoteCount", "containerCount", "deliveriesIngress",
+                   "deliveriesEgress", "deliveriesTransit", "deliveriesRedirectedToFallback")
+STATE_ROWS = 40  # per table: a case's topology has a few links and addresses; a runaway one is cut short
+
+
+def router_state(url: str, timeout: float = 2.0) -> str:
+    """A router's links and addresses as its own management shows them, as text for a failed case's report: a
+    table of router.link and one of router.address (the mobile and link-route addresses a client's traffic uses;
+    the router's own and other routers' addresses left out). A router that cannot be asked gives one line saying
+    why: a failure report is no place for a second traceback."""
+    try:
+        with ManagementClient(url, timeout=timeout) as mgmt:
+            mine = mgmt.container_id
+            links = [link for link in mgmt.query("router.link", LINK_COLUMNS)
+                     if not str(link.get("linkName") or "").startswith(mine)]  # this request's own two links
+            addresses = mgmt.query("router.address", ADDRESS_COLUMNS)
+    except Exception as exc:  # no answer, refused, a TLS-only or authenticating listener: say so, do not fail
+        return f"(management not read at {url}: {type_name(exc)}: {str(exc)[:200]})"
+    # qdrouterd's class letters: M mobile, C/D a link route's prefix in/out, E/F its pattern in/out
+    # (and not the routers' own mobile addresses: $management, qdrouterd's _$qd.edge_heartbeat)
+    client_addresses = [a for a in addresses if str(a.get("name") or "").startswith(("M", "C", "D", "E", "F"))
+                        and not str(a["name"])[2:].startswith(("$", "_$"))]
+    return "\n".join([f"router.link ({len(links)}):", *_table(links, LINK_COLUMNS),
+                      f"router.address, mobile and link-route ({len(client_addresses)} of {len(addresses)}):",
+                      *_table(client_addresses, ADDRESS_COLUMNS)])
+
+
+def _table(rows: list[dict], columns: tuple[str, ...]) -> list[str]:
+    """Rows as aligned text columns (at most STATE_ROWS of them, and a line saying how many were left out)."""
+    if not rows:
+        return ["  (none)"]
+    shown = [[_shown(row.get(c, "")) for c in columns] for row in rows[:STATE_ROWS]]
+    widths = [max(len(c), *(len(r[i]) for r in shown)) for i, c in enumerate(columns)]
+    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in shown]
+    if len(rows) > STATE_ROWS:
+        lines.append(f"  ... and {len(rows) - STATE_ROWS} more")
+    return lines
+
+
+def _shown(value) -> str:
+    """A value as qdstat prints it: proton's typed integers (uint(250)) as plain numbers."""
+    return str(int(value)) if isinstance(value, int) and not isinstance(value, bool) else str(value)

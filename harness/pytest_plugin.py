@@ -528,6 +528,8 @@ def pytest_runtest_makereport(item, call):
     # of failing for it.
     if (report.failed or hasattr(report, "wasxfail")) and running is not None:
         _show_down_peers(item, report, running)
+    if report.failed and call.when == "call" and running is not None:
+        _show_router_state(report, running)
 
 
 def _show_down_peers(item, report, running: RunningTopology) -> None:
@@ -541,6 +543,20 @@ def _show_down_peers(item, report, running: RunningTopology) -> None:
         report.sections.append((f"peer {node} is down: {reason}; its last log lines", tail))
     if down:
         item.stash.setdefault(_details_key, {}).setdefault("peers_down", down)
+
+
+def _show_router_state(report, running: RunningTopology) -> None:
+    """A failed case's report shows each running router's links and addresses as its management shows them
+    (router.link and router.address: credit, undelivered and unsettled copies, consumers per address), read when
+    the case failed: what a reader would ask the router with qdstat -l and -a. Not for an expected failure, whose
+    reason is written down, and not for a router found down (its log tail is shown instead)."""
+    from .management import router_state
+
+    down = running.down_peers()
+    for node, peer in running.peers.items():
+        if peer.role == "router" and node not in down:
+            report.sections.append((f"router {node}: links and addresses (its management, when the case failed)",
+                                    router_state(peer.url)))
 
 
 def _is_suite_case(item) -> bool:

@@ -179,3 +179,29 @@ def test_a_case_whose_details_break_the_record_schema_is_kept_as_an_error(tmp_pa
     assert [r["outcome"] for r in rows] == ["passed", "error"] and session.outcomes == {"passed": 1, "error": 1}
     assert "details.nodes" in rows[1]["message"] and "R1" in rows[1]["details"]["rejected_details"]
     assert "test_bad: its record breaks the record schema" in capsys.readouterr().err
+
+
+ROUTER_STATE_CASES = '''
+def test_a_consumer_waits_for_a_message_that_never_comes(topology, clients):
+    running = topology("single-router")
+    receiver = clients.connect(running.client_url("consumer")).receiver("orders.state", credit=7)
+    assert False, "no message came"
+'''
+
+
+def test_a_failed_case_shows_each_routers_links_and_addresses(pytester, monkeypatch):
+    """A failed case's report carries the router's links and addresses as its management shows them when the case
+    failed (router.link, router.address): the consumer's link with its address and credit, and the address with
+    its one subscriber."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    pytester.makepyfile(test_state=ROUTER_STATE_CASES)
+    run = pytester.runpytest_subprocess("-p", "harness.pytest_plugin", "--results", str(pytester.path / "results"),
+                                        "-p", "no:cacheprovider")
+    run.assert_outcomes(failed=1)
+    out = run.stdout.str()
+    section = out.split("router R1: links and addresses (its management, when the case failed)", 1)[1]
+    links, addresses = section.split("router.address, mobile and link-route", 1)
+    consumer = next(line.split() for line in links.splitlines() if "M0orders.state" in line)
+    assert consumer[:2] == ["endpoint", "out"] and consumer[3] == "M0orders.state", consumer
+    address = next(line.split() for line in addresses.splitlines() if line.strip().startswith("M0orders.state"))
+    assert address[1:3] == ["balanced", "1"], address  # distribution, subscriberCount
