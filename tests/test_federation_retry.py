@@ -64,7 +64,7 @@ def federated(policies=(QUEUES,)):
     settle(client, server)
     answer_event_links(client, server, b1, b2)
     while remote.current is not None:  # the policies, as the broker's on_delivery hands them over
-        remote.federation_deliveries(remote.current)
+        remote.broker_federation_deliveries(remote.current)
     settle(server, client)
     return client, server, b1, b2
 
@@ -97,7 +97,7 @@ def hand_events_over(client, server, b2) -> int:
     settle(client, server)
     end, count = event_end(b2), 0
     while end.current is not None:
-        end.federation_deliveries(end.current)
+        end.broker_federation_deliveries(end.current)
         count += 1
     settle(server, client)
     return count
@@ -217,11 +217,11 @@ def test_a_refused_event_link_leaves_the_federation_working_without_events():
     refused.close()
     settle(server, client)
     sender = b1.sides[0].event_links[0]
-    sender.federation_answer(sender)
+    sender.broker_federation_answer(sender)
     settle(client, server)
     assert b1.sides[0].events is None
     while remote.current is not None:
-        remote.federation_deliveries(remote.current)
+        remote.broker_federation_deliveries(remote.current)
     assert [p.name for p in b2.sides[0].policies] == [QUEUES.name], "the policies went all the same"
 
 

@@ -280,7 +280,7 @@ def test_the_control_link_attach_is_one_artemis_recognises_and_the_answer_is_rea
     assert remote.current is None, "the policies wait for the event link's answer (AMQPFederationSource's order)"
     answer_event_links(client, server, dialling, dialled)
     while remote.current is not None:  # what the broker's on_delivery does for a control link
-        remote.federation_deliveries(remote.current)
+        remote.broker_federation_deliveries(remote.current)
     settle(server, client)
     policies = dialled.sides[0].policies
     assert [(p.kind, p.name) for p in policies] == [("queue", "b1-b2-queues"), ("address", "b1-b2-topics")]
@@ -294,7 +294,7 @@ def answer_event_links(client, server, dialling, dialled) -> None:
         assert dialled.event_attach(end) is None
     settle(server, client)
     for event_link in dialling.sides[0].event_links:
-        event_link.federation_answer(event_link)
+        event_link.broker_federation_answer(event_link)
     settle(client, server)
 
 
@@ -359,7 +359,7 @@ def _federated_pair():
 def _deliver_all(client, server, remote):
     settle(client, server)
     while remote.current is not None:  # what the broker's on_delivery does
-        remote.federation_deliveries(remote.current)
+        remote.broker_federation_deliveries(remote.current)
     settle(server, client)
 
 

@@ -153,7 +153,7 @@ class Broker(ServedConnections):
 
     def on_link_remote_open(self, event):
         link = event.link
-        answered = getattr(link, "federation_answer", None)
+        answered = getattr(link, "broker_federation_answer", None)
         if answered is not None:  # another broker answered one of our federation pulls (federation.py)
             answered(link)
             return
@@ -199,8 +199,8 @@ class Broker(ServedConnections):
         consumer = state.consumer
         if consumer is not None:
             self.outcomes.consumer_outcome(consumer, dlv)
-        elif getattr(link, "federation_deliveries", None) is not None:  # federation control and event links
-            link.federation_deliveries(dlv)
+        elif getattr(link, "broker_federation_deliveries", None) is not None:  # federation control and event links
+            link.broker_federation_deliveries(dlv)
         elif state.coordinator:
             self.transactions.control(link, dlv)
 

@@ -153,7 +153,7 @@ class Side:
                     if self._demand(subscriptions, policy.max_hops < 0 or policy.max_hops > 1):
                         wanted.setdefault(("address", name), (policy, name, name))
         for key, link in list(self.pulls.items()):
-            if key not in wanted and (only is None or link.federation_address == only):
+            if key not in wanted and (only is None or link.broker_federation_address == only):
                 self._close(key)
         for key, (policy, source, address) in wanted.items():
             if key not in self.pulls:
@@ -199,8 +199,8 @@ class Side:
         link.snd_settle_mode = Link.SND_UNSETTLED
         link.rcv_settle_mode = Link.RCV_FIRST
         link.properties = properties
-        link.federation_address = address
-        link.federation_answer = lambda answered, cap=capability: self._answered(answered, cap)
+        link.broker_federation_address = address
+        link.broker_federation_answer = lambda answered, cap=capability: self._answered(answered, cap)
         attach_caps.set_capabilities(link, desired=[capability])
         broker.add_outgoing_producer(link, address, routing, self)
         link.open()
@@ -236,7 +236,7 @@ class Side:
                 del self.pulls[key]
                 if key in self.told:  # its event came before this refusal: it is there now, pull again
                     self.told.discard(key)
-                    self.evaluate(only=getattr(link, "federation_address", None))
+                    self.evaluate(only=getattr(link, "broker_federation_address", None))
 
     def event_for(self, body: dict) -> None:
         """The other broker says a queue or address we asked for exists now: note it for a pull still open here
@@ -295,7 +295,7 @@ class Federation:
                            symbol(wire.FEDERATION_NAME): name}
         attach_caps.set_capabilities(link, desired=[wire.CONTROL_LINK])
         link.broker_federation_side = side
-        link.federation_deliveries = _settle_when_remote_settled
+        link.broker_federation_deliveries = _settle_when_remote_settled
         side.control = link
         link.open()
         return link
@@ -339,9 +339,9 @@ class Federation:
         link.snd_settle_mode = Link.SND_SETTLED
         link.rcv_settle_mode = Link.RCV_FIRST
         attach_caps.set_capabilities(link, desired=[wire.EVENT_LINK])
-        link.federation_answer = lambda answered: self._event_link_answered(side, answered, sending)
+        link.broker_federation_answer = lambda answered: self._event_link_answered(side, answered, sending)
         if not sending:
-            link.federation_deliveries = lambda dlv: self._event_arrived(link, dlv)
+            link.broker_federation_deliveries = lambda dlv: self._event_arrived(link, dlv)
         side.event_links.append(link)
         link.open()
         if not sending:
@@ -399,7 +399,7 @@ class Federation:
         side = Side(self, link.connection, [], name, node)
         side.control = link
         link.broker_federation_side = side
-        link.federation_deliveries = lambda dlv: self._policy_arrived(side, link, dlv)
+        link.broker_federation_deliveries = lambda dlv: self._policy_arrived(side, link, dlv)
         self.sides.append(side)
         link.open()
         link.flow(CONTROL_CREDIT)
@@ -441,7 +441,7 @@ class Federation:
         if terminus_remote is not None and terminus_remote.dynamic:
             terminus.address = link.name
         attach_caps.set_capabilities(link, offered=[wire.EVENT_LINK])
-        link.federation_deliveries = lambda dlv: self._event_arrived(link, dlv)
+        link.broker_federation_deliveries = lambda dlv: self._event_arrived(link, dlv)
         side.event_links.append(link)
         link.open()
         if link.is_receiver:
