@@ -8,7 +8,7 @@ from proton import Message, symbol
 
 from reference.peek import routing_view
 from reference.router import annotations as annotations_module
-from reference.router.annotations import _NO_ROUTING, RouterAnnotations, _routing_from
+from reference.router.annotations import NO_ROUTING, RouterAnnotations, routing_from
 from reference.router.interrouter import DESTS, TO
 
 APP = symbol("x-opt-app")
@@ -43,7 +43,7 @@ def test_a_copy_leaving_the_network_loses_the_routers_annotations_and_keeps_the_
         assert (dict(message.annotations) if message.annotations else None) == kept
         assert message.body == "payload" and message.address == "orders"
     data = encoded()
-    assert annotations._without_router_annotations(data, routing_view(data), _NO_ROUTING) is data, \
+    assert annotations._without_router_annotations(data, routing_view(data), NO_ROUTING) is data, \
         "a message without annotations goes as it came"
 
 
@@ -77,7 +77,7 @@ def test_annotations_are_encoded_once_per_destination_within_a_bounded_cache(mon
 
 
 def test_routing_from_decoded_annotations():
-    assert _routing_from({TO: "q", DESTS: ["R1"]}) == annotations_module._Routing("q", frozenset({"R1"}), True)
-    assert _routing_from({TO: "q"}).dests is None
-    assert _routing_from({TO: "q", DESTS: None}).dests == frozenset(), "said, but no router: reach none"
-    assert not _routing_from({TO: "q"}, keys=[str(TO), "x-opt-app"]).only_router_keys
+    assert routing_from({TO: "q", DESTS: ["R1"]}) == annotations_module._Routing("q", frozenset({"R1"}), True)
+    assert routing_from({TO: "q"}).dests is None
+    assert routing_from({TO: "q", DESTS: None}).dests == frozenset(), "said, but no router: reach none"
+    assert not routing_from({TO: "q"}, keys=[str(TO), "x-opt-app"]).only_router_keys

@@ -9,7 +9,7 @@ from proton import Endpoint
 
 from reference.router.config import parse_config
 from reference.router.router import Router
-from reference.router.state import _state_of
+from reference.router.state import state_of
 from tests.router_engine import forget_router_state, new_connection  # noqa: F401 (a fixture)
 
 
@@ -39,7 +39,7 @@ def test_an_accepted_connection_takes_its_listeners_role_and_cost_and_is_offered
     conn = new_connection()
     conn._acceptor = acceptor
     router.on_connection_init(SimpleNamespace(connection=conn))
-    state = _state_of(conn)
+    state = state_of(conn)
     assert state.role == "route-container" and state.cost == 7 and state.name == "mesh"
     assert conn.container == "RT" and list(conn.offered_capabilities) == ["ANONYMOUS-RELAY"]
     assert conn in router._connections
@@ -50,10 +50,10 @@ def test_a_dialled_connection_takes_its_connectors_cost_and_name_and_an_unknown_
     dialled = new_connection()
     dialled.router_dialer = SimpleNamespace(config=SimpleNamespace(name="B1", cost=3))
     router.on_connection_init(SimpleNamespace(connection=dialled))
-    assert (_state_of(dialled).cost, _state_of(dialled).name, _state_of(dialled).role) == (3, "B1", "normal")
+    assert (state_of(dialled).cost, state_of(dialled).name, state_of(dialled).role) == (3, "B1", "normal")
     other = new_connection()
     router.on_connection_init(SimpleNamespace(connection=other))
-    assert (_state_of(other).cost, _state_of(other).name, _state_of(other).role) == (1, None, "normal")
+    assert (state_of(other).cost, state_of(other).name, state_of(other).role) == (1, None, "normal")
 
 
 def test_a_lost_connection_takes_its_consumers_and_producers_with_it_once():
@@ -65,7 +65,7 @@ def test_a_lost_connection_takes_its_consumers_and_producers_with_it_once():
     receiver.open()
     consumer = router.add_consumer(sender, "orders")
     producer = router.add_producer(receiver, "orders")
-    state = _state_of(conn)
+    state = state_of(conn)
     router._dirty.add(state)
     router._connection_gone(conn)
     assert consumer.closed and producer.closed and router.consumers == {} and router.producers == {}

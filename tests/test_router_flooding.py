@@ -22,7 +22,7 @@ import pytest
 from proton import Message
 
 from reference.router.interrouter import Mesh, Neighbour
-from reference.router.state import _state_of
+from reference.router.state import state_of
 
 
 class RecordingRouter:
@@ -60,7 +60,7 @@ def mesh(monkeypatch):
 def _from(mesh: Mesh, rid: str, body: dict) -> None:
     """A control message from neighbour `rid` (interior or edge)."""
     neighbour = mesh.neighbours.get(rid) or mesh.edges[rid]
-    _state_of(neighbour.connection, create=True).neighbour = neighbour
+    state_of(neighbour.connection, create=True).neighbour = neighbour
     mesh.control_message(SimpleNamespace(connection=neighbour.connection), Message(body=body))
 
 

@@ -14,7 +14,7 @@ from reference.router.forwarding import DEFAULT_MESSAGE_PRIORITY, _effective_pri
 from reference.router.keys import FALLBACK
 from reference.router.router import Router
 from reference.router.settlement import RELEASED
-from reference.router.state import _state_of
+from reference.router.state import state_of
 from tests.router_engine import forget_router_state, make_router, new_connection, router_end  # noqa: F401
 
 
@@ -53,7 +53,7 @@ def test_a_message_from_an_edge_is_not_routed_back_to_it():
     edge_conn, other_conn = new_connection(), new_connection()
     router.add_consumer(router_end("sender", "e", edge_conn), "orders")
     here = router.add_consumer(router_end("sender", "h", other_conn), "orders")
-    local, _, _ = router.forwarding._plan("orders", "multicast", None, exclude=_state_of(edge_conn))
+    local, _, _ = router.forwarding._plan("orders", "multicast", None, exclude=state_of(edge_conn))
     assert local == [here]
 
 
@@ -99,7 +99,7 @@ def test_with_no_route_a_presettled_message_is_dropped_and_an_unsettled_one_rele
     assert engine == ["dlv"] and router.forwarding.stats["no_route"] == 1
     finished = []
     monkeypatch.setattr(raw, "settled_by_peer", lambda dlv: False)
-    monkeypatch.setattr("reference.router.forwarding._finish",
+    monkeypatch.setattr("reference.router.forwarding.finish",
                         lambda dlv, outcome, **kwargs: finished.append((dlv, outcome)))
     route(router, producer, Message(address="orders", body=2), dlv="dlv2")
     assert finished == [("dlv2", RELEASED)] and producer.counts[RELEASED] == 1, "a router stores nothing"

@@ -18,7 +18,7 @@ from reference.router.state import Inbound, Outbound, RemotePath
 @pytest.fixture
 def setup(monkeypatch):
     finished, released, topped_up, counted = [], [], [], []
-    monkeypatch.setattr(outcomes_module, "_finish", lambda dlv, outcome, remote=None: finished.append((dlv, outcome)))
+    monkeypatch.setattr(outcomes_module, "finish", lambda dlv, outcome, remote=None: finished.append((dlv, outcome)))
     monkeypatch.setattr(raw, "release", released.append)
     router = SimpleNamespace(remote_paths={"R2": RemotePath("R2", 1, outstanding=1)}, outbound_of={}, _dirty=set(),
                              credit=SimpleNamespace(_top_up=topped_up.append),

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from proton import Link
 
-from reference.router.state import ConnectionState, Consumer, Producer, _state_of
+from reference.router.state import ConnectionState, Consumer, Producer, state_of
 from tests.router_engine import forget_router_state, new_connection  # noqa: F401 (a fixture)
 
 
 def test_a_connections_state_is_made_once_and_only_when_asked_to():
     conn = new_connection()
-    assert _state_of(conn) is None
-    state = _state_of(conn, create=True)
+    assert state_of(conn) is None
+    state = state_of(conn, create=True)
     assert isinstance(state, ConnectionState) and state.role == "normal"
-    assert _state_of(conn, create=True) is state and _state_of(conn) is state
+    assert state_of(conn, create=True) is state and state_of(conn) is state
 
 
 def test_a_consumers_outstanding_copies_are_those_waiting_and_those_in_flight():

@@ -51,14 +51,14 @@ class RouterAnnotations:
                 return None
             if len(self._routing_by_section) >= _CACHE_LIMIT:
                 self._routing_by_section.clear()
-            found = self._routing_by_section[section] = _routing_from(values, keys)
+            found = self._routing_by_section[section] = routing_from(values, keys)
         return found
 
     def _without_router_annotations(self, data, view, routing: _Routing) -> bytes:
         """A neighbour's copy as its producer sent it, for a client: without the router's annotations, as
         qdrouterd strips its own (`stripAnnotations`, by default) and as one router delivers it. AMQP 1.0
         §3.2.3 lets an intermediary add annotations; leaving ours on made every consumer behind a mesh decode
-        two it never asked for. (`routing`: what _route read of the section, _NO_ROUTING when it has none.)"""
+        two it never asked for. (`routing`: what _route read of the section, NO_ROUTING when it has none.)"""
         if view is not None:
             if not view.has_annotations:
                 return data
@@ -98,10 +98,10 @@ class _Routing:
     only_router_keys: bool
 
 
-_NO_ROUTING = _Routing(None, None, True)
+NO_ROUTING = _Routing(None, None, True)
 
 
-def _routing_from(values: dict, keys=None) -> _Routing:
+def routing_from(values: dict, keys=None) -> _Routing:
     """From the router's annotations `values` (the section's `keys`, when it holds others; default: those)."""
     dests = values.get(DESTS)
     return _Routing(values.get(TO), None if DESTS not in values else frozenset(dests or ()),

@@ -25,7 +25,7 @@ from . import raw
 from .keys import PHASE1
 from .sending import PriorityPending
 from .settlement import MODIFIED, RELEASED
-from .state import Consumer, Producer, _state_of
+from .state import Consumer, Producer, state_of
 
 if TYPE_CHECKING:
     from .router import Router
@@ -69,7 +69,7 @@ class Attachments:
             return
         link.snd_settle_mode = link.remote_snd_settle_mode
         link.rcv_settle_mode = link.remote_rcv_settle_mode
-        role = _state_of(link.connection, create=True).role
+        role = state_of(link.connection, create=True).role
         if role in ("inter-router", "edge") and self.mesh is not None and self.mesh.attach(link):
             return
         routed = self.link_router.match(link)
@@ -143,7 +143,7 @@ class Attachments:
 
     def add_consumer(self, link, key: str) -> Consumer:
         """Register an open sending link as a destination for `key` (clients and out-autolinks alike)."""
-        conn_state = _state_of(link.connection, create=True)
+        conn_state = state_of(link.connection, create=True)
         consumer = Consumer(link=link, address=key, conn=conn_state, container=conn_state.role == "route-container")
         link.router_consumer = consumer
         self.message_links[consumer.impl] = consumer
@@ -173,7 +173,7 @@ class Attachments:
 
     def add_producer(self, link, key: str | None, allow_fallback: bool = True) -> Producer:
         """Register an open receiving link as a source of messages for `key` (None: routed per message)."""
-        conn_state = _state_of(link.connection, create=True)
+        conn_state = state_of(link.connection, create=True)
         producer = Producer(link=link, address=key, capacity=self.link_capacity, route_key=key,
                             allow_fallback=allow_fallback, container=conn_state.role == "route-container",
                             conn_state=conn_state)
@@ -264,7 +264,7 @@ class Attachments:
                 peers.discard(producer)
                 if not peers:
                     del self.producers[producer.address]
-        conn_state = _state_of(producer.link.connection)
+        conn_state = state_of(producer.link.connection)
         if conn_state is not None:
             conn_state.producers.discard(producer)
 
@@ -283,7 +283,7 @@ class Attachments:
 
     def add_neighbour_sender(self, conn, link) -> Consumer:
         """Our data link towards a neighbour: the pump serves it like a consumer link."""
-        state = _state_of(conn, create=True)
+        state = state_of(conn, create=True)
         consumer = Consumer(link=link, address="", conn=state, neighbour=True, pending=PriorityPending())
         link.router_consumer = consumer
         self.message_links[consumer.impl] = consumer
@@ -292,7 +292,7 @@ class Attachments:
 
     def add_neighbour_receiver(self, link) -> None:
         """The neighbour's data link to us: an anonymous producer whose messages say where they go."""
-        state = _state_of(link.connection, create=True)
+        state = state_of(link.connection, create=True)
         producer = Producer(link=link, address=None, capacity=self.link_capacity, from_neighbour=True,
                             conn_state=state)
         link.router_producer = producer

@@ -22,7 +22,7 @@ from proton import Endpoint
 from ..links import links_of
 from .config import AutoLink
 from .keys import FALLBACK, PHASE1
-from .state import _connection_name
+from .state import connection_name
 
 log = logging.getLogger("ROUTER")
 
@@ -64,7 +64,7 @@ class AutoLinks:
 
     def _names(self, config: AutoLink, conn) -> bool:
         if config.connection:
-            return config.connection == _connection_name(conn)
+            return config.connection == connection_name(conn)
         return bool(config.container_id) and config.container_id == conn.remote_container
 
     def _attach(self, config: AutoLink, conn) -> None:
@@ -81,7 +81,7 @@ class AutoLinks:
         link.router_autolink = config
         link.open()
         log.info("Autolink %s %r -> %r attaching on %s", config.direction, config.address, external,
-                 _connection_name(conn, conn.remote_container))
+                 connection_name(conn, conn.remote_container))
 
     def attached(self, link) -> None:
         """The broker answered our attach: start routing through the autolink (or log its refusal)."""

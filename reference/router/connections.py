@@ -18,7 +18,7 @@ from proton import Endpoint, symbol
 
 from ..links import links_of
 from ..security import authenticated_user, peer_certificate_cn
-from .state import _state_of
+from .state import state_of
 
 if TYPE_CHECKING:
     from .router import Router
@@ -51,7 +51,7 @@ class ConnectionLife:
         conn.offered_capabilities = symbol("ANONYMOUS-RELAY")
         listener = self.listener_of.get(getattr(conn, "_acceptor", None))
         role = getattr(conn, "router_role", None) or (listener.role if listener else "normal")
-        state = _state_of(conn, create=True)
+        state = state_of(conn, create=True)
         state.role = role
         state.cost = listener.cost if listener else self._dialer_cost(conn)
         dialer = getattr(conn, "router_dialer", None)
@@ -67,7 +67,7 @@ class ConnectionLife:
             conn.open()
         self._note_for_management(conn)
         self.connectors.opened(conn)
-        state = _state_of(conn, create=True)
+        state = state_of(conn, create=True)
         log.info("Connection from %s opened (container %s, role %s)", _peer_of(conn), conn.remote_container,
                  state.role)
         if state.role in ("inter-router", "edge") and self.mesh is not None:
@@ -112,7 +112,7 @@ class ConnectionLife:
         self.autolinks.session_ended(ended, session.connection, self.connectors.container)
 
     def _connection_gone(self, conn):
-        state = _state_of(conn)
+        state = state_of(conn)
         if state is None or state.closed:
             return
         state.closed = True

@@ -23,15 +23,15 @@ from proton import Condition, Delivery, Message
 from ..links import read_message
 from ..peek import routing_view
 from . import raw
-from .annotations import _NO_ROUTING, _routing_from
+from .annotations import NO_ROUTING, routing_from
 from .config import AddressSection
 from .distribution import BALANCED, MULTICAST, RoundRobin, pick_anycast
 from .interrouter import DESTS
 from .keys import FALLBACK, plain_address
-from .outcomes import _finish
+from .outcomes import finish
 from .settlement import ACCEPTED, REJECTED, RELEASED
 from .state import CACHE_LIMIT as _CACHE_LIMIT
-from .state import Consumer, Inbound, Outbound, Producer, RemotePath, _state_of
+from .state import Consumer, Inbound, Outbound, Producer, RemotePath, state_of
 
 if TYPE_CHECKING:
     from .router import Router
@@ -90,7 +90,7 @@ class Forwarding:
         # Most messages need only `to` and the priority, and from a neighbour the two annotations it added: read
         # those in one walk, without a decode (reference/peek.py), the annotations once per distinct section.
         view = routing_view(data)
-        routing = _NO_ROUTING
+        routing = NO_ROUTING
         if view is not None and producer.from_neighbour and view.has_annotations:
             routing = self._routing_of(data, view)
             if routing is None:
@@ -102,14 +102,14 @@ class Forwarding:
             try:
                 message.decode(data)
             except Exception as exc:  # a malformed message is refused, the link carries on
-                _finish(dlv, REJECTED, condition=Condition("amqp:decode-error", f"cannot decode message: {exc}"),
+                finish(dlv, REJECTED, condition=Condition("amqp:decode-error", f"cannot decode message: {exc}"),
                         held=False)
                 self._count_outcome(producer, REJECTED)
                 self._top_up(producer)
                 return
             to, priority = message.address, message.priority
             if producer.from_neighbour:
-                routing = _routing_from(message.annotations or {})
+                routing = routing_from(message.annotations or {})
         presettled = raw.settled_by_peer(dlv)
         dests = None
         exclude = None
@@ -117,9 +117,9 @@ class Forwarding:
             key = routing.to
             neighbour = producer.neighbour
             if neighbour is None:  # looked up once per link: it is the same for every message
-                neighbour = producer.neighbour = getattr(_state_of(link.connection), "neighbour", None)
+                neighbour = producer.neighbour = getattr(state_of(link.connection), "neighbour", None)
             if neighbour is not None and neighbour.edge:
-                exclude = _state_of(link.connection)  # from an edge: route it anew, but not back to that edge
+                exclude = state_of(link.connection)  # from an edge: route it anew, but not back to that edge
             elif routing.dests is not None:
                 dests = routing.dests
             else:
@@ -128,7 +128,7 @@ class Forwarding:
             key = producer.route_key or to
         if not key:
             if not presettled:
-                _finish(dlv, REJECTED, condition=Condition(
+                finish(dlv, REJECTED, condition=Condition(
                     "amqp:invalid-field", "anonymous link: the message has no 'to' address"), held=False)
                 self._count_outcome(producer, REJECTED)
             else:
@@ -165,7 +165,7 @@ class Forwarding:
             if presettled:
                 raw.settle(dlv)
             else:
-                _finish(dlv, RELEASED, held=False)
+                finish(dlv, RELEASED, held=False)
                 self._count_outcome(producer, RELEASED)
             self._top_up(producer)
             return
@@ -174,7 +174,7 @@ class Forwarding:
         if presettled:
             raw.settle(dlv)  # the router settles pre-settled deliveries itself (§12.1.1.4)
         else:
-            raw.hold(dlv)  # kept until its outcome is known: _finish lets go
+            raw.hold(dlv)  # kept until its outcome is known: finish lets go
         inbound.copies = len(local) + len(remote) + unroutable
         inbound.unsent = len(local) + len(remote)
         inbound.outcomes.extend([RELEASED] * unroutable)  # destinations gone meanwhile: reached none there
@@ -273,7 +273,7 @@ class Forwarding:
             request.decode(data)
         except Exception as exc:
             if not presettled:
-                _finish(dlv, REJECTED, condition=Condition("amqp:decode-error", f"cannot decode message: {exc}"),
+                finish(dlv, REJECTED, condition=Condition("amqp:decode-error", f"cannot decode message: {exc}"),
                         held=False)
                 self._count_outcome(producer, REJECTED)
             else:
@@ -283,7 +283,7 @@ class Forwarding:
         if presettled:
             raw.settle(dlv)
         else:
-            _finish(dlv, ACCEPTED, held=False)
+            finish(dlv, ACCEPTED, held=False)
             self._count_outcome(producer, ACCEPTED)
         self._top_up(producer)
         response = self.agent.respond(request)

@@ -22,7 +22,7 @@ from proton import Condition, Endpoint, Link, Message, symbol
 
 from .edge import EdgeState
 from .network import NetworkState
-from .state import _state_of
+from .state import state_of
 
 log = logging.getLogger("ROUTER_HELLO")
 
@@ -74,7 +74,7 @@ class Mesh:
     def connection_up(self, conn, cost: int) -> None:
         """Our side of a new inter-router connection: open control and data links, say hello."""
         neighbour = Neighbour(conn, cost=cost)
-        _state_of(conn, create=True).neighbour = neighbour
+        state_of(conn, create=True).neighbour = neighbour
         session = conn.session()
         session.open()
         control = session.sender(f"{self.my_id}-control")
@@ -104,7 +104,7 @@ class Mesh:
         return False
 
     def connection_lost(self, conn) -> None:
-        neighbour = getattr(_state_of(conn), "neighbour", None)
+        neighbour = getattr(state_of(conn), "neighbour", None)
         if neighbour is None or neighbour.router_id is None:
             return
         if self.edges.get(neighbour.router_id) is neighbour:
@@ -128,7 +128,7 @@ class Mesh:
         body = message.body
         if not isinstance(body, dict) or "op" not in body:
             return
-        neighbour = getattr(_state_of(link.connection), "neighbour", None)
+        neighbour = getattr(state_of(link.connection), "neighbour", None)
         op = body["op"]
         if op == "HELLO":
             self._hello(neighbour, link.connection, body)

@@ -31,7 +31,7 @@ from ..attach_caps import copy_termini, remote_termini
 from ..links import answer_refused, refuse
 from .addressing import AddressTable, pattern_matches
 from .config import LinkRoute
-from .state import _connection_name, _state_of
+from .state import connection_name, state_of
 
 log = logging.getLogger("ROUTER")
 
@@ -144,7 +144,7 @@ class LinkRouter:
         if target_conn is None:
             refuse(link, NO_ROUTE, f"no route to a broker for {address!r} (link route, direction {direction})", log)
             return
-        target_state = _state_of(target_conn, create=True)
+        target_state = state_of(target_conn, create=True)
         session = target_state.lr_session
         if session is None or not session.state & Endpoint.LOCAL_ACTIVE:
             session = target_conn.session()
@@ -161,7 +161,7 @@ class LinkRouter:
         link.router_pair = far.router_pair = pair
         far.open()
         log.info("Link route: attach %r (%s) routed to %s", address, direction,
-                 _connection_name(target_conn, target_conn.remote_container))
+                 connection_name(target_conn, target_conn.remote_container))
 
     def _next_hop(self, direction: str, address: str, section: LinkRoute | None):
         mesh = self.router.mesh

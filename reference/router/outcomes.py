@@ -96,11 +96,11 @@ class Outcomes:
         if inbound.producer.closed:
             raw.release(inbound.delivery)
             return  # nobody left to tell
-        _finish(inbound.delivery, outcome, remote=remote)
+        finish(inbound.delivery, outcome, remote=remote)
         self._count_outcome(inbound.producer, outcome)
 
 
-def _finish(impl, outcome: str, remote=None, condition: Condition | None = None, held: bool = True):
+def finish(impl, outcome: str, remote=None, condition: Condition | None = None, held: bool = True):
     """Set a terminal outcome on an inbound delivery (the engine's, see raw.py), copying the consumer's details,
     and settle it; let go of the router's reference on it (raw.hold) when it `held` one."""
     if outcome == ACCEPTED:
@@ -109,12 +109,12 @@ def _finish(impl, outcome: str, remote=None, condition: Condition | None = None,
         raw.update(impl, raw.RELEASED)
         raw.settle(impl)
     else:
-        _finish_with_details(Delivery.wrap(impl), outcome, remote, condition)
+        finish_with_details(Delivery.wrap(impl), outcome, remote, condition)
     if held:
         raw.release(impl)
 
 
-def _finish_with_details(dlv: Delivery, outcome: str, remote, condition: Condition | None):
+def finish_with_details(dlv: Delivery, outcome: str, remote, condition: Condition | None):
     local = dlv.local
     if outcome == MODIFIED:
         if remote is not None:

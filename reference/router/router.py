@@ -43,7 +43,7 @@ from .linkroutes import LinkRouter
 from .management import Agent
 from .outcomes import Outcomes
 from .sending import Pump
-from .state import Consumer, ConnectionState, Producer, RemotePath, _state_of
+from .state import Consumer, ConnectionState, Producer, RemotePath, state_of
 
 log = logging.getLogger("ROUTER")
 
@@ -167,7 +167,7 @@ class Router(ServedConnections):
 
     def reach_for_edge(self, neighbour) -> set:
         """Addresses an edge reaches through us: consumers anywhere but on that edge itself."""
-        edge_state = _state_of(neighbour.connection)
+        edge_state = state_of(neighbour.connection)
         local = {key for key, consumers in self.consumers.items()
                  if any(not c.closed and c.conn is not edge_state for c in consumers)}
         return local | self._reachable_remote

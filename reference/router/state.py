@@ -119,7 +119,7 @@ class RemotePath:
     outstanding: int = 0
 
 
-def _state_of(conn, create: bool = False) -> ConnectionState | None:
+def state_of(conn, create: bool = False) -> ConnectionState | None:
     state = getattr(conn, "router_state", None)
     if state is None and create:
         state = ConnectionState()
@@ -127,8 +127,8 @@ def _state_of(conn, create: bool = False) -> ConnectionState | None:
     return state
 
 
-def _connection_name(conn, default=None):
+def connection_name(conn, default=None):
     """The name of the listener or connector a connection came by (None if it had none); `default` for a connection
     the router has no state of."""
-    state = _state_of(conn)
+    state = state_of(conn)
     return state.name if state is not None else default
