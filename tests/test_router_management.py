@@ -235,3 +235,103 @@ def test_listeners_and_connectors_created_and_deleted(router):
     dialer = router.connectors.dialers[-1]
     ask(router, "DELETE", type=PREFIX + "connector", name="c2")
     assert dialer.removed and [d.name for d in router.connectors.dialers] == ["B1"]
+
+
+# ---- GET-SCHEMA, UPDATE of a router.link, sslProfile CREATE and DELETE -----------------------------------------
+
+
+def test_get_schema_is_the_schema_as_qdrouterds_agent_dumps_it(router):
+    import json
+
+    code, _, schema = node(router, "GET-SCHEMA")
+    assert code == 200 and schema["prefix"] == "org.apache.qpid.dispatch"
+    types = schema["entityTypes"]
+    assert set(types) == {t.replace("router.config.", "") for t in SCHEMA}  # qdrouterd's short names
+    for t, (_bases, operations, names) in SCHEMA.items():
+        entry = types[t.replace("router.config.", "")]
+        assert entry["fullyQualifiedType"] == PREFIX + t
+        assert entry.get("operations", []) == list(operations)
+        assert list(entry["attributes"]) == [n for n in names if n != "type"]
+    assert types["router.link"]["attributes"]["adminStatus"] == {"type": ["enabled", "disabled"], "default": "enabled"}
+    assert types["management"]["singleton"] is True and "singleton" not in types["listener"]
+    # qdmanage sends it with no type or name, in lower case
+    assert ask(router, "get-schema")[2] == schema
+    code, _, text = node(router, "GET-JSON-SCHEMA")
+    assert code == 200 and json.loads(text) == schema
+
+
+def _one_link(router, monkeypatch):
+    from reference.router.management import Entity
+
+    link = Entity("router.link", {"name": "rcv1", "identity": "7", "linkName": "rcv1", "linkDir": "out",
+                                  "adminStatus": "enabled", "operStatus": "up", "capacity": 250})
+    monkeypatch.setattr(router.agent, "links", lambda: [link])
+    return link
+
+
+def test_update_of_a_link_is_answered_as_qdrouterd_does_and_changes_nothing(router, monkeypatch):
+    _one_link(router, monkeypatch)
+    link = PREFIX + "router.link"
+    for ids in ({"identity": "7"}, {"name": "rcv1"}, {"identity": "7", "name": "other"}):  # identity first
+        code, description, body = ask(router, "UPDATE", {"adminStatus": "disabled"}, type=link, **ids)
+        assert (code, description) == (200, "OK") and body["identity"] == "7"
+        assert body["adminStatus"] == "enabled"  # qdrouterd 1.19 does not act on it: neither does the reference
+    assert ask(router, "UPDATE", {"adminStatus": None}, type=link, identity="7")[0] == 200
+    assert ask(router, "UPDATE", {"adminStatus": "enabled", "capacity": 5}, type=link, identity="7")[0] == 200
+
+
+@pytest.mark.parametrize("body, ids, expected", [
+    ({"capacity": 5}, {"identity": "7"}, (400, "Bad Request")),
+    ({}, {"identity": "7"}, (400, "Bad Request")),
+    (["adminStatus"], {"identity": "7"}, (400, "Bad Request")),
+    ({"adminStatus": "disabled"}, {}, (400, "Bad Request")),
+    ({}, {"identity": "999"}, (400, "Bad Request")),  # the body is looked at before the link
+    ({"adminStatus": "disabled"}, {"identity": "999"}, (404, "Not Found")),
+    ({"adminStatus": "disabled"}, {"name": "nosuch"}, (404, "Not Found")),
+    ({"adminStatus": "bogus"}, {"identity": "7"},
+     (400, "Invalid value for 'adminStatus': 'bogus' (one of ['enabled', 'disabled'])")),
+    ({"adminStatus": 3}, {"identity": "7"},
+     (400, "Invalid value for 'adminStatus': 3 (one of ['enabled', 'disabled'])")),
+    ({"adminStatus": "enabled", "nosuch": 1}, {"identity": "7"},
+     (400, f"Unknown attributes ['nosuch'] for type {PREFIX}router.link")),
+], ids=["read-only", "empty", "not-a-map", "no-ids", "empty-missing", "missing", "missing-name", "bogus", "int",
+        "unknown"])
+def test_bad_updates_of_a_link_are_refused(router, monkeypatch, body, ids, expected):
+    _one_link(router, monkeypatch)
+    assert ask(router, "UPDATE", body, type=PREFIX + "router.link", **ids)[:2] == expected
+
+
+def test_ssl_profiles_created_and_deleted_and_what_names_them(router):
+    profile = {"certFile": "/nonexistent/c.pem", "privateKeyFile": "/nonexistent/k.pem"}
+    code, _, made = ask(router, "CREATE", profile, type=PREFIX + "sslProfile", name="p1")
+    assert code == 201 and made["identity"] == "sslProfile/p1" and made["certFile"] == "/nonexistent/c.pem"
+    assert "p1" in router.ssl_profiles and "p1" not in {p.name for p in router.config.ssl_profiles}
+    assert ask(router, "READ", type=PREFIX + "sslProfile", identity="sslProfile/p1")[2]["name"] == "p1"
+    code, description, _ = ask(router, "CREATE", profile, type=PREFIX + "sslProfile", name="p1")
+    assert code == 400 and "duplicates unique attribute 'name'" in description
+    code, description, _ = ask(router, "CREATE", profile, type=PREFIX + "sslProfile")
+    assert (code, description) == (400, "sslProfile: 'name' is required")
+    assert ask(router, "UPDATE", {"ciphers": "HIGH"}, type=PREFIX + "sslProfile", name="p1")[0] == 501
+    opened = []
+    router.listen_hook = opened.append  # the server's: it builds the TLS door (here: records the listener)
+    code, _, _ = ask(router, "CREATE", {"host": "127.0.0.1", "port": "5996", "sslProfile": "p1"},
+                     type=PREFIX + "listener", name="tls1")
+    assert code == 201 and [li.ssl_profile for li in opened] == ["p1"]
+    # a connector's TLS is built when it is made: the profile's files must be there
+    code, description, _ = ask(router, "CREATE", {"host": "127.0.0.1", "port": "5995", "sslProfile": "p1",
+                                                  "role": "route-container"}, type=PREFIX + "connector", name="c9")
+    assert code == 400 and "certFile /nonexistent/c.pem: expected a readable PEM file" in description
+    assert ask(router, "DELETE", type=PREFIX + "sslProfile", name="p1")[:2] == (204, "No Content")  # in use: allowed
+    assert "p1" not in router.ssl_profiles
+    assert ask(router, "READ", type=PREFIX + "sslProfile", name="p1")[:2] == (404, "No entity with name=p1")
+    code, description, _ = ask(router, "CREATE", {"host": "127.0.0.1", "port": "5994", "sslProfile": "p1"},
+                               type=PREFIX + "listener", name="tls2")
+    assert code == 400 and "sslProfile 'p1' does not name an sslProfile" in description and len(opened) == 1
+
+
+def test_profiles_of_the_configuration_file_are_entities():
+    r = Router(parse_config(CONFIG + "sslProfile {\n    name: fromfile\n    certFile: /x/c.pem\n}\n", "test.conf"))
+    code, _, found = ask(r, "READ", type=PREFIX + "sslProfile", name="fromfile")
+    assert code == 200 and found["identity"] == "sslProfile/fromfile" and found["certFile"] == "/x/c.pem"
+    assert ask(r, "DELETE", type=PREFIX + "sslProfile", name="fromfile")[0] == 204 and not r.ssl_profiles
+    assert [p.name for p in r.config.ssl_profiles] == ["fromfile"]  # the configuration stays the start-up state

@@ -51,7 +51,7 @@ class Connectors:
 
     def add(self, config: Connector) -> Dialer:
         """A connector created through management: dialled now (once the router runs)."""
-        dialer = Dialer(config, connector_door(self.router.config, config))
+        dialer = Dialer(config, connector_door(self.router.config, config, self.router.ssl_profiles))
         self.dialers.append(dialer)
         if self.container is not None:
             self._dial(dialer)

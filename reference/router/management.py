@@ -4,9 +4,10 @@ Requests come to the address `$management` of the router a client is attached to
 `_topo/0/<router-id>/$management` of any router of the network (routed there over the mesh like any mobile
 address: each router advertises its own). A request is a message whose application-properties say what to do:
 `operation` (QUERY, READ, CREATE, UPDATE, DELETE, GET-TYPES, GET-ATTRIBUTES, GET-OPERATIONS, GET-MGMT-NODES,
-GET-ANNOTATIONS, GET-LOG), `type`, `name` or `identity` and for the node operations `entityType`; the body is a
-map (the attributes of CREATE/UPDATE; `attributeNames` of QUERY). The response goes to the request's `reply-to`
-with its `correlation-id`, with `statusCode` and `statusDescription` in its application-properties.
+GET-ANNOTATIONS, GET-LOG, GET-SCHEMA, GET-JSON-SCHEMA), `type`, `name` or `identity` and for the node operations
+`entityType`; the body is a map (the attributes of CREATE/UPDATE; `attributeNames` of QUERY). The response goes
+to the request's `reply-to` with its `correlation-id`, with `statusCode` and `statusDescription` in its
+application-properties.
 
 Entity types, attribute names and the operations allowed on each are qdrouterd 1.19's (mgmt_schema.py, from its
 qdrouter.json), prefixed `org.apache.qpid.dispatch.` (or not: qdrouterd takes both); `linkRoute`, `autoLink` and
@@ -20,9 +21,15 @@ allow (an address `distribution: bogus` becomes balanced), the reference refuses
 that are not a map (a list, a string) are a 400 too, never an error that ends the connection (found by the frame
 fuzzer's `management` family).
 
-CREATE and DELETE of linkRoute, autoLink, address, listener and connector change the running router (live
-configuration); the configuration file stays what the router started with. A created section is checked the way
-the configuration file is (reference/router/config.py), so what a file may not say, a CREATE may not either.
+CREATE and DELETE of linkRoute, autoLink, address, listener, connector and sslProfile change the running router
+(live configuration); the configuration file stays what the router started with. A created section is checked the
+way the configuration file is (reference/router/config.py), so what a file may not say, a CREATE may not either; a
+listener or connector may name the sslProfiles the router has now (Router.ssl_profiles), and one that is deleted
+while in use leaves what was made with it as it was (qdrouterd's python agent allows that DELETE too).
+
+UPDATE of a router.link is answered as qdrouterd 1.19's core answers it and, like it, does not act on adminStatus
+(`_update_link`). GET-SCHEMA answers with the reference's schema as qdrouterd's python agent dumps its own
+(`schema()`), which `qdmanage get-schema` prints unchanged.
 
 Pure logic over the router's state: `Agent.handle(properties, body)` -> (status, description, body). The router
 feeds it requests and sends its answers (router.py: `_route` hands it messages for its addresses, `inject` sends).
@@ -31,6 +38,7 @@ feeds it requests and sends its answers (router.py: `_route` hands it messages f
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import time
@@ -46,11 +54,12 @@ from .config import (
     Connector,
     LinkRoute,
     Listener,
+    SslProfile,
     check_supported,
     parse_config,
 )
 from .keys import FALLBACK, PHASE1
-from .mgmt_schema import PREFIX, SCHEMA
+from .mgmt_schema import ATTRIBUTE_TYPES, DESCRIPTIONS, PREFIX, SCHEMA, SINGLETONS
 
 log = logging.getLogger("AGENT")
 
@@ -66,10 +75,14 @@ STATUS_TEXT = {OK: "OK", CREATED: "Created", NO_CONTENT: "No Content", BAD_REQUE
 CORE_TYPES = frozenset({"router", "connection", "router.link", "router.address", "router.config.linkRoute",
                         "router.config.autoLink", "router.config.address"})
 # What CREATE and DELETE may change on a running router
-LIVE_TYPES = ("router.config.linkRoute", "router.config.autoLink", "router.config.address", "listener", "connector")
+LIVE_TYPES = ("router.config.linkRoute", "router.config.autoLink", "router.config.address", "listener", "connector",
+              "sslProfile")
 # config.py's section name for each type a CREATE is checked as
 _SECTION_OF = {"router.config.linkRoute": "linkRoute", "router.config.autoLink": "autoLink",
-               "router.config.address": "address", "listener": "listener", "connector": "connector"}
+               "router.config.address": "address", "listener": "listener", "connector": "connector",
+               "sslProfile": "sslProfile"}
+# router.link's adminStatus: the one attribute an UPDATE may name, and the values qdrouter.json allows it
+_LINK_ADMIN_STATUS = ("enabled", "disabled")
 _DIRECTIONS = ("in", "out")
 # qdrouter.json's distributions; the configuration check refuses `unavailable` ("not supported yet")
 _DISTRIBUTIONS = ("multicast", "closest", "balanced", "unavailable")
@@ -170,11 +183,7 @@ class Agent:
         for dialer in router.connectors.dialers:
             self._add_config("connector", dialer)
         for profile in cfg.ssl_profiles:
-            self.config_entities.append(Entity("sslProfile", {
-                "name": profile.name, "identity": f"sslProfile/{profile.name}", "certFile": profile.cert_file,
-                "privateKeyFile": profile.private_key_file, "caCertFile": profile.ca_cert_file,
-                "passwordFile": profile.password_file, "ciphers": profile.ciphers, "protocols": profile.protocols,
-            }, profile))
+            self._add_config("sslProfile", profile)
         for section in cfg.logs:
             self.log_levels[(section.module or "DEFAULT").upper()] = section.enable
 
@@ -232,6 +241,8 @@ class Agent:
         if operation == "CREATE":
             return self._create(requested, props, body)
         ids = {k: props[k] for k in ("name", "identity") if props.get(k) is not None}
+        if requested == "router.link" and operation == "UPDATE":
+            return self._update_link(ids, body)
         if requested in (None, NODE_TYPE, "management") and (not ids or ids.get("name") == "self"
                                                              or ids.get("identity") == "self"):
             return self._node_operation(operation, props, body)
@@ -277,6 +288,13 @@ class Agent:
             return OK, "OK", [f"amqp:/_topo/0/{e.attributes['id']}/{MANAGEMENT}" for e in self.router_nodes()]
         if operation == "GET-LOG":
             return OK, "OK", []
+        if operation == "GET-SCHEMA":
+            return OK, "OK", schema()
+        if operation == "GET-JSON-SCHEMA":
+            indent = props.get("indent")
+            if indent is not None and not str(indent).lstrip("-").isdigit():
+                raise Status(BAD_REQUEST, f"invalid literal for int(): {indent!r}")
+            return OK, "OK", json.dumps(schema(), indent=int(indent) if indent is not None else None)
         raise Status(NOT_IMPLEMENTED, f"Operation '{operation}' not implemented on {NODE_TYPE}")
 
     def _query(self, entity_type: str | None, props: dict, body) -> tuple[int, str, object]:
@@ -560,6 +578,8 @@ class Agent:
         identity = str(next(self._ids)) if type_ in CORE_TYPES else None
         entity = Entity(type_, {"identity": identity}, target)
         self._refreshed(entity)
+        if type_ == "sslProfile":
+            entity.attributes["identity"] = f"sslProfile/{target.name}"
         if entity.attributes.get("identity") is None:
             entity.attributes["identity"] = f"{type_}/{entity.attributes.get('host')}:{entity.attributes.get('port')}" \
                 + (f":{entity.attributes['name']}" if entity.attributes.get("name") else "")
@@ -601,6 +621,10 @@ class Agent:
                      requireEncryption=obj.require_encryption, requireSsl=obj.require_ssl, sslProfile=obj.ssl_profile,
                      maxFrameSize=obj.max_frame_size or 16384, idleTimeoutSeconds=obj.idle_timeout_seconds or 16,
                      linkCapacity=obj.link_capacity, http=obj.http, multiTenant=obj.multi_tenant)
+        elif t == "sslProfile":  # its password is not shown
+            a.update(name=obj.name, certFile=obj.cert_file, privateKeyFile=obj.private_key_file,
+                     caCertFile=obj.ca_cert_file, passwordFile=obj.password_file, ciphers=obj.ciphers,
+                     protocols=obj.protocols)
         elif t == "connector":
             cfg = obj.config
             conn = obj.connection
@@ -680,6 +704,8 @@ class Agent:
         connection = attrs.get("connection")
         if t == "router.config.autoLink" and connection:  # it may name a connection that does not exist yet
             lines += ["connector {", f"    name: {connection}", "    port: 1", "    role: route-container", "}"]
+        if t in ("listener", "connector"):  # the profiles it may name: those the router has now
+            lines += [f"sslProfile {{\n    name: {name}\n}}" for name in self.router.ssl_profiles]
         mode = self.router.config.router.mode
         text = "\n".join([f"router {{\n    mode: {mode}\n    id: {self.router_id}\n}}", *lines]) + "\n"
         try:
@@ -688,7 +714,8 @@ class Agent:
         except ConfigError as exc:
             raise Status(BAD_REQUEST, exc.message) from None
         found = {"router.config.linkRoute": cfg.link_routes, "router.config.autoLink": cfg.auto_links,
-                 "router.config.address": cfg.addresses, "listener": cfg.listeners, "connector": cfg.connectors}[t]
+                 "router.config.address": cfg.addresses, "listener": cfg.listeners, "connector": cfg.connectors,
+                 "sslProfile": cfg.ssl_profiles}[t]
         return found[0]
 
     def _check_conflicts(self, t: str, section) -> None:
@@ -714,14 +741,22 @@ class Agent:
         if t == "router.config.address":
             r.add_address_section(section)
             return section
+        if t == "sslProfile":
+            r.add_ssl_profile(section)
+            return section
         if t == "listener":
             try:
                 r.add_listener(section)
             except OSError as exc:
                 raise Status(BAD_REQUEST, f"cannot listen on {section.host}:{section.port}: "
                                           f"{exc.strerror or exc}") from None
+            except ConfigError as exc:  # its sslProfile's files cannot be used
+                raise Status(BAD_REQUEST, exc.message) from None
             return section
-        return r.add_connector(section)
+        try:
+            return r.add_connector(section)
+        except ConfigError as exc:
+            raise Status(BAD_REQUEST, exc.message) from None
 
     def _delete(self, entity: Entity) -> None:
         if entity not in self.config_entities:
@@ -740,11 +775,34 @@ class Agent:
             r.remove_listener(target)
         elif t == "connector":
             r.remove_connector(target)
+        elif t == "sslProfile":  # in use or not, as qdrouterd: what uses it keeps its TLS settings
+            r.remove_ssl_profile(target)
         else:
             raise Status(NOT_IMPLEMENTED, f"Operation 'DELETE' of '{full_type(t)}' is not implemented by the "
                                           "reference router")
         self.config_entities.remove(entity)
         log.info("Deleted %s %s", full_type(t), entity.name or entity.identity)
+
+    def _update_link(self, ids: dict, body) -> tuple[int, str, object]:
+        """UPDATE of a router.link, checked in qdrouterd 1.19's order (src/router_core/agent_link.c,
+        qdra_link_update_CT): a body that is not a map, or a map without adminStatus (the one attribute the schema
+        lets an UPDATE change), is a bare 400; then the link, by identity else by name (404 `Not Found`). qdrouterd
+        answers 200 with the link's attributes as they are and does not act on the value ("TODO - set the adm_state
+        on the link"): the link stays attached and its adminStatus stays enabled. The draft lets the answer differ
+        from the request, so the reference does the same. Where qdrouterd answers 200 to what the draft says MUST
+        be a 400 (a value outside the schema's enabled/disabled, an attribute router.link does not have), the
+        reference answers 400."""
+        if not isinstance(body, dict) or "adminStatus" not in body or not ids:
+            raise Status(BAD_REQUEST)
+        entity = self._find("router.link", {"identity": ids["identity"]} if "identity" in ids else ids)
+        value = body["adminStatus"]
+        if value is not None and (not isinstance(value, str) or value not in _LINK_ADMIN_STATUS):
+            raise Status(BAD_REQUEST, f"Invalid value for 'adminStatus': {value!r} (one of {list(_LINK_ADMIN_STATUS)})")
+        known = set(attributes_of("router.link")) | set(EXTRA_ATTRIBUTES["router.link"])
+        unknown = sorted(str(k) for k in body if k not in known)
+        if unknown:
+            raise Status(BAD_REQUEST, f"Unknown attributes {unknown} for type {full_type('router.link')}")
+        return OK, "OK", entity.full()
 
     def _update(self, entity: Entity, body) -> tuple[int, str, object]:
         if entity.type != "log":
@@ -758,6 +816,24 @@ class Agent:
             logger.setLevel(serving.level_of(enable))
             self.log_levels[module] = enable
         return OK, "OK", next(e for e in self.logs() if e.attributes["module"] == module).full()
+
+
+def schema() -> dict:
+    """GET-SCHEMA's answer: the reference's schema as qdrouterd 1.19's agent dumps its own (schema.py, Schema.dump):
+    the prefix without its dot, and each type under its short name (router.config.* without `router.config.`)
+    with its attributes (but `type`), operations, description and fully qualified type, `singleton` where set."""
+    types = {}
+    for t, (_bases, operations, _names) in SCHEMA.items():
+        entry: dict = {"attributes": {a: dict(d) for a, d in ATTRIBUTE_TYPES[t].items()}}
+        if operations:
+            entry["operations"] = list(operations)
+        if t in DESCRIPTIONS:
+            entry["description"] = DESCRIPTIONS[t]
+        entry["fullyQualifiedType"] = PREFIX + t
+        if t in SINGLETONS:
+            entry["singleton"] = True
+        types[t.replace("router.config.", "")] = entry
+    return {"prefix": PREFIX.rstrip("."), "entityTypes": types}
 
 
 _ZERO_COUNTS = {"delivered": 0, "presettled": 0, "accepted": 0, "rejected": 0, "released": 0, "modified": 0}
@@ -786,4 +862,5 @@ def _memory_usage() -> int | None:
     return None
 
 
-__all__ = ["Agent", "Status", "MANAGEMENT", "AddressSection", "AutoLink", "Connector", "LinkRoute", "Listener"]
+__all__ = ["Agent", "Status", "MANAGEMENT", "AddressSection", "AutoLink", "Connector", "LinkRoute", "Listener",
+           "SslProfile", "schema"]

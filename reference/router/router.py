@@ -32,7 +32,7 @@ from .addressing import AddressTable
 from .annotations import RouterAnnotations
 from .attachments import Attachments
 from .autolinks import AutoLinks
-from .config import AddressSection, AutoLink, Connector, LinkRoute, Listener, RouterConfig
+from .config import AddressSection, AutoLink, Connector, LinkRoute, Listener, RouterConfig, SslProfile
 from .connections import ConnectionLife
 from .connectors import Connectors
 from .counters import DeliveryCounters
@@ -68,6 +68,8 @@ class Router(ServedConnections):
         self._dirty: set[ConnectionState] = set()
         self._connections: set = set()
         self.listener_of: dict = {}  # acceptor -> listener section (set by the server)
+        # The sslProfiles a listener or connector made from now on may name (management CREATE and DELETE them)
+        self.ssl_profiles: dict[str, SslProfile] = {p.name: p for p in config.ssl_profiles}
         self.connectors = Connectors(self, config.connectors, config)
         self.mesh = Mesh(self, config.router.mode) if config.router.mode in ("interior", "edge") else None
         self.remote_paths: dict[str, RemotePath] = {}
@@ -310,6 +312,14 @@ class Router(ServedConnections):
                 acceptor.close()
                 del self.listener_of[acceptor]
                 log.info("Listener %r closed", section.name or f"{section.host}:{section.port}")
+
+    def add_ssl_profile(self, profile: SslProfile) -> None:
+        self.ssl_profiles[profile.name] = profile
+
+    def remove_ssl_profile(self, profile: SslProfile) -> None:
+        """Listeners and connectors made with it keep the TLS settings they were made with (qdrouterd copies them)."""
+        if self.ssl_profiles.get(profile.name) is profile:
+            del self.ssl_profiles[profile.name]
 
     def add_connector(self, config: Connector):
         return self.connectors.add(config)

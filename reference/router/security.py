@@ -105,9 +105,22 @@ def users_for(cfg: RouterConfig, line: int, label: str) -> dict[str, str]:
         raise ConfigError(cfg.path, cfg.router.line, f"router: saslConfigDir: {exc}") from None
 
 
-def listener_door(cfg: RouterConfig, li: Listener) -> ListenerDoor:
+def _profile(cfg: RouterConfig, conn: Listener | Connector, label: str,
+             profiles: dict[str, SslProfile] | None) -> SslProfile | None:
+    """The sslProfile a listener or connector names: from the file, or from `profiles` (those the running router
+    has now: management may have created or deleted some)."""
+    if profiles is None or conn.ssl_profile is None:
+        return cfg.ssl_profile(conn.ssl_profile)
+    found = profiles.get(conn.ssl_profile)
+    if found is None:
+        raise ConfigError(cfg.path, conn.line, f"{label}: sslProfile '{conn.ssl_profile}' does not name an "
+                                               f"sslProfile (have: {', '.join(sorted(profiles)) or 'none'})")
+    return found
+
+
+def listener_door(cfg: RouterConfig, li: Listener, profiles: dict[str, SslProfile] | None = None) -> ListenerDoor:
     label = f"listener {li.name or li.port!r}"
-    profile = cfg.ssl_profile(li.ssl_profile)
+    profile = _profile(cfg, li, label, profiles)
     tls = None
     if profile is not None:
         if profile.cert_file is None or profile.private_key_file is None:
@@ -144,9 +157,9 @@ def _default_mechanisms(cfg: RouterConfig, li: Listener, tls: ServerTls | None) 
     return tuple(offered) or ("PLAIN",)
 
 
-def connector_door(cfg: RouterConfig, co: Connector) -> ConnectorDoor:
+def connector_door(cfg: RouterConfig, co: Connector, profiles: dict[str, SslProfile] | None = None) -> ConnectorDoor:
     label = f"connector {co.name or co.port!r}"
-    profile = cfg.ssl_profile(co.ssl_profile)
+    profile = _profile(cfg, co, label, profiles)
     tls = None
     if profile is not None:
         for what, path in (("certFile", profile.cert_file), ("privateKeyFile", profile.private_key_file),

@@ -80,9 +80,10 @@ class RouterServer:
         return None
 
     def _listen_live(self, listener) -> None:
-        """A listener created through management: listening from now on (raises OSError when it cannot)."""
+        """A listener created through management: listening from now on (raises OSError when it cannot bind, and
+        ConfigError when the sslProfile it names is not the router's or its files cannot be used)."""
         host = listener.host or "0.0.0.0"
-        door = listener_door(self.config, listener)
+        door = listener_door(self.config, listener, self.router.ssl_profiles)
         port = self.server.listen(host, listener.port, tls=door.tls, sasl=door.sasl, websocket=listener.http)
         self.router.listener_of[self.server.acceptors[-1]] = listener
         log.log(serving.NOTICE, "Listening on %s:%d (listener %r, role %s)%s", host, port, listener.name or "",

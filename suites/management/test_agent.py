@@ -1,11 +1,13 @@
 """The management node of a router: requests and responses, its own operations, and its refusals (AMQP
 Management draft; qdrouterd 1.19's schema and status codes). Topology `single-router`."""
 
+import json
+
 import pytest
 
 from harness.management import NODE_TYPE, PREFIX
 
-from .support import management, need_tools, qdmanage, qdstat
+from .support import link_row, management, need_tools, qdmanage, qdstat, unique
 
 # The entity types issue 55 names, as qdrouterd 1.19's schema (qdrouter.json) names them
 TYPES = ("router", "connection", "router.link", "router.address", "router.node", "router.config.linkRoute",
@@ -178,3 +180,114 @@ def test_a_read_naming_a_huge_name_is_refused_and_the_node_goes_on_answering(rou
     assert huge.code is not None, f"no answer to a READ with a {HUGE_NAME}-character {key}: {huge.description}"
     assert 400 <= huge.code < 600, f"a READ with a {HUGE_NAME}-character {key} was answered {huge.code}"
     assert [a.code for a in after] == [404] * 3, f"the requests after it: {details['after']}"
+
+
+# ---- UPDATE of a router.link (qdrouter.json: router.link allows UPDATE; adminStatus, enabled or disabled, is the
+# attribute it marks writable) -----------------------------------------------------------------------------------
+
+LINK_VIEW = ["linkName", "linkDir", "identity", "adminStatus", "operStatus"]
+
+
+@pytest.mark.spec("MGMT-UPDATE-1", "MGMT-TOOLS-1")
+def test_an_update_of_a_link_is_answered_with_the_link_as_it_then_is(router, clients, details):
+    """UPDATE adminStatus=disabled of a consumer's link, by identity (the client) and by identity through qdmanage,
+    and by name: each is answered 200 with the link's actual attributes (the draft: they MAY differ from those
+    asked for), and what the answer says is what the link is: management shows the same adminStatus, and a link
+    the answer calls enabled still carries messages."""
+    need_tools()
+    address = unique("mgmt.update")
+    receiver = clients.connect(router.client_url("consumer")).receiver(address)
+    with management(router) as mgmt:
+        link = link_row(mgmt, receiver.name, "out")
+        by_identity = mgmt.call("UPDATE", type="router.link", identity=link["identity"],
+                                body={"adminStatus": "disabled"})
+        through_tool = qdmanage(router, "R1", "update", "--type=link", f"--identity={link['identity']}",
+                                "adminStatus=disabled")
+        by_name = mgmt.call("UPDATE", type="router.link", name=receiver.name, body={"adminStatus": "disabled"})
+        after = [r for r in mgmt.query("router.link", LINK_VIEW) if r["identity"] == link["identity"]]
+    details.update(by_identity=[by_identity.code, by_identity.description], by_name=[by_name.code, by_name.description],
+                   admin_status=(by_identity.body or {}).get("adminStatus"), after=after)
+    assert (by_identity.code, by_identity.description) == (200, "OK")
+    assert by_name.code == 200
+    answered = by_identity.body
+    for shown in (answered, through_tool, by_name.body):
+        assert shown["identity"] == link["identity"] and shown["linkName"] == receiver.name
+        assert shown["adminStatus"] in ("enabled", "disabled")
+    assert through_tool["adminStatus"] == by_name.body["adminStatus"] == answered["adminStatus"]
+    if answered["adminStatus"] == "enabled":  # as it was: still attached, still a destination
+        assert [r["adminStatus"] for r in after] == ["enabled"], f"management then shows {after}"
+        sender = clients.connect(router.client_url("producer")).sender(address)
+        sender.send(3)
+        assert {o.outcome for o in sender.wait_outcomes(3).values()} == {"accepted"}
+        assert len(receiver.wait_received(3)) == 3
+    else:  # disabled: management shows it so, or the link is gone
+        assert all(r["adminStatus"] == "disabled" for r in after), f"management then shows {after}"
+
+
+@pytest.mark.spec("MGMT-UPDATE-2")
+def test_an_update_of_a_link_without_admin_status_or_a_link_is_refused(router, clients, details):
+    """qdrouterd's core agent: an UPDATE of a router.link whose body has no adminStatus (empty, or only attributes
+    the schema does not let an UPDATE change) or that names no link is a 400; one naming a link that does not exist
+    is a 404."""
+    receiver = clients.connect(router.client_url("consumer")).receiver(unique("mgmt.update"))
+    with management(router) as mgmt:
+        link = link_row(mgmt, receiver.name, "out")
+        seen = {
+            "read-only attribute": mgmt.call("UPDATE", type="router.link", identity=link["identity"],
+                                             body={"capacity": 5}),
+            "empty body": mgmt.call("UPDATE", type="router.link", identity=link["identity"], body={}),
+            "no name or identity": mgmt.call("UPDATE", type="router.link", body={"adminStatus": "disabled"}),
+            "no such link": mgmt.call("UPDATE", type="router.link", identity="987654321",
+                                      body={"adminStatus": "disabled"}),
+        }
+        still = link_row(mgmt, receiver.name, "out")
+    details.update({k: [v.code, v.description] for k, v in seen.items()})
+    for what in ("read-only attribute", "empty body", "no name or identity"):
+        assert (seen[what].code, seen[what].description) == (400, "Bad Request"), f"{what}: {seen[what]}"
+    assert (seen["no such link"].code, seen["no such link"].description) == (404, "Not Found")
+    assert still["capacity"] == link["capacity"] and still["adminStatus"] == link["adminStatus"]
+
+
+@pytest.mark.spec("MGMT-UPDATE-2")
+@pytest.mark.parametrize("body", [{"adminStatus": "bogus"}, {"adminStatus": "enabled", "nosuch": 1}],
+                         ids=["value-outside-the-schema", "unknown-attribute"])
+def test_an_update_of_a_link_outside_its_schema_is_refused(router, clients, details, body):
+    """The draft: an UPDATE with an attribute the entity does not have, or a value the attribute cannot take
+    (qdrouter.json: adminStatus is enabled or disabled), MUST be refused with 400."""
+    receiver = clients.connect(router.client_url("consumer")).receiver(unique("mgmt.update"))
+    with management(router) as mgmt:
+        link = link_row(mgmt, receiver.name, "out")
+        answer = mgmt.call("UPDATE", type="router.link", identity=link["identity"], body=body)
+    details.update(answer=[answer.code, answer.description])
+    assert answer.code == 400, f"UPDATE router.link {body}: {answer.code} {answer.description}"
+
+
+# ---- GET-SCHEMA (qdrouterd's management node: `qdmanage get-schema`) ---------------------------------------------
+
+
+@pytest.mark.spec("MGMT-SCHEMA-1", "MGMT-TOOLS-1")
+def test_get_schema_describes_every_type_the_node_serves(router, details):
+    """GET-SCHEMA (and `qdmanage get-schema`, which asks it) gives the schema as qdrouterd's agent dumps it: the
+    prefix and, per entity type, its fully qualified name, operations and attributes (each with its type); they
+    agree with what GET-OPERATIONS and GET-ATTRIBUTES say of every type. GET-JSON-SCHEMA is the same as JSON."""
+    need_tools()
+    with management(router) as mgmt:
+        schema = mgmt.expect(mgmt.node_call("GET-SCHEMA"), 200).body
+        as_json = mgmt.expect(mgmt.node_call("GET-JSON-SCHEMA"), 200).body
+        operations = mgmt.expect(mgmt.node_call("GET-OPERATIONS"), 200).body
+        attributes = mgmt.expect(mgmt.node_call("GET-ATTRIBUTES"), 200).body
+    printed = qdmanage(router, "R1", "get-schema")
+    types = schema["entityTypes"]
+    details.update(types=len(types), operations=len(operations))
+    assert printed == json.loads(json.dumps(schema)), "qdmanage get-schema printed another schema"
+    assert json.loads(as_json) == printed
+    assert schema["prefix"] == PREFIX.rstrip(".")
+    by_name = {entry["fullyQualifiedType"]: entry for entry in types.values()}
+    for type_name, allowed in operations.items():
+        entry = by_name.get(type_name) or by_name.get(PREFIX + type_name)
+        assert entry is not None, f"GET-SCHEMA lacks {type_name}, which GET-OPERATIONS lists"
+        assert entry.get("operations", []) == list(allowed), type_name
+        assert list(entry["attributes"]) == [a for a in attributes[type_name] if a != "type"], type_name
+        assert all("type" in declared for declared in entry["attributes"].values()), type_name
+    assert by_name[PREFIX + "router.link"]["attributes"]["adminStatus"]["type"] == ["enabled", "disabled"]
+    assert by_name[PREFIX + "sslProfile"]["operations"] == ["CREATE", "DELETE", "READ"]

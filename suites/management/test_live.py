@@ -6,7 +6,10 @@ import socket
 
 import pytest
 
+from harness.clients import ClientSecurity
+from harness.management import PREFIX
 from harness.ports import free_port
+from harness.tlsca import TestPki
 from harness.wait import wait_for
 
 from ..conftest import attach_when_routed
@@ -238,3 +241,138 @@ def test_a_value_outside_the_schema_is_refused(router, details):
             details.update(created_as=created.get("distribution"))
     details.update(answer=[answer.code, answer.description])
     assert answer.code == 400, f"CREATE address distribution=bogus: {answer.code} {answer.description}"
+
+
+# ---- sslProfile: CREATE and DELETE, and listeners and connectors made with one afterwards ----------------------
+
+TLS_DEADLINE = 10.0  # seconds: a TLS open or its refusal takes well under one on every router here
+
+
+def _tls_files(tmp_path):
+    """A CA of the case's own and a certificate from it for `localhost` (server and client use)."""
+    pki = TestPki(tmp_path / "pki")
+    issued = pki.issue("mgmt-ca", "localhost", purpose="both")
+    return issued, str(pki.ca_file("mgmt-ca"))
+
+
+def _opens(clients, url: str, security: ClientSecurity | None) -> str | None:
+    """None when a connection to `url` opens; else the condition it ended with."""
+    try:
+        conn = clients.connect(url, security=security, wait=False)
+        conn.wait_open(TLS_DEADLINE)
+        conn.close()
+        return None
+    except ConnectionError as exc:
+        return str(exc) or type(exc).__name__
+
+
+def _profile(mgmt, name: str, issued, ca: str) -> dict:
+    return mgmt.create("sslProfile", name=name, certFile=str(issued.cert), privateKeyFile=str(issued.key),
+                       caCertFile=ca)
+
+
+def _tls_listener(mgmt, name: str, port: int, profile: str) -> dict:
+    """A listener that speaks TLS only (requireSsl), with the profile's certificate."""
+    return mgmt.create("listener", name=name, host="127.0.0.1", port=str(port), role="normal", sslProfile=profile,
+                       requireSsl=True, saslMechanisms="ANONYMOUS")
+
+
+def _cleanup(mgmt, *entities: tuple[str, str]) -> None:
+    for entity_type, name in entities:
+        mgmt.call("DELETE", type=entity_type, name=name)
+
+
+@pytest.mark.spec("MGMT-LIVE-7")
+@pytest.mark.requires("router:tls")
+def test_an_ssl_profile_created_live_serves_a_listener_and_a_connector_made_after_it(router, clients, tmp_path,
+                                                                                     details):
+    issued, ca = _tls_files(tmp_path)
+    profile, listener, connector = unique("mgmt-tls"), unique("mgmt-tls-in"), unique("mgmt-tls-out")
+    port = free_port()
+    url = f"amqps://localhost:{port}"
+    address = unique("mgmt.tls")
+    with management(router) as mgmt:
+        made = _profile(mgmt, profile, issued, ca)
+        try:
+            read = mgmt.read("sslProfile", name=profile)
+            _tls_listener(mgmt, listener, port, profile)
+            trusting = ClientSecurity(ca=ca)
+            refused_plain = _opens(clients, f"amqp://127.0.0.1:{port}", None)
+            conn = clients.connect(url, security=trusting)
+            receiver = clients.connect(router.client_url("consumer")).receiver(address)
+            sender = conn.sender(address)
+            sender.send(3)
+            outcomes = {o.outcome for o in sender.wait_outcomes(3).values()}
+            received = len(receiver.wait_received(3))
+            # A connector naming the profile dials the TLS-only listener (the router's own): only TLS gets in there
+            mgmt.create("connector", name=connector, host="localhost", port=str(port), role="route-container",
+                        sslProfile=profile)
+            status = {}
+
+            def connected():
+                status.update(mgmt.read("connector", name=connector))
+                return status.get("connectionStatus") == "SUCCESS"
+            wait_for(connected, 15, "the connector made with the sslProfile to connect",
+                     describe=lambda: f"{status.get('connectionStatus')} {status.get('connectionMsg')}")
+        finally:
+            _cleanup(mgmt, ("connector", connector), ("listener", listener), ("sslProfile", profile))
+    details.update(plain=refused_plain, outcomes=sorted(outcomes), received=received,
+                   connector=status.get("connectionStatus"))
+    assert made["name"] == profile and made["identity"] == f"sslProfile/{profile}"
+    assert {k: read[k] for k in ("certFile", "privateKeyFile", "caCertFile")} == {
+        "certFile": str(issued.cert), "privateKeyFile": str(issued.key), "caCertFile": ca}
+    assert refused_plain is not None, "a client without TLS opened a connection on the TLS-only listener"
+    assert outcomes == {"accepted"} and received == 3
+
+
+@pytest.mark.spec("MGMT-LIVE-8")
+@pytest.mark.requires("router:tls")
+def test_an_ssl_profile_in_use_may_be_deleted_and_its_listener_keeps_serving_tls(router, clients, tmp_path,
+                                                                                  details):
+    """qdrouterd deletes an sslProfile that a listener uses (204) and the listener goes on with the TLS settings
+    it was made with; the profile itself is gone (404). A second profile of the same name is refused while the
+    first exists, and a profile cannot be updated (its schema allows CREATE, DELETE and READ)."""
+    issued, ca = _tls_files(tmp_path)
+    profile, listener = unique("mgmt-tls"), unique("mgmt-tls-in")
+    port = free_port()
+    url = f"amqps://localhost:{port}"
+    trusting = ClientSecurity(ca=ca)
+    with management(router) as mgmt:
+        _profile(mgmt, profile, issued, ca)
+        try:
+            _tls_listener(mgmt, listener, port, profile)
+            twice = mgmt.call("CREATE", type="sslProfile", name=profile, body={"certFile": str(issued.cert)})
+            update = mgmt.call("UPDATE", type="sslProfile", name=profile, body={"ciphers": "HIGH"})
+            before = _opens(clients, url, trusting)
+            deleted = mgmt.call("DELETE", type="sslProfile", name=profile)
+            gone = mgmt.call("READ", type="sslProfile", name=profile)
+            after = _opens(clients, url, trusting)
+            plain_after = _opens(clients, f"amqp://127.0.0.1:{port}", None)
+        finally:
+            _cleanup(mgmt, ("listener", listener), ("sslProfile", profile))
+    seen = {"twice": twice, "update": update, "delete": deleted, "read after": gone}
+    details.update({k: [v.code, v.description] for k, v in seen.items()}, before=before, after=after)
+    assert twice.code == 400 and "duplicates unique attribute 'name'" in (twice.description or "")
+    assert (update.code, update.description) == (
+        501, f"Operation 'UPDATE' not implemented for '{PREFIX}sslProfile' ['CREATE', 'DELETE', 'READ']")
+    assert before is None, f"TLS client refused before the delete: {before}"
+    assert (deleted.code, deleted.description) == (204, "No Content")
+    assert (gone.code, gone.description) == (404, f"No entity with name={profile}")
+    assert after is None, f"the listener stopped serving TLS clients once its sslProfile was deleted: {after}"
+    assert plain_after is not None, "the listener let a client without TLS in once its sslProfile was deleted"
+
+
+@pytest.mark.spec("MGMT-LIVE-9")
+def test_a_listener_naming_an_ssl_profile_the_router_does_not_have_is_refused(router, details):
+    """The draft: a CREATE with a value an attribute cannot take MUST be refused with 400. A listener's sslProfile
+    names a profile; one the router does not have (never made, or deleted) can serve nobody."""
+    profile, listener = unique("mgmt-no-profile"), unique("mgmt-tls-in")
+    port = free_port()
+    with management(router) as mgmt:
+        answer = mgmt.call("CREATE", type="listener", name=listener,
+                           body={"host": "127.0.0.1", "port": str(port), "role": "normal", "sslProfile": profile})
+        if answer.code == 201:
+            _cleanup(mgmt, ("listener", listener))
+    details.update(answer=[answer.code, answer.description])
+    assert answer.code == 400, f"CREATE listener sslProfile={profile} (no such profile): {answer.code} " \
+                               f"{answer.description}"
