@@ -33,8 +33,9 @@ cost per message what they cost before.
 
 AMQP over WebSocket (reference/websocket.py): a listener made with `websocket=True` (qdrouterd's `http: yes`)
 puts a WebSocket layer on the secured path, between TLS and SASL: socket -> TLS -> WebSocket (HTTP upgrade, then
-frames) -> SASL -> transport, and back. Such a connection stays on the secured path. A refused handshake gets an
-HTTP error answer, a protocol error a close frame, and the socket closes once that is out.
+frames) -> SASL -> transport, and back; with TLS that is wss. Such a connection stays on the secured path. A
+refused handshake gets an HTTP error answer, a protocol error a close frame, a served plain request (/healthz) its
+answer, and the socket closes once that is out.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ from .attach_caps import AttachTap
 from .sasl_guard import SaslGuard
 from .security.sasl import SaslClient, SaslPolicy, SaslServer
 from .security.tls import TLS_RECORD_HANDSHAKE, ClientTls, ServerTls, TlsFailure, TlsLayer
-from .websocket import CLOSE_NORMAL, WsServer
+from .websocket import CLOSE_NORMAL, HttpOptions, WsServer
 
 log = logging.getLogger("SERVER")
 
@@ -126,7 +127,7 @@ class Listener:
     loop: EngineLoop
     tls: ServerTls | None = None
     sasl: SaslPolicy | None = None
-    websocket: bool = False  # AMQP over WebSocket (qdrouterd's `http: yes`)
+    websocket: HttpOptions | None = None  # AMQP over WebSocket (qdrouterd's `http: yes`) and what else it serves
 
     def close(self) -> None:
         self.loop._forget(self.sock)
@@ -212,13 +213,14 @@ class EngineLoop:
     # ---- the Container interface the servers use ----------------------------------------------------------------
 
     def listen(self, url: str, *, tls: ServerTls | None = None, sasl: SaslPolicy | None = None,
-               websocket: bool = False) -> Listener:
+               websocket: bool | HttpOptions = False) -> Listener:
         """Bind and listen on `host:port` now (OSError when it cannot); port 0 gets a free port.
 
         `tls`: the listener's TLS (its context is built here, so a missing or unreadable certificate raises
         OSError, ssl.SSLError or ValueError before anything listens). `sasl`: the loop runs the SASL exchange
         itself against this policy; None keeps proton's own (ANONYMOUS, nobody checked). `websocket`: clients
-        speak AMQP over WebSocket (RFC 6455) on this listener, and only that."""
+        speak AMQP over WebSocket (RFC 6455) on this listener, and only that (after TLS when it has `tls`); an
+        HttpOptions says what else (True: its defaults, qdrouterd's)."""
         if tls is not None:
             tls.context()
         host, _, port = url.rpartition(":")
@@ -231,7 +233,8 @@ class EngineLoop:
         except OSError:
             sock.close()
             raise
-        listener = Listener(sock, sock.getsockname()[1], self, tls, sasl, websocket)
+        http = (websocket if isinstance(websocket, HttpOptions) else HttpOptions()) if websocket else None
+        listener = Listener(sock, sock.getsockname()[1], self, tls, sasl, http)
         self.selector.register(sock, selectors.EVENT_READ, listener)
         return listener
 
@@ -412,9 +415,10 @@ class EngineLoop:
             transport = Transport(Transport.SERVER)
             transport.bind(connection)
             peer = _Peer(sock, transport, connection, guard=SaslGuard())
-            if listener.tls is not None or listener.sasl is not None or listener.websocket:
-                peer.sec = _Secure(server=True, listener_tls=listener.tls,
-                                   ws=WsServer() if listener.websocket else None)
+            http = listener.websocket
+            if listener.tls is not None or listener.sasl is not None or http is not None:
+                ws = WsServer(allow_upgrade=http.websockets, healthz=http.healthz) if http is not None else None
+                peer.sec = _Secure(server=True, listener_tls=listener.tls, ws=ws)
                 if listener.sasl is not None:
                     peer.sec.sasl = SaslServer(listener.sasl, peer.sec.peer_cn)
                     peer.guard = None  # SaslServer reads the frames with the guard's checks
@@ -544,6 +548,11 @@ class EngineLoop:
             plain = sec.ws.feed(plain)
             if sec.ws.failed:
                 self._refuse(peer, sec.ws.failed)
+                return
+            if sec.ws.answered:  # a plain HTTP request served: its answer, then the socket closes
+                log.debug("Connection from %s: answered %s", _name(peer.sock), sec.ws.answered)
+                sec.closing, sec.inbuf = sec.ws.answered, b""
+                self._queue_last_words(sec, sec.ws.take_output())
                 return
             if sec.ws.closed:  # the client's close frame: the AMQP stream ends here, our close frame answers it
                 self._ws_closed(peer, plain)

@@ -59,13 +59,14 @@ class ForegroundServer:
         self.container.selectable(self._injector)
         self._stopping = False
 
-    def listen(self, host: str, port: int, *, tls=None, sasl=None, websocket: bool = False) -> int:
+    def listen(self, host: str, port: int, *, tls=None, sasl=None, websocket=False) -> int:
         """Start listening; returns the real port. Raises OSError when the address cannot be bound. `tls` and
         `sasl` (reference/security) put TLS and a SASL server in front of the listener's connections;
-        `websocket`: AMQP over WebSocket (reference/websocket.py) on this listener."""
+        `websocket`: AMQP over WebSocket (reference/websocket.py) on this listener, after TLS when it has `tls`
+        (wss); True, or a websocket.HttpOptions (qdrouterd's `websockets` and `healthz`)."""
         doors = {key: value for key, value in (("tls", tls), ("sasl", sasl)) if value is not None}
         if websocket:
-            doors["websocket"] = True
+            doors["websocket"] = websocket
         acceptor = self.container.listen(f"{host}:{port}", **doors)
         self.acceptors.append(acceptor)
         return _bound_port(acceptor) or port

@@ -15,6 +15,12 @@ WebSocket upgrade, a bad key, version or subprotocol gets an HTTP error answer a
 that breaks §5 (unmasked, reserved bits, an unknown opcode, a fragmented or long control frame, a text message:
 the binding carries AMQP in binary messages) gets a close frame with status 1002/1003/1007 and the connection
 closes. A plain AMQP client on such a listener gets an HTTP error too, as on qdrouterd.
+
+Besides the upgrade an `http: yes` listener answers the liveness check qdrouterd documents for it (listener
+attribute `healthz`, default yes): `GET /healthz` gets 200 and `OK`, then the connection closes. With
+`websockets: no` (`HttpOptions.websockets`) an upgrade is refused with 403 (RFC 6455 §4.2.2: a server that does
+not accept the connection answers with an HTTP error such as 403), and /healthz is still answered. Other plain
+requests get 404: the reference serves no console files and no /metrics.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import base64
 import binascii
 import hashlib
 import struct
+from dataclasses import dataclass
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 §1.3
 SUBPROTOCOLS = ("amqp", "binary")  # the binding's name first; "binary": qdrouterd's alias for WebSocket proxies
@@ -38,7 +45,7 @@ CLOSE_INVALID_DATA = 1007
 CLOSE_POLICY = 1008
 _CLOSE_CODES_OK = {1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014}
 
-_REASONS = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+_REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
             426: "Upgrade Required", 431: "Request Header Fields Too Large"}
 
 
@@ -74,13 +81,25 @@ def unmask(data: bytes, key: bytes, offset: int) -> bytes:
     return (int.from_bytes(data, "big") ^ int.from_bytes(pad, "big")).to_bytes(n, "big")
 
 
-def http_error(status: int, why: str, extra: dict[str, str] | None = None) -> bytes:
-    body = f"{status} {_REASONS.get(status, 'Error')}: {why}\n".encode()
+@dataclass(frozen=True)
+class HttpOptions:
+    """What an `http: yes` listener serves besides AMQP over WebSocket (qdrouterd's listener attributes)."""
+
+    websockets: bool = True  # `websockets`: the upgrade to AMQP over WebSocket is allowed
+    healthz: bool = True  # `healthz`: GET /healthz answers 200 OK
+
+
+def http_answer(status: int, body: bytes, extra: dict[str, str] | None = None, *, head_only: bool = False) -> bytes:
+    """A whole HTTP/1.1 response that ends the connection (Connection: close)."""
     headers = {"Server": "amqp-interop-reference", "Content-Type": "text/plain; charset=utf-8",
                "Content-Length": str(len(body)), "Connection": "close", **(extra or {})}
     lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}", *(f"{k}: {v}" for k, v in headers.items())]
     head = "\r\n".join(lines) + "\r\n"
-    return head.encode("latin-1") + b"\r\n" + body
+    return head.encode("latin-1") + b"\r\n" + (b"" if head_only else body)
+
+
+def http_error(status: int, why: str, extra: dict[str, str] | None = None) -> bytes:
+    return http_answer(status, f"{status} {_REASONS.get(status, 'Error')}: {why}\n".encode(), extra)
 
 
 def parse_request(raw: bytes) -> tuple[str, str, str, dict[str, str]]:
@@ -152,16 +171,19 @@ class WsServer:
 
     `feed(data)` takes what was read and returns the AMQP bytes it carried. `send(data)` frames AMQP bytes (once
     the handshake is over). `take_output()` returns what must be written: the handshake answer, frames, pongs,
-    close frames, an HTTP error. After a refusal or a protocol error `failed` says why; after the close
-    handshake (either side) `closed` is true: the caller sends what is left and closes the socket.
+    close frames, an HTTP error. After a refusal or a protocol error `failed` says why; after a plain HTTP request
+    was answered (/healthz) `answered` says which; after the close handshake (either side) `closed` is true: in
+    each case the caller sends what is left and closes the socket.
     """
 
-    def __init__(self, *, allow_upgrade: bool = True):
+    def __init__(self, *, allow_upgrade: bool = True, healthz: bool = True):
         self.allow_upgrade = allow_upgrade
+        self.healthz = healthz
         self.open = False  # the handshake is over: frames flow
         self.closed = False  # a close frame went out (and the caller should close once it is sent)
         self.peer_closed = False  # the client's close frame arrived
         self.failed: str | None = None
+        self.answered: str | None = None  # a plain HTTP request that was served, e.g. "GET /healthz"
         self.close_code: int | None = None  # what the client's close frame said
         self.subprotocol: str | None = None
         self.path: str | None = None
@@ -175,7 +197,7 @@ class WsServer:
 
     @property
     def ended(self) -> bool:
-        return self.closed or self.failed is not None
+        return self.closed or self.failed is not None or self.answered is not None
 
     # ---- input -------------------------------------------------------------------------------------------------
 
@@ -226,7 +248,12 @@ class WsServer:
         self._request = b""
         try:
             method, target, version, headers = parse_request(head)
-            if not self.allow_upgrade and "websocket" in _tokens(headers.get("upgrade", "")):
+            upgrade = "websocket" in _tokens(headers.get("upgrade", ""))
+            if not upgrade and self.healthz and method in ("GET", "HEAD") and target.split("?")[0] == "/healthz":
+                self.answered = f"{method} /healthz"
+                self._out += http_answer(200, b"OK\n", head_only=method == "HEAD")
+                return b""
+            if not self.allow_upgrade and upgrade:
                 raise HandshakeRefused(403, "WebSocket upgrades are disabled on this listener (websockets: no)")
             accept, chosen = check_upgrade(method, target, version, headers)
         except ValueError as exc:

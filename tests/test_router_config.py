@@ -546,3 +546,11 @@ def test_features_used_are_known_and_in_line_order() -> None:
 def test_address_section_match_pattern() -> None:
     assert AddressSection(prefix="a/b/c").match_pattern == "a/b/c/#"
     assert AddressSection(pattern="a/*").match_pattern == "a/*"
+
+
+def test_http_listener_attributes_websockets_and_healthz() -> None:
+    """qdrouterd's defaults are yes for both (qdrouter.json); `no` turns each off on that listener only."""
+    cfg = _parse("listener { name: a http: yes }\nlistener { name: b http: yes websockets: no healthz: no }\n")
+    first, second = cfg.listeners
+    assert (first.http, first.websockets, first.healthz) == (True, True, True)
+    assert (second.http, second.websockets, second.healthz) == (True, False, False)

@@ -6,14 +6,17 @@ from __future__ import annotations
 import base64
 import os
 import socket
+import ssl
 import struct
 import threading
 
 import pytest
 from proton.reactor import ApplicationEvent, EventInjector
 
+from harness.tlsca import TestPki
 from harness.wait import wait_for
 from reference.loop import EngineLoop
+from reference.security.tls import ServerTls
 from reference.websocket import (
     OP_BINARY,
     OP_CLOSE,
@@ -21,6 +24,7 @@ from reference.websocket import (
     OP_PING,
     OP_PONG,
     OP_TEXT,
+    HttpOptions,
     WsServer,
     accept_key,
     check_upgrade,
@@ -142,6 +146,31 @@ def test_upgrades_can_be_disabled():
     ws = WsServer(allow_upgrade=False)
     ws.feed(request())
     assert ws.take_output().startswith(b"HTTP/1.1 403 ")
+
+
+def healthz(method: str = "GET", path: str = "/healthz") -> bytes:
+    return f"{method} {path} HTTP/1.1\r\nHost: h\r\n\r\n".encode()
+
+
+@pytest.mark.parametrize("allow_upgrade", [True, False])
+def test_healthz_is_answered_then_the_connection_ends(allow_upgrade):
+    ws = WsServer(allow_upgrade=allow_upgrade)
+    assert ws.feed(healthz(path="/healthz?x=1")) == b""
+    out = ws.take_output()
+    assert out.startswith(b"HTTP/1.1 200 OK\r\n") and out.endswith(b"\r\n\r\nOK\n")
+    assert b"Connection: close\r\n" in out
+    assert ws.answered == "GET /healthz" and ws.ended and ws.failed is None and not ws.open
+    assert ws.feed(masked(OP_BINARY, AMQP)) == b"", "nothing is read after the answer"
+
+
+def test_healthz_head_has_no_body_and_can_be_switched_off():
+    ws = WsServer()
+    ws.feed(healthz("HEAD"))
+    out = ws.take_output()
+    assert out.startswith(b"HTTP/1.1 200 ") and out.endswith(b"\r\n\r\n") and b"Content-Length: 3" in out
+    off = WsServer(healthz=False)
+    off.feed(healthz())
+    assert off.take_output().startswith(b"HTTP/1.1 404 ") and off.failed and off.answered is None
 
 
 def test_parse_request_joins_repeated_headers():
@@ -280,6 +309,28 @@ def ws_loop():
     assert not thread.is_alive()
 
 
+@pytest.fixture
+def loop_of():
+    """Runs an EngineLoop on a thread; `loop_of(**listen)` -> (loop, port)."""
+    running = []
+
+    def start(**listen):
+        loop = EngineLoop(Opener())
+        listener = loop.listen("127.0.0.1:0", **listen)
+        injector = EventInjector()
+        loop.selectable(injector)
+        thread = threading.Thread(target=loop.run, name="engine-loop", daemon=True)
+        thread.start()
+        running.append((loop, injector, thread))
+        return loop, listener.port
+    yield start
+    for loop, injector, thread in running:
+        loop.stop()
+        injector.trigger(ApplicationEvent("stop_now"))
+        thread.join(10)
+        assert not thread.is_alive()
+
+
 def read_until(sock: socket.socket, done, timeout: float = 10.0) -> bytes:
     sock.settimeout(timeout)
     data = b""
@@ -311,6 +362,35 @@ def test_loop_serves_amqp_over_websocket_and_drops_refused_peers(ws_loop):
         closing = read_until(good, lambda d: False)
         assert (OP_CLOSE, True, struct.pack(">H", 1000)) in server_frames(closing), "the close is echoed, then EOF"
     wait_for(lambda: not loop._peers, 10, "the loop to drop the closed peer")
+
+
+def test_loop_with_websockets_off_refuses_the_upgrade_and_answers_healthz(loop_of):
+    loop, port = loop_of(websocket=HttpOptions(websockets=False))
+    with socket.create_connection(("127.0.0.1", port)) as refused:
+        refused.sendall(request())
+        assert read_until(refused, lambda d: False).startswith(b"HTTP/1.1 403 "), "403, then EOF"
+    with socket.create_connection(("127.0.0.1", port)) as probe:
+        probe.sendall(healthz())
+        answer = read_until(probe, lambda d: False)
+        assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"OK\n"), "200 OK, then EOF"
+    wait_for(lambda: not loop._peers, 10, "the loop to drop both peers")
+
+
+def test_loop_serves_amqp_over_websocket_over_tls(loop_of, tmp_path):
+    pki = TestPki(tmp_path)
+    issued = pki.issue("ca", "server")
+    loop, port = loop_of(websocket=True, tls=ServerTls(cert=str(issued.cert), key=str(issued.key), require=True))
+    ctx = ssl.create_default_context(cafile=str(issued.ca))
+    with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1") as good:
+        good.sendall(request() + masked(OP_BINARY, AMQP))
+        data = read_until(good, lambda d: b"\r\n\r\n" in d and len(d.partition(b"\r\n\r\n")[2]) >= 10)
+        head, _, rest = data.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 101 "), "TLS first, then the upgrade"
+        assert server_frames(rest)[0] == (OP_BINARY, True, AMQP), "then AMQP in binary frames"
+    with socket.create_connection(("127.0.0.1", port)) as clear:  # requireSsl: a handshake in the clear is refused
+        clear.sendall(request())
+        assert b"101" not in read_until(clear, lambda d: False)
+    wait_for(lambda: not loop._peers, 10, "the loop to drop both peers")
 
 
 # ---- which qdrouterd serves `http: yes` (harness/vendors/qdrouterd/build.py) --------------------------------------

@@ -120,6 +120,8 @@ class Listener:
     require_ssl: bool = False
     require_encryption: bool = False
     http: bool = False
+    websockets: bool = True  # with http: the WebSocket upgrade is allowed (qdrouterd's default); no: refused
+    healthz: bool = True  # with http: GET /healthz answers 200 OK (qdrouterd's default)
     multi_tenant: bool = False
     sasl_plugin: str | None = None
     line: int = 0
@@ -475,7 +477,8 @@ _FIELDS: dict[str, dict[str, _Attr]] = {
                "workerThreads": _Attr(None, _at_least(1))},
     "listener": {**_CONNECTION_FIELDS, "authenticatePeer": _Attr("authenticate_peer"),
                  "requireSsl": _Attr("require_ssl"), "requireEncryption": _Attr("require_encryption"),
-                 "http": _Attr("http"), "multiTenant": _Attr("multi_tenant"), "saslPlugin": _Attr("sasl_plugin")},
+                 "http": _Attr("http"), "websockets": _Attr("websockets"), "healthz": _Attr("healthz"),
+                 "multiTenant": _Attr("multi_tenant"), "saslPlugin": _Attr("sasl_plugin")},
     "connector": {**_CONNECTION_FIELDS, "saslUsername": _Attr("sasl_username"),
                   "saslPassword": _Attr("sasl_password"), "verifyHostname": _Attr("verify_hostname")},
     "sslProfile": {"name": _Attr("name"), "certFile": _Attr("cert_file"),

@@ -14,6 +14,7 @@ import logging
 import sys
 
 from .. import serving
+from ..websocket import HttpOptions
 from .config import ConfigError, LogSection, RouterConfig, check_supported, load_config
 from .router import Router
 from .security import check_doors, listener_door
@@ -58,6 +59,9 @@ def setup_logging(sections: list[LogSection]) -> None:
             target.addHandler(file_handler)
 
 
+def _http(listener) -> HttpOptions | None:
+    """What an `http: yes` listener serves (qdrouterd's `websockets` and `healthz`); None: plain AMQP."""
+    return HttpOptions(websockets=listener.websockets, healthz=listener.healthz) if listener.http else None
 
 
 class RouterServer:
@@ -84,7 +88,7 @@ class RouterServer:
         ConfigError when the sslProfile it names is not the router's or its files cannot be used)."""
         host = listener.host or "0.0.0.0"
         door = listener_door(self.config, listener, self.router.ssl_profiles)
-        port = self.server.listen(host, listener.port, tls=door.tls, sasl=door.sasl, websocket=listener.http)
+        port = self.server.listen(host, listener.port, tls=door.tls, sasl=door.sasl, websocket=_http(listener))
         self.router.listener_of[self.server.acceptors[-1]] = listener
         log.log(serving.NOTICE, "Listening on %s:%d (listener %r, role %s)%s", host, port, listener.name or "",
                 listener.role, " with AMQP over WebSocket" if listener.http else "")
@@ -94,13 +98,15 @@ class RouterServer:
             host = listener.host or "0.0.0.0"
             door = listener_door(self.config, listener)
             try:
-                port = self.server.listen(host, listener.port, tls=door.tls, sasl=door.sasl, websocket=listener.http)
+                port = self.server.listen(host, listener.port, tls=door.tls, sasl=door.sasl,
+                                          websocket=_http(listener))
                 self.router.listener_of[self.server.acceptors[-1]] = listener
             except OSError as exc:
                 raise ConfigError(self.config.path, listener.line,
                                   f"listener {listener.name or ''!r}: cannot listen on {host}:{listener.port}: "
                                   f"{exc.strerror or exc}") from None
-            doors = [*(["AMQP over WebSocket"] if listener.http else []), *(["TLS"] if door.tls else []),
+            ws = "AMQP over WebSocket" if listener.websockets else "HTTP, WebSocket upgrades refused (websockets: no)"
+            doors = [*([ws] if listener.http else []), *(["TLS"] if door.tls else []),
                      *([f"SASL {' '.join(door.sasl.mechanisms)}"] if door.sasl else [])]
             log.log(serving.NOTICE, "Listening on %s:%d (listener %r, role %s)%s", host, port,
                     listener.name or "", listener.role, f" with {', '.join(doors)}" if doors else "")

@@ -1,9 +1,12 @@
 """AMQP over WebSocket (seed 001's console path): a router listener with `http: yes` serves AMQP in the
 WebSocket subprotocol `amqp` (RFC 6455; the OASIS AMQP WebSocket Binding).
 
-The session's router (`--peer router=reference|qdrouterd`) runs with two listeners from one qdrouterd.conf: the
-plain AMQP one (`clients`) and an HTTP one (`console`, `http: yes`). The topology files have no HTTP listener, so
-the suite writes this small config itself and starts the router through the harness's peer classes.
+The session's router (`--peer router=reference|qdrouterd`) runs with five listeners from one qdrouterd.conf: the
+plain AMQP one (`clients`), an HTTP one (`console`, `http: yes`), one with WebSocket upgrades switched off
+(`console-nows`, `websockets: no`) and two with TLS (wss): `console-tls` with an sslProfile, `console-tls-only`
+with requireSsl as well. The topology files have no HTTP listener, so the suite writes this small config itself
+(its certificates from a test PKI made for the module, harness/tlsca.py) and starts the router through the
+harness's peer classes.
 qdrouterd serves `http: yes` only when built with libwebsockets (the default build is not: it exits with "No HTTP
 support"): the suite takes a WebSocket build (harness/vendors/qdrouterd/build.py `websocket_binary`:
 $QDROUTERD_WEBSOCKET, the chosen qdrouterd, or /opt/qpid-dispatch-1.19.0-ws) and is skipped with the reason
@@ -11,25 +14,30 @@ without one.
 
 Messages move through real clients: rhea's WebSocket transport (over the npm package `ws`) on the console
 listener and python-qpid-proton (the python shim) on the plain one. Handshakes and frames that a real client
-does not send are written by hand (suites/websocket/wire.py).
+does not send are written by hand (suites/websocket/wire.py), whose client also carries AMQP itself over wss. For
+wss, rhea runs in a shim process of the module's own that trusts the test CA (NODE_EXTRA_CA_CERTS); the
+session's rhea shim, which does not, is the client that must be refused.
 """
 
 from __future__ import annotations
 
+import ssl
 import struct
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from harness.diagnostics import thread_stacks
-from harness.drivers import ClientStackError, ClientStackUnavailable, StackClient
+from harness.drivers import ClientStackError, ClientStackUnavailable, Shim, StackClient
 from harness.peers.liveness import amqp_silence
 from harness.peers.base import PeerUnavailable
 from harness.peers.vendors import parse_choice
 from harness.ports import free_port, release_ports
+from harness.tlsca import TestPki
 from harness.wait import accepts, wait_for
 
-from .wire import AMQP_HEADER, OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_PONG, WsProbe, client_frame, \
+from .wire import AMQP_HEADER, OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_PONG, WsAmqp, WsProbe, client_frame, \
     expected_accept, new_key, upgrade_request
 
 HOST = "127.0.0.1"
@@ -38,6 +46,12 @@ N = 20
 CONFIG = """router {{
     mode: standalone
     id: WS
+}}
+sslProfile {{
+    name: ws-tls
+    certFile: {cert}
+    privateKeyFile: {key}
+    caCertFile: {ca}
 }}
 listener {{
     name: clients
@@ -52,25 +66,66 @@ listener {{
     role: normal
     http: yes
 }}
+listener {{
+    name: console-nows
+    host: {host}
+    port: {nows}
+    role: normal
+    http: yes
+    websockets: no
+}}
+listener {{
+    name: console-tls
+    host: {host}
+    port: {tls}
+    role: normal
+    http: yes
+    sslProfile: ws-tls
+}}
+listener {{
+    name: console-tls-only
+    host: {host}
+    port: {tls_only}
+    role: normal
+    http: yes
+    sslProfile: ws-tls
+    requireSsl: yes
+}}
 """
+HTTP_LISTENERS = ("console", "console-nows", "console-tls", "console-tls-only")
 
 
 class WsRouter:
-    def __init__(self, peer, clients_port: int, console_port: int):
+    def __init__(self, peer, clients_port: int, ports: dict[str, int], pki: TestPki):
         self.peer = peer
         self.plain_url = f"amqp://{HOST}:{clients_port}"
-        self.ws_url = f"ws://{HOST}:{console_port}/"
-        self.console_port = console_port
+        self.ws_url = f"ws://{HOST}:{ports['console']}/"
+        self.console_port = ports["console"]
+        self.nows_port = ports["console-nows"]  # websockets: no
+        self.nows_url = f"ws://{HOST}:{self.nows_port}/"
+        self.tls_port = ports["console-tls"]  # an sslProfile: wss
+        self.wss_url = f"wss://{HOST}:{self.tls_port}/"
+        self.tls_only_port = ports["console-tls-only"]  # an sslProfile and requireSsl: wss only
+        self.ca = pki.ca_file("ws-ca")  # issued the router's certificate
+        self.rogue_ca = pki.ca_file("rogue-ca")  # issued nothing the router presents
+
+    def tls(self, ca=None) -> ssl.SSLContext:
+        """A client context that trusts `ca` (the router's CA unless told) and checks the host name."""
+        return ssl.create_default_context(cafile=str(ca or self.ca))
 
 
 @pytest.fixture(scope="module")
-def ws_router(interop):
+def ws_router(interop, tmp_path_factory):
     choice = parse_choice(interop.choices.get("router", "reference"))
+    pki = TestPki(tmp_path_factory.mktemp("ws-pki"))
+    issued = pki.issue("ws-ca", "WS", purpose="server")  # valid for localhost and 127.0.0.1
+    files = {"cert": issued.cert, "key": issued.key, "ca": issued.ca}
     held: list[int] = []
     if choice.vendor == "reference":
         from harness.vendors.reference.router import ReferenceRouterPeer
 
-        peer = ReferenceRouterPeer("WS", CONFIG.format(host=HOST, clients=0, console=0), frozenset())
+        config = CONFIG.format(host=HOST, clients=0, console=0, nows=0, tls=0, tls_only=0, **files)
+        peer = ReferenceRouterPeer("WS", config, frozenset())
     elif choice.vendor == "qdrouterd":
         from harness.vendors.qdrouterd.native import NativeQdrouterdPeer
         from harness.vendors.qdrouterd.build import websocket_binary
@@ -78,11 +133,12 @@ def ws_router(interop):
         binary, where = websocket_binary(choice.version)
         if binary is None:
             pytest.skip(f"peer unavailable: {where}")
-        console = free_port(held=True)
-        held.append(console)
+        held += [free_port(held=True) for _ in HTTP_LISTENERS]  # qdrouterd cannot report an HTTP port 0
+        console, nows, tls, tls_only = held
         try:
             peer = NativeQdrouterdPeer("WS", lambda ports: CONFIG.format(host=HOST, clients=ports["clients"],
-                                                                         console=console),
+                                                                         console=console, nows=nows, tls=tls,
+                                                                         tls_only=tls_only, **files),
                                        frozenset(), version=choice.version, binary=binary)
         except PeerUnavailable as exc:
             release_ports(*held)
@@ -92,9 +148,11 @@ def ws_router(interop):
     try:
         peer.start()
         clients_port = peer.endpoints["clients"].port
-        console_port = peer.endpoints["console"].port if "console" in peer.endpoints else held[0]
-        wait_for(lambda: accepts(HOST, console_port), 10.0, f"the router's HTTP listener on port {console_port}")
-        yield WsRouter(peer, clients_port, console_port)
+        ports = {name: peer.endpoints[name].port if name in peer.endpoints else held[i]
+                 for i, name in enumerate(HTTP_LISTENERS)}
+        for name, port in ports.items():
+            wait_for(lambda port=port: accepts(HOST, port), 10.0, f"the router's HTTP listener {name} on port {port}")
+        yield WsRouter(peer, clients_port, ports, pki)
     finally:
         peer.stop()
         peer.cleanup()
@@ -114,7 +172,10 @@ def router(ws_router, interop, details):
     # One router serves the module's cases; one that hung in a case (qdrouterd 1.19's WebSocket build did once, at
     # load 14 in make test on 2026-12-07: a send through it got no answer, and no later connection on either
     # listener did) would fail every case after it. Its threads' stacks are kept as the evidence, it is restarted
-    # for the next case, and this case fails naming the hang.
+    # for the next case, and this case fails naming the hang. The stacks of a second hang (18:09 that day, in
+    # test_websocket_clients_reach_each_other, load 9) show a deadlock: the core thread holds the connection
+    # activation lock (CORE_connection_activate) while work_push waits for room in the full HTTP work queue, and
+    # the HTTP thread that would empty it waits for that lock (qd_connection_invoke_deferred_impl).
     plain = ws_router.plain_url.removeprefix("amqp://")
     host, port = plain.rsplit(":", 1)
     silent = amqp_silence(host, int(port), HUNG_S)
@@ -124,6 +185,25 @@ def router(ws_router, interop, details):
         ws_router.peer.restart(kill=True)
         pytest.fail(f"the router hung during this case: {silent}; its threads' stacks: {stacks or 'gdb not found'}; "
                     "restarted for the next case")
+
+
+@pytest.fixture(scope="module")
+def rhea_trusting(ws_router):
+    """A rhea shim of the module's own whose process trusts the router's test CA (node reads NODE_EXTRA_CA_CERTS
+    once, when it starts), for wss; the session's rhea shim trusts only the system's CAs."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("NODE_EXTRA_CA_CERTS", str(ws_router.ca))
+        try:
+            shim = Shim("rhea")
+        except (ClientStackError, ClientStackUnavailable) as exc:
+            pytest.skip(f"client stack unavailable: {exc}")
+    try:
+        if "transport.websocket" not in shim.capabilities:
+            pytest.skip("client stack unavailable: rhea: the npm package ws is missing (`make setup` runs npm ci in "
+                        "clients/rhea)")
+        yield shim
+    finally:
+        shim.close()
 
 
 @pytest.fixture
@@ -295,3 +375,162 @@ def test_bad_frame_fails_the_connection(router, shims, details, kind):
         still_serves(router, shims)
     except ClientStackError as exc:
         pytest.fail(f"after {why} the router no longer serves WebSocket clients: {exc}")
+
+
+def moves_one(sending: StackClient, receiving: StackClient, what: str) -> None:
+    address = f"ws.one.{uuid.uuid4().hex[:8]}"
+    receiver = receiving.receiver(address, credit=1, settle="auto")
+    assert sending.sender(address).send([message(0)]) == ["accepted"], f"{what}: the message is accepted"
+    assert [seq_of(m) for m in receiver.receive(1)] == [0], f"{what}: the message arrives"
+
+
+def refused_by_client_stack(shim, url: str, what: str) -> str:
+    """The ClientStackError a connect to `url` ends with (the case fails if it connects)."""
+    with StackClient(shim) as client:
+        try:
+            client.connect(url, timeout=20)
+        except ClientStackError as exc:
+            return str(exc)[:300]
+    pytest.fail(f"{what}: the {shim.stack} client connected")
+
+
+# ---- websockets: no -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.spec("WEBSOCKET-LISTENER-1")
+def test_websockets_no_carries_no_amqp_and_the_router_keeps_serving(router, shims, details):
+    rhea, python = shims
+    with WsProbe(HOST, router.nows_port) as probe:
+        answer = probe.handshake(upgrade_request(HOST, router.nows_port))
+        details["answer"] = answer.summary()
+        if answer.status == 101:  # switched, then refused: whatever comes after, no AMQP may come back
+            try:
+                probe.send(client_frame(OP_BINARY, AMQP_HEADER))
+            except OSError:
+                pass  # it closed already
+            frames = []
+            while (frame := probe.read_frame(3.0)) is not None:
+                frames.append(frame)
+                if frame[0] == OP_CLOSE:
+                    break
+            details["frames"] = [(op, payload[:40].hex()) for op, _, payload in frames]
+            data = b"".join(p for op, _, p in frames if op in (OP_BINARY, OP_CONT))
+            assert not data, f"websockets: no: no AMQP over WebSocket, yet the router answered {data[:16]!r}"
+            assert probe.wait_closed(10.0), "websockets: no: the router closes the connection it switched"
+        else:
+            assert answer.status is not None and 400 <= answer.status < 500, (
+                f"websockets: no: the upgrade is refused with an HTTP client error, got {answer.summary()}")
+            assert answer.closed, f"websockets: no: the connection closes after the refusal: {answer.summary()}"
+    details["rhea"] = refused_by_client_stack(rhea, router.nows_url, "websockets: no")
+    with WsProbe(HOST, router.nows_port) as probe:  # still an HTTP listener: its liveness check (healthz: yes)
+        answer = probe.handshake(upgrade_request(HOST, router.nows_port, upgrade=False, protocol=None,
+                                                 path="/healthz"))
+        details["healthz"] = answer.summary()
+        assert answer.status == 200, f"websockets: no: GET /healthz is still answered 200: {answer.summary()}"
+    with StackClient(python).connect(router.plain_url) as a, StackClient(python).connect(router.plain_url) as b:
+        moves_one(a, b, "plain AMQP clients after the refusal")
+    with StackClient(rhea).connect(router.ws_url) as ws, StackClient(python).connect(router.plain_url) as plain:
+        moves_one(ws, plain, "a WebSocket client on the listener with websockets on")
+
+
+@pytest.mark.spec("WEBSOCKET-LISTENER-2")
+def test_websockets_no_refuses_the_upgrade_with_an_http_client_error(router, details):
+    with WsProbe(HOST, router.nows_port) as probe:
+        answer = probe.handshake(upgrade_request(HOST, router.nows_port))
+        details["answer"] = answer.summary()
+        assert answer.status is not None and 400 <= answer.status < 500, (
+            f"RFC 6455 §4.2.2: a server that does not accept the connection answers the handshake with an HTTP "
+            f"error (e.g. 403), not 101: {answer.summary()}")
+        assert answer.closed, f"the connection closes after the refusal: {answer.summary()}"
+
+
+# ---- wss: AMQP over WebSocket over TLS --------------------------------------------------------------------------
+
+
+@pytest.mark.spec("WEBSOCKET-TLS-1")
+def test_wss_producer_reaches_plain_consumer(router, rhea_trusting, shims, details):
+    _, python = shims
+    with StackClient(rhea_trusting).connect(router.wss_url) as wss, \
+            StackClient(python).connect(router.plain_url) as plain:
+        carry(wss, plain, details)
+
+
+@pytest.mark.spec("WEBSOCKET-TLS-1")
+def test_plain_producer_reaches_wss_consumer(router, rhea_trusting, shims, details):
+    _, python = shims
+    with StackClient(rhea_trusting).connect(router.wss_url) as wss, \
+            StackClient(python).connect(router.plain_url) as plain:
+        carry(plain, wss, details)
+
+
+@pytest.mark.spec("WEBSOCKET-TLS-1")
+@pytest.mark.parametrize("listener", ["console-tls", "console-tls-only"])
+def test_wss_wire_client_sends_and_receives(router, shims, details, listener):
+    """The suite's own client over TLS: the handshake, then AMQP (a proton engine) in binary frames; on a listener
+    with an sslProfile, and on one that also has requireSsl (TLS is what the wss client starts with)."""
+    _, python = shims
+    port = router.tls_port if listener == "console-tls" else router.tls_only_port
+    with WsProbe(HOST, port, tls=router.tls()) as probe:
+        details["tls"] = f"{probe.sock.version()} {probe.sock.cipher()[0]}"
+        key = new_key()
+        answer = probe.handshake(upgrade_request(HOST, port, key=key))
+        assert answer.accepts_amqp(), f"over TLS the handshake switches to amqp: {answer.summary()}"
+        assert answer.headers.get("sec-websocket-accept") == expected_accept(key)
+        wire = WsAmqp(probe)
+        with StackClient(python).connect(router.plain_url) as plain:
+            to_plain, to_wire = f"wss.out.{uuid.uuid4().hex[:8]}", f"wss.in.{uuid.uuid4().hex[:8]}"
+            receiver = plain.receiver(to_plain, credit=N, settle="auto")
+            bodies = [f"m{i}" for i in range(N)]
+            assert wire.send(to_plain, bodies) == ["accepted"] * N, "the plain consumer accepts each message"
+            got = receiver.receive(N, timeout=30)
+            assert [m["body"]["v"] for m in got] == bodies, "the wss producer's messages arrive once, in order"
+            wire_receiver = wire.receiver(to_wire, credit=N)
+            # the wire client moves only inside its calls: it receives on a thread of its own while the plain
+            # producer waits for the outcomes it gives (nothing else touches it meanwhile)
+            with ThreadPoolExecutor(1) as pool:
+                receiving = pool.submit(wire.receive, wire_receiver, N, 30.0)
+                try:
+                    outcomes = plain.sender(to_wire).send([message(i) for i in range(N)], timeout=30)
+                except ClientStackError as exc:
+                    failed = receiving.exception(40)
+                    raise AssertionError(f"the plain producer got no outcomes ({exc}); the wss consumer: "
+                                         f"{failed!r}") from None
+                assert receiving.result(40) == [f"m{i}" for i in range(N)], (
+                    "the plain producer's messages reach the wss consumer once, in order")
+            assert outcomes == ["accepted"] * N, f"the wss consumer accepts each message: {outcomes}"
+        wire.close()
+    details["messages"] = 2 * N
+
+
+# name -> what the client does wrong
+TLS_REFUSALS = {
+    "untrusted-ca": "the suite's wire client trusts another CA than the one that issued the router's certificate",
+    "rhea-untrusted-ca": "rhea trusts only the system's CAs, not the test CA",
+    "no-tls": "a WebSocket handshake in the clear on the listener with requireSsl (console-tls-only)",
+}
+
+
+@pytest.mark.spec("WEBSOCKET-TLS-2")
+@pytest.mark.parametrize("kind", list(TLS_REFUSALS))
+def test_wss_client_that_fails_tls_is_refused_and_router_keeps_serving(router, shims, details, kind):
+    why = TLS_REFUSALS[kind]
+    rhea, python = shims
+    if kind == "untrusted-ca":
+        with pytest.raises(ssl.SSLCertVerificationError) as refused:
+            WsProbe(HOST, router.tls_port, tls=router.tls(router.rogue_ca)).close()
+        details["refused"] = str(refused.value)[:200]
+    elif kind == "rhea-untrusted-ca":
+        details["refused"] = refused_by_client_stack(rhea, router.wss_url, why)
+    else:
+        with WsProbe(HOST, router.tls_only_port) as probe:
+            answer = probe.handshake(upgrade_request(HOST, router.tls_only_port))
+            details["answer"] = answer.summary()
+            assert not answer.accepts_amqp(), f"{why}: refused, but the router switched to amqp: {answer.summary()}"
+            assert probe.wait_closed(10.0), f"{why}: the router closes the connection: {answer.summary()}"
+    with WsProbe(HOST, router.tls_port, tls=router.tls()) as probe:
+        answer = probe.handshake(upgrade_request(HOST, router.tls_port))
+        assert answer.accepts_amqp(), f"after the refusal a wss client is served: {answer.summary()}"
+        probe.send(client_frame(OP_BINARY, AMQP_HEADER))
+        assert probe.read_data(8) == AMQP_HEADER, "the router answers the AMQP header over wss"
+    with StackClient(rhea).connect(router.ws_url) as ws, StackClient(python).connect(router.plain_url) as plain:
+        moves_one(ws, plain, "a WebSocket client and a plain one after the refusal")

@@ -1,6 +1,8 @@
-"""A small RFC 6455 client on a plain socket, for what a real WebSocket client will not send: bad opening
+"""A small RFC 6455 client on a plain or TLS socket, for what a real WebSocket client will not send: bad opening
 handshakes, a fragmented AMQP header, pings, unmasked or text frames. Written from RFC 6455 for the suite (the
-suites never import reference/); the cases that move messages use rhea's WebSocket transport instead.
+suites never import reference/); the cases that move messages use rhea's WebSocket transport, and `WsAmqp` (a
+python-qpid-proton engine whose bytes this client frames) where the suite's own client must carry AMQP, e.g.
+over TLS (wss, RFC 6455 §3: TLS first, then the opening handshake).
 """
 
 from __future__ import annotations
@@ -9,9 +11,13 @@ import base64
 import hashlib
 import os
 import socket
+import ssl
 import struct
 import time
+import uuid
 from dataclasses import dataclass, field
+
+from proton import Connection, Delivery, Message, Transport
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 §1.3
 AMQP_HEADER = b"AMQP\x00\x01\x00\x00"  # AMQP 1.0 §2.2, no SASL layer
@@ -75,11 +81,19 @@ class Answer:
 
 
 class WsProbe:
-    """One TCP connection to a WebSocket listener, driven byte by byte."""
+    """One TCP connection to a WebSocket listener, driven byte by byte. With `tls` (a client SSLContext) the
+    TLS handshake comes first (wss); one the client cannot verify raises ssl.SSLError here."""
 
-    def __init__(self, host: str, port: int, timeout: float = 5.0):
+    def __init__(self, host: str, port: int, timeout: float = 5.0, *, tls: ssl.SSLContext | None = None):
         self.host, self.port = host, port
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+        sock = socket.create_connection((host, port), timeout=timeout)
+        if tls is not None:
+            try:
+                sock = tls.wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
+        self.sock = sock
         self.buf = b""
         self.eof = False
 
@@ -105,7 +119,7 @@ class WsProbe:
             data = self.sock.recv(65536)
         except TimeoutError:
             return False
-        except ConnectionResetError:
+        except (ConnectionResetError, ssl.SSLEOFError, ssl.SSLZeroReturnError):
             data = b""
         if not data:
             self.eof = True
@@ -176,3 +190,119 @@ class WsProbe:
             if f[0] in (OP_BINARY, OP_CONT):
                 got += f[2]
         return got
+
+
+_OUTCOMES = {int(Delivery.ACCEPTED): "accepted", int(Delivery.REJECTED): "rejected",
+             int(Delivery.RELEASED): "released", int(Delivery.MODIFIED): "modified"}
+
+
+class WsAmqp:
+    """An AMQP client over a WsProbe whose handshake is done: a python-qpid-proton engine (no I/O of its own)
+    whose bytes travel in masked binary frames, and whose input is the payload of the server's data frames.
+    Pings are answered; a close frame or EOF ends it (ConnectionError). Nothing moves between calls."""
+
+    STEP_S = 0.05  # how long one step waits for a frame: short, so a condition is seen soon after it holds
+
+    def __init__(self, probe: WsProbe):
+        self.probe = probe
+        self.connection = Connection()
+        self.connection.container = f"interop-ws-wire-{uuid.uuid4().hex[:8]}"
+        self.connection.hostname = probe.host
+        self.transport = Transport(Transport.CLIENT)
+        self.transport.sasl().allowed_mechs("ANONYMOUS")
+        self.transport.bind(self.connection)
+        self.connection.open()
+        self.session = self.connection.session()
+        self.session.open()
+
+    def flush(self) -> None:
+        """Send what the engine has to send (frames the last call made: dispositions, a detach)."""
+        transport = self.transport
+        while (pending := transport.pending()) > 0:
+            data = transport.peek(pending)
+            transport.pop(len(data))
+            self.probe.send(client_frame(OP_BINARY, data))
+
+    def _step(self) -> None:
+        transport = self.transport
+        self.flush()
+        got = self.probe.read_frame(self.STEP_S)
+        if got is None:
+            if self.probe.eof:
+                raise ConnectionError(f"the server closed the connection (transport: {transport.condition})")
+            return
+        opcode, _, payload = got
+        if opcode == OP_PING:
+            self.probe.send(client_frame(OP_PONG, payload))
+        elif opcode == OP_CLOSE:
+            status = struct.unpack(">H", payload[:2])[0] if len(payload) >= 2 else None
+            raise ConnectionError(f"the server sent a close frame (status {status}, {payload[2:]!r})")
+        elif opcode in (OP_BINARY, OP_CONT) and payload:
+            while payload:
+                room = transport.capacity()
+                if room <= 0:
+                    raise ConnectionError(f"the AMQP transport stopped reading ({transport.condition})")
+                transport.push(payload[:room])
+                payload = payload[room:]
+        if self.connection.remote_condition is not None:
+            raise ConnectionError(f"the server closed the AMQP connection: {self.connection.remote_condition}")
+
+    def until(self, predicate, timeout: float, what: str):
+        deadline = time.monotonic() + timeout
+        while not (result := predicate()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what}: not within {timeout:g}s")
+            self._step()
+        self.flush()
+        return result
+
+    def send(self, address: str, bodies: list, timeout: float = 20.0) -> list[str]:
+        """Send each body as one message (at least once) and wait for their outcomes."""
+        sender = self.session.sender(f"ws-wire-snd-{uuid.uuid4().hex[:8]}")
+        sender.target.address = address
+        sender.open()
+        deliveries = []
+        for i, body in enumerate(bodies):
+            self.until(lambda: sender.credit > 0, timeout, f"credit to send message {i} to {address}")
+            delivery = sender.delivery(str(i).encode())
+            sender.send(Message(body=body).encode())
+            sender.advance()
+            deliveries.append(delivery)
+        self.until(lambda: all(d.remote_state for d in deliveries), timeout, f"the outcomes of {len(bodies)} messages")
+        for d in deliveries:
+            d.settle()
+        sender.close()
+        self.flush()
+        return [_OUTCOMES.get(int(d.remote_state), str(d.remote_state)) for d in deliveries]
+
+    def receiver(self, address: str, credit: int):
+        receiver = self.session.receiver(f"ws-wire-rcv-{uuid.uuid4().hex[:8]}")
+        receiver.source.address = address
+        receiver.open()
+        receiver.flow(credit)
+        self.until(lambda: receiver.state & receiver.REMOTE_ACTIVE, 10.0, f"the router to attach {address}")
+        return receiver
+
+    def receive(self, receiver, count: int, timeout: float = 20.0) -> list:
+        """The bodies of `count` messages, each accepted and settled."""
+        bodies: list = []
+
+        def take() -> bool:
+            while (d := receiver.current) is not None and not d.partial and d.readable:
+                data = receiver.recv(d.pending)
+                receiver.advance()
+                message = Message()
+                message.decode(data)
+                bodies.append(message.body)
+                d.update(Delivery.ACCEPTED)
+                d.settle()
+            return len(bodies) >= count
+        self.until(take, timeout, f"{count} messages on {receiver.source.address} (got {len(bodies)})")
+        return bodies
+
+    def close(self, timeout: float = 5.0) -> None:
+        self.connection.close()
+        try:
+            self.until(lambda: self.connection.state & self.connection.REMOTE_CLOSED, timeout, "the close")
+        except (ConnectionError, TimeoutError, OSError):
+            pass
