@@ -84,9 +84,9 @@ def test_the_report_through_spark_connect_reads_only_new_runs_and_makes_the_loca
     run_job(spark, [str(given)], str(local), load_catalog(None)[0])
     for name in AGGREGATES + PER_RUN:
         if name == "lines":
-            assert current_lines(spark, tmp_path / "remote") == current_lines(spark, local), name
+            assert current_lines(tmp_path / "remote") == current_lines(local), name
         else:
-            assert table(spark, tmp_path / "remote", name) == table(spark, local, name), name
+            assert table(tmp_path / "remote", name) == table(local, name), name
 
 
 def test_no_server_there_is_a_one_line_error_and_exit_2(tmp_path):

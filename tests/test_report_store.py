@@ -70,26 +70,25 @@ def stored_rows(out: Path, name: str) -> list[dict]:
     return rows.to_pylist()
 
 
-def table(spark, out: Path, name: str) -> list[str]:
-    """A table's rows as sorted text, columns in name order, without the columns that record when it was made.
-    (`spark` stays in the signature for the tests that pass their session: the reading is Arrow's.)"""
+def table(out: Path, name: str) -> list[str]:
+    """A table's rows as sorted text, columns in name order, without the columns that record when it was made."""
     return sorted(repr([(c, row[c]) for c in sorted(row) if c not in VOLATILE]) for row in stored_rows(out, name))
 
 
-def current_lines(spark, out: Path) -> list[str]:
+def current_lines(out: Path) -> list[str]:
     """The lines the store reads back (the manifest's ingest ids): a changed run's old rows are not among them."""
     current = {(r["run_folder"], r["ingest_id"]) for r in stored_rows(out, "manifest")}
     return sorted(repr([(c, row[c]) for c in sorted(row)]) for row in stored_rows(out, "lines")
                   if (row["run_folder"], row["ingest_id"]) in current)
 
 
-def assert_same_report(spark, one: tuple, other: tuple) -> None:
+def assert_same_report(one: tuple, other: tuple) -> None:
     (result_a, out_a), (result_b, out_b) = one, other
     for name in AGGREGATES + PER_RUN:
         if name == "lines":
-            assert current_lines(spark, out_a) == current_lines(spark, out_b), name
+            assert current_lines(out_a) == current_lines(out_b), name
         else:
-            assert table(spark, out_a, name) == table(spark, out_b, name), name
+            assert table(out_a, name) == table(out_b, name), name
     assert result_a.data.keys() == result_b.data.keys()
     for name in result_a.data:  # (rows that tie on a table's sort keys may come in either order)
         assert sorted(map(repr, result_a.data[name])) == sorted(map(repr, result_b.data[name])), name
@@ -117,7 +116,7 @@ def test_an_unchanged_store_reads_nothing_and_gives_the_same_report(spark, full_
     results, out = shared_copy(full_store, tmp_path)
     again = run_job(spark, [str(results)], str(out), CATALOG)
     assert not again.plan.to_read and len(again.plan.unchanged) == len(first.plan.new)
-    assert_same_report(spark, (first, first_out), (again, out))
+    assert_same_report((first, first_out), (again, out))
 
 
 def test_the_store_keeps_runs_whose_folders_are_gone_and_rebuild_drops_them(spark, full_store, tmp_path):
@@ -175,7 +174,7 @@ def test_runs_added_in_turn_by_spark_and_by_this_process_give_the_tables_of_a_re
     def assert_rebuilt(result) -> None:
         rebuilt = run_job(spark, [str(results)], str(tmp_path / "rebuilt"), CATALOG, rebuild=True)
         assert rebuilt.plan.fresh and len(rebuilt.plan.new) == len(folders)
-        assert_same_report(spark, (result, out), (rebuilt, tmp_path / "rebuilt"))
+        assert_same_report((result, out), (rebuilt, tmp_path / "rebuilt"))
         # (and each resumed case is in both, once)
         assert cases_of(result, extra["run_id"]) == cases_of(rebuilt, extra["run_id"]) == cases_before + resumed
 
@@ -362,16 +361,16 @@ def test_the_flaky_fold_reads_only_new_runs_and_folds_every_run_when_it_cannot(s
         if compare:
             rebuilt = tmp_path / f"rebuilt-{len(list(results.iterdir()))}"
             run_job(spark, [str(results)], str(rebuilt), CATALOG, rebuild=True)
-            assert table(spark, out, "flaky") == table(spark, rebuilt, "flaky")
-            assert table(spark, out, "flaky"), "the synthetic runs have flaky cases"
+            assert table(out, "flaky") == table(rebuilt, "flaky")
+            assert table(out, "flaky"), "the synthetic runs have flaky cases"
         return [line.strip().rsplit(": ", 1)[0] for line in said if line.strip().startswith("flaky fold")]
 
     first, second, third, fourth = sorted(nights.iterdir())
     assert report_after(first, second) == ["flaky fold (every run)"]
     assert report_after(third, compare=True) == ["flaky fold (1 new run(s) folded into the last report's)"]
-    folded = table(spark, out, "flaky")
+    folded = table(out, "flaky")
     assert report_after() == ["flaky fold (no new run, the last report's)"]
-    assert table(spark, out, "flaky") == folded
+    assert table(out, "flaky") == folded
     # a run that started a day before every other one, read after them
     write_runs(tmp_path / "late", runs=1, cases=300, seed=8, fuzz_every=0, start=datetime(2026, 2, 28, tzinfo=UTC))
     assert report_after(*(tmp_path / "late").iterdir(), compare=True) == [
