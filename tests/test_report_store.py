@@ -22,7 +22,7 @@ from reports.synthetic import write_runs  # noqa: E402
 
 from tests.test_report import CATALOG, RECOVERY_RUNS, write_known_runs  # noqa: E402
 
-pytestmark = [pytest.mark.timeout(900), pytest.mark.long_module]
+pytestmark = pytest.mark.timeout(900)
 
 AGGREGATES = ("runs", "conformance", "pass_rate", "flaky", "trend", "regressions", "durations", "fault_checks",
               "checkers", "recovery", "fuzz_sessions", "fuzz_findings")
