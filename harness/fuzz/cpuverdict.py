@@ -91,6 +91,7 @@ class CpuVerdict:
     limit: float = CPU_AFTER_CLOSE_CORES
     given_cpu_s: float = 0.0  # CPU-s the process was given from the first window's start to the last one's end
     watched_s: float = 0.0  # ... and the time that took
+    gap_s: float = PERSIST_GAP_S  # between one window's end and the next one's start
 
     def over(self, window: CpuWindow) -> bool:
         return window.cores > self.limit or (window.busiest_thread_share > BUSY_THREAD_SHARE
@@ -130,7 +131,7 @@ class CpuVerdict:
         return (f"{self.cpu_s:.2f} CPU-s in {len(self.windows)} windows of {self.span_s:.1f} s after close "
                 f"({self.cores:.2f} cores), its busiest thread on or waiting for a CPU {busiest:.0%} of the time, "
                 f"{self.given_cpu_s:.2f} CPU-s given over {self.watched_s:.1f} s (a spin: over {self.limit:g} cores, "
-                f"or one thread {BUSY_THREAD_SHARE:.0%}, in each of {CONFIRM_WINDOWS}+ windows {PERSIST_GAP_S:g} s "
+                f"or one thread {BUSY_THREAD_SHARE:.0%}, in each of {CONFIRM_WINDOWS}+ windows {self.gap_s:g} s "
                 f"apart, and {SPIN_CPU_S:g} CPU-s given or {WATCH_LIMIT_S:g} s watched)")
 
     def evidence(self) -> dict:
@@ -146,10 +147,10 @@ def measure_after_close(pids: list[int], window_s: float = QUIET_WINDOW_S, limit
     and more only while each is over the limit, each `gap_s` after the one before, until CONFIRM_WINDOWS of them were
     over and the process was given SPIN_CPU_S (or WATCH_LIMIT_S passed). A measurement over a span, not a wait for
     a state: what the server does while nobody talks to it is the thing measured."""
-    verdict = CpuVerdict(limit=limit)
+    gap_s = PERSIST_GAP_S if gap_s is None else gap_s  # read now: the triage's unit tests shorten it
+    verdict = CpuVerdict(limit=limit, gap_s=gap_s)
     if not pids:
         return verdict
-    gap_s = PERSIST_GAP_S if gap_s is None else gap_s  # read now: the triage's unit tests shorten it
     pause = threading.Event()  # never set: waiting on it is the window (or the gap)
     first = None
     while True:
