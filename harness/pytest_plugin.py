@@ -584,6 +584,17 @@ def _outcome_of(reports: dict) -> tuple[str, str | None]:
     return "passed", None
 
 
+def _expected_failure(reports: dict) -> str | None:
+    """What an expected failure (xfail) said this time, in the words of its assertion: the record's message is the
+    recorded reason, and a difference that shows only in some runs is told apart by this (which wait ran out, what
+    the peer answered, the credit and queue a failure message prints). None for a case that xfailed itself."""
+    for report in (reports.get("setup"), reports.get("call")):
+        if report is not None and report.skipped and hasattr(report, "wasxfail") and report.longrepr is not None \
+                and not isinstance(report.longrepr, tuple):
+            return _short(report) or None
+    return None
+
+
 def _skip_reason(report) -> str:
     longrepr = report.longrepr
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
@@ -606,7 +617,8 @@ def _short(report) -> str:
 def _record_for(item) -> dict:
     session = item.config.stash[_session_key]
     started_at, t0 = item.stash[_started_key]
-    outcome, message = _outcome_of(item.stash.get(_reports_key, {}))
+    reports = item.stash.get(_reports_key, {})
+    outcome, message = _outcome_of(reports)
     running = item.stash.get(_topology_key, None)
     rel = Path(str(item.path)).resolve().relative_to(ROOT)
     details = dict(item.stash.get(_details_key, {}))
@@ -621,6 +633,8 @@ def _record_for(item) -> dict:
         lifted["config_fault"] = " ".join(map(str, session.cell.breaks))
     if running and (nodes := running.node_records()):
         details["nodes"] = nodes  # a mixed topology: `peers` shows the first node of each role only
+    if outcome == "xfail" and (said := _expected_failure(reports)):
+        details["xfail_message"] = said
     if message and details.get("peers_down"):
         down = "; ".join(f"peer {node} down ({why})" for node, why in details["peers_down"].items())
         message = f"{down}: {message}"[:500]

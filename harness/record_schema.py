@@ -90,6 +90,7 @@ CASE, RECOVERY, FUZZ, BENCH, MUTATION, TYPES, NETWORK, UPGRADE = (
 _CASE = {
     "failures": ANY,    # what differed (a type interop case: value, sent and arrived); shown as its text
     "nodes": NODES,     # a mixed topology's every node (`peers` names the first of each role only)
+    "xfail_message": TEXT,  # an expected failure's own assertion message (its record's message is the reason)
     # fields older records kept here, now top-level (harness.results.OPTIONAL_FIELDS): see MIGRATIONS
     "cell": TEXT, "cell_peers": TEXT, "config_fault": TEXT, "checks": OBJECT, "resume_s": NUMBER,
 }
