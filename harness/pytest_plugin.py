@@ -587,7 +587,8 @@ def _outcome_of(reports: dict) -> tuple[str, str | None]:
 def _expected_failure(reports: dict) -> str | None:
     """What an expected failure (xfail) said this time, in the words of its assertion: the record's message is the
     recorded reason, and a difference that shows only in some runs is told apart by this (which wait ran out, what
-    the peer answered, the credit and queue a failure message prints). None for a case that xfailed itself."""
+    the peer answered, the credit and queue a failure message prints). A case that calls pytest.xfail itself says
+    its own words here; None for an xfail case that passed."""
     for report in (reports.get("setup"), reports.get("call")):
         if report is not None and report.skipped and hasattr(report, "wasxfail") and report.longrepr is not None \
                 and not isinstance(report.longrepr, tuple):

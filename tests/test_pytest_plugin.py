@@ -222,9 +222,13 @@ def test_known():
 @pytest.mark.xfail(reason="a recorded difference", strict=False)
 def test_known_that_passed():
     pass
+
+def test_xfailed_by_itself():
+    pytest.xfail("the case's own call")
 """)
     reports = pytester.inline_run("-p", "no:cacheprovider").getreports("pytest_runtest_logreport")
     calls = {r.nodeid.split("::")[1]: r for r in reports if r.when == "call"}
     said = _expected_failure({"call": calls["test_known"]})
     assert said is not None and "no outcome in 60 s: credit 6, 3 queued" in said, said
     assert _expected_failure({"call": calls["test_known_that_passed"]}) is None
+    assert "the case's own call" in _expected_failure({"call": calls["test_xfailed_by_itself"]})

@@ -104,13 +104,9 @@ class CpuVerdict:
 
     @property
     def spinning(self) -> bool:
+        """Over the limit all along, and given more CPU (or watched longer) than work that ends takes: kept over
+        with less given is work a loaded machine stretches, or a spin not yet told apart from it."""
         return self.kept_over and (self.given_cpu_s >= SPIN_CPU_S or self.watched_s >= WATCH_LIMIT_S)
-
-    @property
-    def undecided(self) -> bool:
-        """Over the limit all along, but given too little CPU yet to tell a spin from work a loaded machine
-        stretches: watch on."""
-        return self.kept_over and not self.spinning
 
     @property
     def cpu_s(self) -> float:
@@ -152,17 +148,15 @@ def measure_after_close(pids: list[int], window_s: float = QUIET_WINDOW_S, limit
     if not pids:
         return verdict
     pause = threading.Event()  # never set: waiting on it is the window (or the gap)
-    first = None
+    first = before = CpuSample(pids)
     while True:
-        if verdict.windows:
-            pause.wait(gap_s)
-        before = CpuSample(pids)
-        first = first or before
         pause.wait(window_s)
         after = CpuSample(pids)
         window = after.since(before)
         verdict.windows.append(window)
         verdict.given_cpu_s = max(0.0, after.cpu_s - first.cpu_s)
         verdict.watched_s = after.at - first.at
-        if not verdict.over(window) or (len(verdict.windows) >= CONFIRM_WINDOWS and not verdict.undecided):
+        if not verdict.over(window) or verdict.spinning:
             return verdict
+        pause.wait(gap_s)
+        before = CpuSample(pids)

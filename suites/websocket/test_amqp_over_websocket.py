@@ -448,19 +448,12 @@ def test_websockets_no_refuses_the_upgrade_with_an_http_client_error(router, det
 
 
 @pytest.mark.spec("WEBSOCKET-TLS-1")
-def test_wss_producer_reaches_plain_consumer(router, rhea_trusting, shims, details):
+@pytest.mark.parametrize("producer", ["wss", "plain"])
+def test_wss_and_plain_clients_reach_each_other(router, rhea_trusting, shims, details, producer):
     _, python = shims
     with StackClient(rhea_trusting).connect(router.wss_url) as wss, \
             StackClient(python).connect(router.plain_url) as plain:
-        carry(wss, plain, details)
-
-
-@pytest.mark.spec("WEBSOCKET-TLS-1")
-def test_plain_producer_reaches_wss_consumer(router, rhea_trusting, shims, details):
-    _, python = shims
-    with StackClient(rhea_trusting).connect(router.wss_url) as wss, \
-            StackClient(python).connect(router.plain_url) as plain:
-        carry(plain, wss, details)
+        carry(*((wss, plain) if producer == "wss" else (plain, wss)), details)
 
 
 @pytest.mark.spec("WEBSOCKET-TLS-1")
